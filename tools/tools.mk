@@ -1,0 +1,23 @@
+# Load generators: htstress (HTTP), lat (round-trip floors), echo-bench.
+# libc + pthreads only; the shared pieces are small objects linked into each.
+
+TOOLS_CFLAGS := $(CFLAGS) -Itools
+
+$(BUILD)/tools/%.o: tools/%.c tools/*.h | $(BUILD)
+	@mkdir -p $(BUILD)/tools
+	$(CC) $(TOOLS_CFLAGS) -c -o $@ $<
+
+$(BUILD)/htstress: $(addprefix $(BUILD)/tools/,htstress.o http-response.o hist.o common.o)
+	$(CC) $(LDFLAGS) -o $@ $^
+
+$(BUILD)/lat: $(addprefix $(BUILD)/tools/,lat.o hist.o common.o)
+	$(CC) $(LDFLAGS) -o $@ $^
+
+$(BUILD)/echo-bench: $(addprefix $(BUILD)/tools/,echo-bench.o hist.o common.o)
+	$(CC) $(LDFLAGS) -o $@ $^
+
+$(BUILD)/hist-test: $(addprefix $(BUILD)/tools/,hist-test.o hist.o)
+	$(CC) $(LDFLAGS) -o $@ $^
+
+BINS += $(BUILD)/htstress $(BUILD)/lat $(BUILD)/echo-bench
+UNIT_TESTS += $(BUILD)/hist-test

@@ -1,0 +1,228 @@
+"""The echo conformance suite: every echo engine passes the same tests.
+
+On the host the user-space ktcp-echo runs; inside the VM (scripts/vm) kecho.ko
+in two workqueue flavours. Bytes are compared exactly.
+"""
+import os
+import random
+import resource
+import selectors
+import socket
+import struct
+import threading
+import time
+
+import pytest
+
+from conftest import require_kind
+from echo_engines import ENGINES
+
+
+@pytest.fixture(params=sorted(ENGINES))
+def echo_engine(request, tmp_path):
+    engine = ENGINES[request.param](str(tmp_path))
+    require_kind(engine.kind)
+    yield engine
+    engine.stop()
+
+
+@pytest.fixture
+def echo(echo_engine):
+    """An engine started with default options."""
+    return echo_engine.start()
+
+
+def connect(engine, timeout=10):
+    s = socket.create_connection(("127.0.0.1", engine.port), timeout=timeout)
+    s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    return s
+
+
+def recv_exact(s, n):
+    chunks, got = [], 0
+    while got < n:
+        b = s.recv(min(1 << 20, n - got))
+        if not b:
+            raise AssertionError(f"EOF after {got} of {n} bytes")
+        chunks.append(b)
+        got += len(b)
+    return b"".join(chunks)
+
+
+def echo_roundtrip(s, data):
+    """Send while reading, so a message larger than the socket buffers
+    cannot deadlock client and server."""
+    err = []
+
+    def sender():
+        try:
+            s.sendall(data)
+        except OSError as e:
+            err.append(e)
+
+    t = threading.Thread(target=sender)
+    t.start()
+    got = recv_exact(s, len(data))
+    t.join()
+    assert not err, err
+    return got
+
+
+def wait_for(pred, timeout=10, what="condition"):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if pred():
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def test_small_message(echo):
+    with connect(echo) as s:
+        s.sendall(b"hello, ktcp\n")
+        assert recv_exact(s, 12) == b"hello, ktcp\n"
+
+
+def test_one_mebibyte_binary_with_nuls(echo):
+    rng = random.Random(1)
+    data = bytes(rng.getrandbits(8) for _ in range(1 << 20))
+    data = b"\0" * 1000 + data[1000:-1000] + b"\0" * 1000
+    assert data.count(0) >= 2000
+    with connect(echo, timeout=60) as s:
+        assert echo_roundtrip(s, data) == data
+
+
+def test_many_messages_pipelined(echo):
+    msgs = [struct.pack("!I", i) + bytes([i % 256]) * (i % 97) for i in range(2000)]
+    data = b"".join(msgs)
+    with connect(echo) as s:
+        assert echo_roundtrip(s, data) == data
+
+
+def test_half_close_returns_everything(echo):
+    data = os.urandom(200_000)
+    with connect(echo, timeout=30) as s:
+        s.sendall(data)
+        s.shutdown(socket.SHUT_WR)
+        got = bytearray()
+        while True:
+            b = s.recv(65536)
+            if not b:
+                break
+            got += b
+        assert bytes(got) == data
+
+
+def test_thousand_concurrent_clients(echo):
+    n = 1000
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < n + 100:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, 4 * n), hard))
+    socks = []
+    try:
+        for _ in range(n):
+            socks.append(connect(echo, timeout=30))
+        sel = selectors.DefaultSelector()
+        want = {}
+        for i, s in enumerate(socks):
+            msg = f"client {i} ".encode() * (1 + i % 7)
+            s.sendall(msg)
+            s.setblocking(False)
+            want[s] = (msg, bytearray())
+            sel.register(s, selectors.EVENT_READ)
+        deadline = time.monotonic() + 120
+        while want and time.monotonic() < deadline:
+            for key, _ in sel.select(timeout=1):
+                s = key.fileobj
+                b = s.recv(65536)
+                assert b, "server closed a concurrent client"
+                msg, got = want[s]
+                got += b
+                if len(got) >= len(msg):
+                    assert bytes(got) == msg
+                    sel.unregister(s)
+                    del want[s]
+        assert not want, f"{len(want)} clients got no full echo"
+        assert echo.counters()["active"] >= n
+    finally:
+        for s in socks:
+            s.close()
+    wait_for(lambda: echo.counters()["active"] == 0, what="active to drop to 0")
+
+
+def test_reset_mid_message_leaves_others_served(echo):
+    with connect(echo) as other:
+        bad = connect(echo)
+        bad.sendall(os.urandom(300_000))  # far more than it will read
+        bad.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        bad.close()  # RST with echo data unread
+        for i in range(20):
+            msg = f"still here {i}".encode()
+            other.sendall(msg)
+            assert recv_exact(other, len(msg)) == msg
+    with connect(echo) as fresh:
+        fresh.sendall(b"new")
+        assert recv_exact(fresh, 3) == b"new"
+
+
+def test_counters_move(echo):
+    before = echo.counters()
+    with connect(echo) as s:
+        for _ in range(5):
+            s.sendall(b"x" * 1000)
+            recv_exact(s, 1000)
+        mid = echo.counters()
+        assert mid["active"] == before["active"] + 1
+    after_close = lambda: echo.counters()["active"] == before["active"]
+    wait_for(after_close, what="active back to its old value")
+    after = echo.counters()
+    assert after["accepted"] == before["accepted"] + 1
+    assert after["bytes_in"] - before["bytes_in"] == 5000
+    assert after["bytes_out"] - before["bytes_out"] == 5000
+    assert 5 <= after["messages"] - before["messages"] <= 5000
+    assert after["errors"] == before["errors"]
+
+
+def test_idle_timeout_fires(echo_engine):
+    echo = echo_engine.start(idle_timeout_ms=500)
+    with connect(echo) as idle, connect(echo) as busy:
+        t0 = time.monotonic()
+        # The busy client talks every 150 ms and must survive the idle one.
+        while time.monotonic() - t0 < 2.0:
+            busy.sendall(b"ping")
+            assert recv_exact(busy, 4) == b"ping"
+            time.sleep(0.15)
+        idle.settimeout(10)
+        try:
+            assert idle.recv(1) == b"", "idle client got data instead of EOF"
+        except ConnectionResetError:
+            pass
+        elapsed = time.monotonic() - t0
+        assert elapsed < 10
+        busy.sendall(b"pong")
+        assert recv_exact(busy, 4) == b"pong"
+    assert echo.counters()["timeouts"] >= 1
+
+
+def test_max_conns_refuses_excess(echo_engine):
+    echo = echo_engine.start(max_conns=4)
+    kept = [connect(echo) for _ in range(4)]
+    try:
+        for s in kept:  # all four are really being served
+            s.sendall(b"a")
+            assert recv_exact(s, 1) == b"a"
+        extra = connect(echo)
+        extra.settimeout(10)
+        try:
+            extra.sendall(b"b")
+            assert extra.recv(1) == b"", "connection past max_conns was served"
+        except (ConnectionResetError, BrokenPipeError):
+            pass
+        extra.close()
+        for s in kept:
+            s.sendall(b"c")
+            assert recv_exact(s, 1) == b"c"
+        assert echo.counters()["refused"] >= 1
+    finally:
+        for s in kept:
+            s.close()

@@ -1,0 +1,53 @@
+# core/core.mk — the freestanding HTTP core, built three ways:
+#   build/libktcpcore.a   linked by the user-space servers
+#   build/libktcpcore.so  -fPIC, loaded by tests/test_core_diff.py (ctypes)
+#   make core-kcheck      compiled as the kernel would (no SSE/FPU, no libc)
+
+CORE_SRCS     := $(sort $(wildcard core/*.c))
+CORE_OBJS     := $(patsubst core/%.c,$(BUILD)/core/%.o,$(CORE_SRCS))
+CORE_PIC_OBJS := $(patsubst core/%.c,$(BUILD)/core/pic/%.o,$(CORE_SRCS))
+CORE_LIB      := $(BUILD)/libktcpcore.a
+CORE_SHLIB    := $(BUILD)/libktcpcore.so
+
+BINS += $(CORE_LIB) $(CORE_SHLIB)
+
+$(BUILD)/core/%.o: core/%.c | $(BUILD)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
+
+$(BUILD)/core/pic/%.o: core/%.c | $(BUILD)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -fPIC -MMD -MP -c $< -o $@
+
+$(CORE_LIB): $(CORE_OBJS)
+	rm -f $@
+	$(AR) rcs $@ $^
+
+$(CORE_SHLIB): $(CORE_PIC_OBJS)
+	$(CC) -shared -o $@ $^
+
+-include $(CORE_OBJS:.o=.d) $(CORE_PIC_OBJS:.o=.d)
+
+# Kernel-like flags: a float, an SSE register, a libc call or a writable
+# global would each break khttpd.ko; catch them here, without kernel headers.
+CORE_KFLAGS := -std=gnu11 -O2 -Wall -Wextra -Werror -Icore -ffreestanding \
+	-fno-builtin -fno-common -fno-pic -fno-stack-protector -mno-red-zone \
+	-mcmodel=kernel -mno-sse -mno-mmx -mno-sse2 -mno-avx -mgeneral-regs-only \
+	-Wframe-larger-than=1024
+# The primitives compat.h promises exist in both worlds.
+CORE_KSYMS := memcpy memmove memcmp memset memchr strlen
+
+.PHONY: core-kcheck
+core-kcheck: | $(BUILD)
+	@mkdir -p $(BUILD)/core/kcheck
+	@set -e; objs=; for src in $(CORE_SRCS); do \
+		obj=$(BUILD)/core/kcheck/$$(basename $$src .c).o; \
+		$(CC) $(CORE_KFLAGS) -c $$src -o $$obj; objs="$$objs $$obj"; \
+		rw=$$(nm $$obj | awk '$$2 ~ /^[dDbBcC]$$/ {print $$3}'); \
+		if [ -n "$$rw" ]; then echo "core-kcheck: $$src has mutable state: $$rw" >&2; exit 1; fi; \
+	done; \
+	nm --defined-only $$objs | awk 'NF == 3 {print $$3}' | sort -u > $(BUILD)/core/kcheck/defined; \
+	nm -u $$objs | awk 'NF == 2 {print $$2}' | sort -u > $(BUILD)/core/kcheck/undefined; \
+	bad=$$(comm -23 $(BUILD)/core/kcheck/undefined $(BUILD)/core/kcheck/defined | grep -vxE '$(subst $() ,|,$(CORE_KSYMS))' || true); \
+	if [ -n "$$bad" ]; then echo "core-kcheck: core needs symbols the kernel lacks:" $$bad >&2; exit 1; fi; \
+	echo "core-kcheck: $(words $(CORE_SRCS)) files ok (no FPU/SSE, no libc beyond $(CORE_KSYMS), no mutable globals)"

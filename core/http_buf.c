@@ -1,0 +1,75 @@
+/* http_buf.c — bounded appends; see http_buf.h. */
+#include "http_buf.h"
+
+void http_buf_init(struct http_buf *b, char *data, size_t cap)
+{
+    b->data = data;
+    b->cap = cap;
+    b->len = 0;
+    b->overflow = false;
+}
+
+void http_buf_append(struct http_buf *b, const char *s, size_t n)
+{
+    if (b->overflow)
+        return;
+    if (n > b->cap - b->len) {
+        b->overflow = true;
+        return;
+    }
+    memcpy(b->data + b->len, s, n);
+    b->len += n;
+}
+
+void http_buf_append_str(struct http_buf *b, const char *s)
+{
+    http_buf_append(b, s, strlen(s));
+}
+
+void http_buf_append_char(struct http_buf *b, char c)
+{
+    http_buf_append(b, &c, 1);
+}
+
+size_t http_format_u64(uint64_t v, char *out)
+{
+    char tmp[20];
+    size_t n = 0, i;
+
+    do {
+        tmp[n++] = (char) ('0' + v % 10);
+        v /= 10;
+    } while (v);
+    for (i = 0; i < n; i++)
+        out[i] = tmp[n - 1 - i];
+    return n;
+}
+
+size_t http_format_hex(uint64_t v, char *out)
+{
+    static const char digits[] = "0123456789abcdef";
+    char tmp[16];
+    size_t n = 0, i;
+
+    do {
+        tmp[n++] = digits[v & 15];
+        v >>= 4;
+    } while (v);
+    for (i = 0; i < n; i++)
+        out[i] = tmp[n - 1 - i];
+    return n;
+}
+
+void http_buf_append_u64(struct http_buf *b, uint64_t v)
+{
+    char tmp[20];
+
+    http_buf_append(b, tmp, http_format_u64(v, tmp));
+}
+
+void http_buf_append_hex(struct http_buf *b, uint64_t v)
+{
+    char tmp[16];
+
+    http_buf_append(b, tmp, http_format_hex(v, tmp));
+}

@@ -1,0 +1,35 @@
+/* http_buf.h — append-only writer over a caller-provided buffer.
+ *
+ * Appends never write past cap; the first one that does not fit sets
+ * overflow and every later append is ignored, so a builder can append a
+ * whole response and check once at the end.
+ */
+#ifndef KTCP_CORE_HTTP_BUF_H
+#define KTCP_CORE_HTTP_BUF_H
+
+#include "compat.h"
+
+struct http_buf {
+    char *data;
+    size_t cap;
+    size_t len;
+    bool overflow;
+};
+
+void http_buf_init(struct http_buf *b, char *data, size_t cap);
+void http_buf_append(struct http_buf *b, const char *s, size_t n);
+void http_buf_append_str(struct http_buf *b, const char *s);
+void http_buf_append_char(struct http_buf *b, char c);
+void http_buf_append_u64(struct http_buf *b, uint64_t v);
+void http_buf_append_hex(struct http_buf *b, uint64_t v);
+/* Room left. */
+static inline size_t http_buf_avail(const struct http_buf *b)
+{
+    return b->overflow ? 0 : b->cap - b->len;
+}
+
+/* Decimal/hex digits of v into out (no NUL); returns the count (<= 20). */
+size_t http_format_u64(uint64_t v, char *out);
+size_t http_format_hex(uint64_t v, char *out);
+
+#endif /* KTCP_CORE_HTTP_BUF_H */

@@ -1,0 +1,16 @@
+/* http_core.h — everything core/ offers, for engines that want one include. */
+#ifndef KTCP_CORE_HTTP_CORE_H
+#define KTCP_CORE_HTTP_CORE_H
+
+#include "http_buf.h"
+#include "http_conditional.h"
+#include "http_date.h"
+#include "http_encoding.h"
+#include "http_listing.h"
+#include "http_mime.h"
+#include "http_parser.h"
+#include "http_path.h"
+#include "http_range.h"
+#include "http_response.h"
+
+#endif /* KTCP_CORE_HTTP_CORE_H */

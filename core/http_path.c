@@ -1,0 +1,204 @@
+/* http_path.c — percent-decoding and dot-segment removal in one pass.
+ *
+ * Decoding happens before segments are interpreted, so "%2e%2e" is "..";
+ * an encoded '/' is refused rather than decoded, because it would turn one
+ * segment into two after the ".." check. Segments are written straight into
+ * the output, and ".." pops the last one written: the output can shrink
+ * back to the root, never past it.
+ */
+#include "http_path.h"
+
+struct utf8_state {
+    uint8_t need;  /* continuation bytes still expected */
+    uint8_t lower; /* allowed range of the next continuation byte */
+    uint8_t upper;
+};
+
+/* Strict UTF-8 (RFC 3629): overlong forms such as C0 AE ("."), surrogates
+ * and code points above U+10FFFF are what lets a second decoder see a
+ * different path than ours. */
+static bool utf8_step(struct utf8_state *u, unsigned char c)
+{
+    if (u->need == 0) {
+        u->lower = 0x80;
+        u->upper = 0xbf;
+        if (c < 0x80)
+            return true;
+        if (c >= 0xc2 && c <= 0xdf) {
+            u->need = 1;
+        } else if (c >= 0xe0 && c <= 0xef) {
+            u->need = 2;
+            if (c == 0xe0)
+                u->lower = 0xa0;
+            else if (c == 0xed)
+                u->upper = 0x9f;
+        } else if (c >= 0xf0 && c <= 0xf4) {
+            u->need = 3;
+            if (c == 0xf0)
+                u->lower = 0x90;
+            else if (c == 0xf4)
+                u->upper = 0x8f;
+        } else {
+            return false;
+        }
+        return true;
+    }
+    if (c < u->lower || c > u->upper)
+        return false;
+    u->lower = 0x80;
+    u->upper = 0xbf;
+    u->need--;
+    return true;
+}
+
+int http_path_normalize(const char *path,
+                        size_t path_len,
+                        char *out,
+                        size_t out_size,
+                        struct http_path_info *info)
+{
+    struct utf8_state u = {0, 0x80, 0xbf};
+    size_t end = 0, i, olen = 0, seg_start = 0;
+    bool in_segment = false, last_is_dir = true;
+
+    memset(info, 0, sizeof(*info));
+    if (out_size < 2)
+        return HTTP_PATH_ERR_TOO_LONG;
+    out[0] = '\0';
+
+    while (end < path_len && path[end] != '?' && path[end] != '#')
+        end++;
+    if (end < path_len && path[end] == '?') {
+        size_t q = end + 1, qe = q;
+        while (qe < path_len && path[qe] != '#')
+            qe++;
+        info->has_query = true;
+        info->query_off = q;
+        info->query_len = qe - q;
+    }
+    if (end > 0 && path[0] != '/')
+        return HTTP_PATH_ERR_NOT_ABSOLUTE;
+
+    /* one extra round at i == end closes the last segment */
+    for (i = 0; i <= end; i++) {
+        unsigned char c;
+        size_t seg_len;
+
+        if (i == end || path[i] == '/') {
+            if (u.need)
+                return HTTP_PATH_ERR_BAD_UTF8;
+            if (!in_segment) {
+                last_is_dir = true; /* empty segment: "//" or trailing '/' */
+                continue;
+            }
+            in_segment = false;
+            seg_len = olen - seg_start;
+            if (seg_len == 1 && out[seg_start] == '.') {
+                olen = seg_start ? seg_start - 1 : 0;
+                last_is_dir = true;
+            } else if (seg_len == 2 && out[seg_start] == '.' &&
+                       out[seg_start + 1] == '.') {
+                if (seg_start == 0)
+                    return HTTP_PATH_ERR_ESCAPES_ROOT;
+                olen = seg_start - 1;
+                while (olen > 0 && out[olen - 1] != '/')
+                    olen--;
+                if (olen > 0)
+                    olen--; /* the separator before the popped segment */
+                last_is_dir = true;
+            } else {
+                last_is_dir = false;
+            }
+            continue;
+        }
+
+        c = (unsigned char) path[i];
+        if (c == '%') {
+            int hi, lo;
+            if (end - i < 3)
+                return HTTP_PATH_ERR_BAD_ESCAPE;
+            hi = http_hex_value((unsigned char) path[i + 1]);
+            lo = http_hex_value((unsigned char) path[i + 2]);
+            if (hi < 0 || lo < 0)
+                return HTTP_PATH_ERR_BAD_ESCAPE;
+            c = (unsigned char) (hi << 4 | lo);
+            i += 2;
+            if (c == '/')
+                return HTTP_PATH_ERR_ENCODED_SLASH;
+        }
+        if (c == '\\')
+            return HTTP_PATH_ERR_BACKSLASH;
+        if (c == '\0')
+            return HTTP_PATH_ERR_NUL;
+        if (c < 0x20 || c == 0x7f)
+            return HTTP_PATH_ERR_CONTROL;
+        if (!utf8_step(&u, c))
+            return HTTP_PATH_ERR_BAD_UTF8;
+
+        if (!in_segment) {
+            in_segment = true;
+            if (olen > 0) {
+                if (olen + 1 >= out_size)
+                    return HTTP_PATH_ERR_TOO_LONG;
+                out[olen++] = '/';
+            }
+            seg_start = olen;
+        }
+        if (olen + 1 >= out_size)
+            return HTTP_PATH_ERR_TOO_LONG;
+        out[olen++] = (char) c;
+    }
+
+    if (olen == 0) {
+        out[0] = '.';
+        olen = 1;
+        info->is_root = true;
+        last_is_dir = true;
+    }
+    out[olen] = '\0';
+    info->len = olen;
+    info->trailing_slash = last_is_dir;
+    return HTTP_PATH_OK;
+}
+
+int http_path_error_status(int result)
+{
+    switch (result) {
+    case HTTP_PATH_OK:
+        return 200;
+    case HTTP_PATH_ERR_ESCAPES_ROOT:
+        return 403;
+    case HTTP_PATH_ERR_TOO_LONG:
+        return 414;
+    default:
+        return 400;
+    }
+}
+
+const char *http_path_error_name(int result)
+{
+    switch (result) {
+    case HTTP_PATH_OK:
+        return "ok";
+    case HTTP_PATH_ERR_NOT_ABSOLUTE:
+        return "not-absolute";
+    case HTTP_PATH_ERR_BAD_ESCAPE:
+        return "bad-escape";
+    case HTTP_PATH_ERR_ENCODED_SLASH:
+        return "encoded-slash";
+    case HTTP_PATH_ERR_BACKSLASH:
+        return "backslash";
+    case HTTP_PATH_ERR_NUL:
+        return "nul";
+    case HTTP_PATH_ERR_CONTROL:
+        return "control";
+    case HTTP_PATH_ERR_BAD_UTF8:
+        return "bad-utf8";
+    case HTTP_PATH_ERR_ESCAPES_ROOT:
+        return "escapes-root";
+    case HTTP_PATH_ERR_TOO_LONG:
+        return "too-long";
+    default:
+        return "unknown";
+    }
+}

@@ -1,0 +1,79 @@
+/* http_response.h — status line and header fields gathered into one caller
+ * buffer, so a response head leaves in a single send()/writev() entry. */
+#ifndef KTCP_CORE_HTTP_RESPONSE_H
+#define KTCP_CORE_HTTP_RESPONSE_H
+
+#include "compat.h"
+#include "http_buf.h"
+
+/* Reason phrase of every status the servers send; "Unknown" otherwise. */
+const char *http_status_reason(int status);
+
+/* "HTTP/1.1 200 OK\r\n". version is 10 or 11 (see enum http_version);
+ * the response is 1.1 either way as RFC 9110 asks, except that a 1.0
+ * client gets "HTTP/1.0" only when version == 10 is passed on purpose. */
+void http_response_status_line(struct http_buf *b, int version, int status);
+/* "Name: value\r\n". A value holding CR, LF or NUL is refused (header
+ * injection): the buffer is poisoned (b->overflow) and -1 returned. */
+int http_response_header(struct http_buf *b,
+                         const char *name,
+                         const char *value);
+int http_response_header_len(struct http_buf *b,
+                             const char *name,
+                             const char *value,
+                             size_t value_len);
+void http_response_header_u64(struct http_buf *b, const char *name, uint64_t v);
+void http_response_header_date(struct http_buf *b, const char *name, int64_t t);
+/* "Content-Range: bytes first-last/size" and "Content-Range: bytes * /size"
+ * (no space; the comment needs one). */
+void http_response_content_range(struct http_buf *b,
+                                 uint64_t first,
+                                 uint64_t last,
+                                 uint64_t size);
+void http_response_content_range_unsatisfied(struct http_buf *b, uint64_t size);
+/* The empty line ending the head. */
+void http_response_end(struct http_buf *b);
+
+/* Everything a static-file server puts in a head, built in one call. */
+struct http_response_head {
+    int status;
+    int version;        /* 10 or 11; 0 means 11 */
+    const char *server; /* NULL: "ktcp" */
+    const char *date;   /* preformatted HTTP-date (cached per second),
+                           or NULL to format now_seconds */
+    int64_t now_seconds;
+    const char *content_type; /* NULL: omitted */
+    int64_t content_length;   /* < 0: omitted */
+    bool chunked;             /* Transfer-Encoding: chunked */
+    bool has_last_modified;
+    int64_t last_modified;
+    const char *etag;       /* quoted; NULL: omitted */
+    bool accept_ranges;     /* Accept-Ranges: bytes */
+    bool has_content_range; /* 206: range_first..range_last/range_size */
+    bool content_range_unsatisfied; /* 416: bytes * /range_size */
+    uint64_t range_first, range_last, range_size;
+    const char *content_encoding; /* "gzip"; NULL: omitted */
+    bool vary_accept_encoding;
+    const char *location; /* 301 */
+    const char *allow;    /* 405, e.g. "GET, HEAD" */
+    bool keep_alive;      /* Connection: keep-alive, else close */
+    uint32_t keep_alive_timeout_seconds; /* > 0: Keep-Alive: timeout=N */
+    uint32_t keep_alive_max;             /* > 0: ..., max=N */
+};
+
+/* Returns the head length, or -1 if it did not fit (or a value was
+ * invalid); b->len is then meaningless. */
+int http_response_build(struct http_buf *b, const struct http_response_head *h);
+
+/* Chunked transfer coding: header "<hex>\r\n" before data, "\r\n" after
+ * it, and "0\r\n\r\n" to end the body. */
+#define HTTP_CHUNK_HEADER_MAX 18
+#define HTTP_CHUNK_END "\r\n"
+#define HTTP_LAST_CHUNK "0\r\n\r\n"
+/* Write the chunk header for data_len (> 0) into out; returns its length. */
+size_t http_chunk_header(char *out, size_t data_len);
+void http_buf_chunk_header(struct http_buf *b, size_t data_len);
+void http_buf_chunk_end(struct http_buf *b);
+void http_buf_last_chunk(struct http_buf *b);
+
+#endif /* KTCP_CORE_HTTP_RESPONSE_H */

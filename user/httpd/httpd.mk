@@ -1,0 +1,15 @@
+# ktcp-httpd: the user-space HTTP server (user/httpd), on core/'s protocol
+# library. Runtime files are rt-*, HTTP files httpd-*.
+
+HTTPD_SRCS := $(sort $(wildcard user/httpd/*.c))
+HTTPD_OBJS := $(patsubst user/httpd/%.c,$(BUILD)/user/httpd/%.o,$(HTTPD_SRCS))
+HTTPD_LIBS := -lz -lurcu-cds -lurcu-memb -lurcu-common
+
+BINS += $(BUILD)/ktcp-httpd
+
+$(BUILD)/user/httpd/%.o: user/httpd/%.c $(wildcard user/httpd/*.h) $(wildcard core/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -Iuser/httpd -c -o $@ $<
+
+$(BUILD)/ktcp-httpd: $(HTTPD_OBJS) $(BUILD)/libktcpcore.a
+	$(CC) $(LDFLAGS) -o $@ $(HTTPD_OBJS) $(BUILD)/libktcpcore.a $(HTTPD_LIBS)

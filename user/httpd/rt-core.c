@@ -1,0 +1,257 @@
+/* rt-core.c — what every model shares: listeners, admission against
+ * --max-conns, the stop protocol, the monotonic clock, the per-thread
+ * worker pointer, and the threads model (small enough to live here). */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "rt-internal.h"
+
+struct rt_global rt_g = {.stop_fd = -1};
+static _Atomic long live_conns;
+
+/* The worker of the calling thread. noinline and never cached by callers
+ * across a wait: in the mn model the thread can change (rt.h). */
+static __thread struct rt_worker *tls_worker;
+
+__attribute__((noinline)) void rt_worker_set_self(struct rt_worker *w)
+{
+    tls_worker = w;
+}
+
+__attribute__((noinline)) struct rt_worker *rt_worker_self_full(void)
+{
+    return tls_worker;
+}
+
+__attribute__((noinline)) struct rt_worker_pub *rt_worker_self(void)
+{
+    return &tls_worker->pub;
+}
+
+uint64_t rt_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+bool rt_stopping(void)
+{
+    return atomic_load_explicit(&rt_g.stopping, memory_order_relaxed);
+}
+
+long rt_live_conns(void)
+{
+    return atomic_load(&live_conns);
+}
+
+bool rt_conn_admit(int fd)
+{
+    long n = atomic_fetch_add(&live_conns, 1);
+    if (rt_g.cfg->max_conns > 0 && n >= rt_g.cfg->max_conns) {
+        atomic_fetch_sub(&live_conns, 1);
+        if (rt_g.cfg->refuse)
+            rt_g.cfg->refuse(fd);
+        return false;
+    }
+    return true;
+}
+
+void rt_conn_release(void)
+{
+    atomic_fetch_sub(&live_conns, 1);
+}
+
+void rt_conn_set_peer(struct rt_conn *c, const struct sockaddr *sa)
+{
+    c->peer[0] = '\0';
+    if (sa->sa_family == AF_INET)
+        inet_ntop(AF_INET, &((const struct sockaddr_in *) sa)->sin_addr,
+                  c->peer, sizeof(c->peer));
+    else if (sa->sa_family == AF_INET6)
+        inet_ntop(AF_INET6, &((const struct sockaddr_in6 *) sa)->sin6_addr,
+                  c->peer, sizeof(c->peer));
+}
+
+void rt_tune_accepted(int fd)
+{
+    /* Heads leave with MSG_MORE and bodies with sendfile, so Nagle would
+     * only delay the last segment of each response. */
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+}
+
+int rt_open_listener(const struct rt_config *cfg, bool reuseport)
+{
+    struct sockaddr_storage ss;
+    socklen_t sl;
+    memset(&ss, 0, sizeof(ss));
+    struct sockaddr_in *in4 = (struct sockaddr_in *) &ss;
+    struct sockaddr_in6 *in6 = (struct sockaddr_in6 *) &ss;
+    if (inet_pton(AF_INET, cfg->bind, &in4->sin_addr) == 1) {
+        in4->sin_family = AF_INET;
+        in4->sin_port = htons(cfg->port);
+        sl = sizeof(*in4);
+    } else if (inet_pton(AF_INET6, cfg->bind, &in6->sin6_addr) == 1) {
+        in6->sin6_family = AF_INET6;
+        in6->sin6_port = htons(cfg->port);
+        sl = sizeof(*in6);
+    } else {
+        fprintf(stderr, "ktcp-httpd: --bind %s: not a numeric IP address\n",
+                cfg->bind);
+        return -EINVAL;
+    }
+    int flags = SOCK_STREAM | SOCK_CLOEXEC;
+    if (cfg->model != RT_MODEL_THREADS)
+        flags |= SOCK_NONBLOCK;
+    int fd = socket(ss.ss_family, flags, 0);
+    if (fd < 0)
+        goto fail;
+    int one = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    if (reuseport &&
+        setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) < 0)
+        goto fail_close;
+    if (bind(fd, (struct sockaddr *) &ss, sl) < 0)
+        goto fail_close;
+    if (listen(fd, 4096) < 0)
+        goto fail_close;
+    return fd;
+
+fail_close:;
+    int err = errno;
+    close(fd);
+    errno = err;
+fail:
+    fprintf(stderr, "ktcp-httpd: --bind %s --port %d: %s\n", cfg->bind,
+            cfg->port, strerror(errno));
+    return -errno;
+}
+
+/* ---- the threads model: one blocking thread per connection ---- */
+
+static pthread_t threads_acceptor;
+
+static void *conn_thread(void *arg)
+{
+    struct rt_conn *heap_conn = arg;
+    struct rt_conn c = *heap_conn;
+    free(heap_conn);
+    struct rt_worker w;
+    memset(&w, 0, sizeof(w));
+    w.pub.id = -1;
+    rt_worker_set_self(&w);
+    urcu_memb_register_thread();
+    rt_g.cfg->handler(&c);
+    close(c.fd);
+    httpd_log_flush(&w.pub);
+    urcu_memb_unregister_thread();
+    free(w.pub.log_buf);
+    rt_conn_release();
+    return NULL;
+}
+
+static void *threads_accept_main(void *arg)
+{
+    (void) arg;
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    pthread_attr_setstacksize(&attr, 256 * 1024);
+    for (;;) {
+        struct sockaddr_storage ss;
+        socklen_t sl = sizeof(ss);
+        int fd = accept4(rt_g.listen_fds[0], (struct sockaddr *) &ss, &sl,
+                         SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0) {
+            if (rt_stopping())
+                break;
+            if (errno == EMFILE || errno == ENFILE)
+                usleep(10000);
+            continue;
+        }
+        if (rt_stopping() || !rt_conn_admit(fd)) {
+            close(fd);
+            continue;
+        }
+        rt_tune_accepted(fd);
+        struct rt_conn *c = calloc(1, sizeof(*c));
+        pthread_t t;
+        if (!c)
+            goto drop;
+        c->fd = fd;
+        rt_conn_set_peer(c, (struct sockaddr *) &ss);
+        if (pthread_create(&t, &attr, conn_thread, c) != 0) {
+            free(c);
+            goto drop;
+        }
+        continue;
+    drop:
+        close(fd);
+        rt_conn_release();
+    }
+    pthread_attr_destroy(&attr);
+    return NULL;
+}
+
+/* ---- start, stop, finish ---- */
+
+int rt_start(const struct rt_config *cfg)
+{
+    rt_g.cfg = cfg;
+    rt_g.stop_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (rt_g.stop_fd < 0)
+        return -errno;
+    int n = cfg->model == RT_MODEL_EPOLL ? cfg->workers : 1;
+    if (n > (int) (sizeof(rt_g.listen_fds) / sizeof(rt_g.listen_fds[0])))
+        n = sizeof(rt_g.listen_fds) / sizeof(rt_g.listen_fds[0]);
+    for (int i = 0; i < n; i++) {
+        int fd = rt_open_listener(cfg, cfg->model == RT_MODEL_EPOLL);
+        if (fd < 0)
+            return fd;
+        rt_g.listen_fds[rt_g.nlisten++] = fd;
+    }
+    if (cfg->model == RT_MODEL_THREADS) {
+        int err =
+            pthread_create(&threads_acceptor, NULL, threads_accept_main, NULL);
+        return -err;
+    }
+    return rt_run_coro(cfg);
+}
+
+void rt_stop(void)
+{
+    if (atomic_exchange(&rt_g.stopping, true))
+        return;
+    uint64_t one = 1;
+    if (write(rt_g.stop_fd, &one, sizeof(one)) < 0) {
+        /* cannot fail for a fresh eventfd; stopping is polled anyway */
+    }
+    /* shutdown, not close: a worker may still hold the fd number, and a
+     * closed number could be reused by an accept. Blocked accepts return. */
+    for (int i = 0; i < rt_g.nlisten; i++)
+        shutdown(rt_g.listen_fds[i], SHUT_RDWR);
+}
+
+void rt_finish(void)
+{
+    /* in-flight responses finish; each wait is bounded by the timeouts */
+    while (atomic_load(&live_conns) > 0)
+        usleep(10000);
+    atomic_store(&rt_g.exiting, true);
+    if (rt_g.cfg->model == RT_MODEL_THREADS)
+        pthread_join(threads_acceptor, NULL);
+    else
+        rt_join_coro();
+    for (int i = 0; i < rt_g.nlisten; i++)
+        close(rt_g.listen_fds[i]);
+    urcu_memb_barrier(); /* run pending call_rcu callbacks */
+}

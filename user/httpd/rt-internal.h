@@ -1,0 +1,120 @@
+/* rt-internal.h — what the runtime's own files share: coroutines, workers,
+ * run queues and the timer heap. Nothing here is for the HTTP layer. */
+#ifndef KTCP_RT_INTERNAL_H
+#define KTCP_RT_INTERNAL_H
+
+#include <pthread.h>
+#include <sys/socket.h>
+#include <urcu/urcu-memb.h>
+
+#include "rt.h"
+
+/* ---- coroutines (rt-coro.c) ---- */
+
+/* Wait state of a coroutine, one atomic word: generation << 2 | state.
+ * The generation grows at every park, so a timer that read the word for
+ * one wait can never wake a later one (its CAS fails). */
+enum {
+    RT_ST_RUNNING = 0,  /* running or queued to run */
+    RT_ST_WAITING = 1,  /* parked until an event, a timeout or a stop */
+    RT_ST_NOTIFIED = 2, /* running, and an event came meanwhile */
+    RT_ST_DEAD = 3,     /* handler returned; events are ignored */
+};
+#define RT_ST(w) ((w) &3u)
+#define RT_GEN(w) ((w) & ~(uint64_t) 3u)
+
+enum rt_wake { RT_WAKE_IO = 0, RT_WAKE_TIMEOUT, RT_WAKE_STOP };
+enum rt_op { RT_OP_PARK, RT_OP_EXIT };
+
+struct rt_coro {
+    void *sp; /* saved stack pointer while switched out */
+    struct rt_conn conn;
+    struct rt_worker *worker; /* thread running it now; set before resume */
+    int epfd;                 /* epoll set the fd is registered in */
+    bool armed_out;           /* EPOLLOUT added to the registration */
+    enum rt_op op;            /* what it asked of the scheduler */
+    int wake_reason;          /* written by the waker that won the CAS */
+    _Atomic uint64_t wstate;
+    _Atomic uint64_t deadline; /* of the current wait, 0: none */
+    _Atomic bool idle;         /* current wait may be cut by a stop */
+    _Atomic int in_heap;       /* some worker's timer heap holds it */
+    _Atomic int refs;          /* alive + timer entries + transient */
+    struct rt_coro *next;      /* run queue link */
+    struct rcu_head rcu;       /* freed after a grace period */
+    size_t map_len;
+};
+
+struct rt_coro *rt_coro_new(int fd, rt_handler_fn fn);
+void rt_coro_get(struct rt_coro *co);
+/* Drop a reference; the last one frees the stack after a grace period, as
+ * an epoll event naming it may still be in another worker's hands. */
+void rt_coro_put(struct rt_coro *co);
+/* Save the current context in *save_sp and resume the one at next_sp. */
+void rt_coro_switch(void **save_sp, void *next_sp);
+
+/* ---- timers (rt-timer.c): a binary min-heap per worker ---- */
+
+struct rt_timer_entry {
+    uint64_t deadline;
+    struct rt_coro *co;
+};
+struct rt_timer_heap {
+    struct rt_timer_entry *v;
+    size_t len, cap;
+};
+int rt_timer_push(struct rt_timer_heap *h,
+                  uint64_t deadline,
+                  struct rt_coro *co);
+struct rt_timer_entry rt_timer_pop(struct rt_timer_heap *h);
+static inline const struct rt_timer_entry *rt_timer_top(
+    const struct rt_timer_heap *h)
+{
+    return h->len ? &h->v[0] : NULL;
+}
+
+/* ---- workers (rt-sched.c) ---- */
+
+struct rt_worker {
+    struct rt_worker_pub pub;
+    pthread_t tid;
+    int epfd;      /* own (epoll model) or the shared one (mn) */
+    int listen_fd; /* own SO_REUSEPORT listener (epoll model), else -1 */
+    void *sched_sp;
+    struct rt_coro *rq_head, *rq_tail; /* local run queue (epoll model) */
+    struct rt_timer_heap timers;
+    uint64_t last_log_flush_ms;
+};
+
+/* Process-wide runtime state. Every field is either set before the worker
+ * threads start and read-only after, or atomic. */
+struct rt_global {
+    const struct rt_config *cfg;
+    int listen_fds[256];
+    int nlisten;
+    int stop_fd; /* eventfd, level-triggered, readable once stopping */
+    _Atomic bool stopping;
+    _Atomic bool exiting;
+};
+extern struct rt_global rt_g;
+
+void rt_worker_set_self(struct rt_worker *w);
+struct rt_worker *rt_worker_self_full(void);
+/* Flush the access-log buffer of this thread (httpd-log.c). */
+void httpd_log_flush(struct rt_worker_pub *w);
+
+/* Accounting of live connections for --max-conns; returns false (and
+ * sends a 503) when fd must be refused; the caller then closes it. */
+bool rt_conn_admit(int fd);
+void rt_conn_release(void);
+void rt_conn_set_peer(struct rt_conn *c, const struct sockaddr *sa);
+void rt_tune_accepted(int fd);
+int rt_open_listener(const struct rt_config *cfg, bool reuseport);
+
+int rt_run_coro(const struct rt_config *cfg);
+void rt_join_coro(void);
+int rt_wait_coro(struct rt_coro *co,
+                 short events,
+                 uint64_t deadline_ms,
+                 bool idle);
+
+#endif /* KTCP_RT_INTERNAL_H */

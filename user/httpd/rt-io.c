@@ -1,0 +1,152 @@
+/* rt-io.c — the I/O API the handler is written in. Each call tries the
+ * syscall first and waits only on EAGAIN, so a ready socket costs exactly
+ * one syscall. The raw syscalls sit in noinline helpers that turn errno
+ * into a return value before anything can switch threads (rt.h). */
+#include <errno.h>
+#include <poll.h>
+#include <sys/sendfile.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "rt-internal.h"
+
+#define NOINLINE __attribute__((noinline))
+
+static NOINLINE ssize_t sys_recv(int fd, void *buf, size_t len)
+{
+    ssize_t n = recv(fd, buf, len, 0);
+    return n < 0 ? -errno : n;
+}
+
+static NOINLINE ssize_t sys_sendmsg(int fd, struct msghdr *m, int flags)
+{
+    ssize_t n = sendmsg(fd, m, flags | MSG_NOSIGNAL);
+    return n < 0 ? -errno : n;
+}
+
+static NOINLINE ssize_t sys_sendfile(int out, int in, off_t *off, size_t n)
+{
+    ssize_t r = sendfile(out, in, off, n);
+    return r < 0 ? -errno : r;
+}
+
+/* threads model: block in poll(2), also watching the stop eventfd while
+ * the connection is idle so a stopping server can close it. */
+static NOINLINE int wait_poll(struct rt_conn *c,
+                              short events,
+                              uint64_t deadline_ms,
+                              bool idle)
+{
+    for (;;) {
+        if (idle && rt_stopping())
+            return -ESHUTDOWN;
+        int timeout = -1;
+        if (deadline_ms) {
+            uint64_t now = rt_now_ms();
+            if (now >= deadline_ms)
+                return -ETIMEDOUT;
+            timeout = (int) (deadline_ms - now);
+        }
+        struct pollfd p[2] = {
+            {.fd = c->fd, .events = events},
+            {.fd = rt_g.stop_fd, .events = POLLIN},
+        };
+        int n = poll(p, idle ? 2 : 1, timeout);
+        if (n < 0 && errno != EINTR)
+            return -errno;
+        if (n > 0 && p[0].revents)
+            return 0;
+    }
+}
+
+int rt_wait(struct rt_conn *c, short events, uint64_t deadline_ms, bool idle)
+{
+    if (c->coro)
+        return rt_wait_coro(c->coro, events, deadline_ms, idle);
+    return wait_poll(c, events, deadline_ms, idle);
+}
+
+ssize_t rt_read_nowait(struct rt_conn *c, void *buf, size_t len)
+{
+    ssize_t n;
+    do
+        n = sys_recv(c->fd, buf, len);
+    while (n == -EINTR);
+    return n;
+}
+
+ssize_t rt_read(struct rt_conn *c,
+                void *buf,
+                size_t len,
+                uint64_t deadline_ms,
+                bool idle)
+{
+    for (;;) {
+        ssize_t n = rt_read_nowait(c, buf, len);
+        if (n != -EAGAIN)
+            return n;
+        int r = rt_wait(c, POLLIN, deadline_ms, idle);
+        if (r < 0)
+            return r;
+    }
+}
+
+ssize_t rt_sendv(struct rt_conn *c,
+                 struct iovec *iov,
+                 int iovcnt,
+                 bool more,
+                 int timeout_ms)
+{
+    ssize_t total = 0;
+    while (iovcnt > 0) {
+        struct msghdr m = {.msg_iov = iov, .msg_iovlen = iovcnt};
+        ssize_t n = sys_sendmsg(c->fd, &m, more ? MSG_MORE : 0);
+        if (n == -EINTR)
+            continue;
+        if (n == -EAGAIN) {
+            int r = rt_wait(c, POLLOUT, rt_now_ms() + timeout_ms, false);
+            if (r < 0)
+                return r;
+            continue;
+        }
+        if (n < 0)
+            return n;
+        total += n;
+        while (iovcnt > 0 && (size_t) n >= iov->iov_len) {
+            n -= iov->iov_len;
+            iov++;
+            iovcnt--;
+        }
+        if (iovcnt > 0) {
+            iov->iov_base = (char *) iov->iov_base + n;
+            iov->iov_len -= n;
+        }
+    }
+    return total;
+}
+
+ssize_t rt_sendfile(struct rt_conn *c,
+                    int file_fd,
+                    off_t offset,
+                    size_t count,
+                    int timeout_ms)
+{
+    size_t left = count;
+    while (left > 0) {
+        ssize_t n = sys_sendfile(c->fd, file_fd, &offset, left);
+        if (n == -EINTR)
+            continue;
+        if (n == -EAGAIN) {
+            int r = rt_wait(c, POLLOUT, rt_now_ms() + timeout_ms, false);
+            if (r < 0)
+                return r;
+            continue;
+        }
+        if (n < 0)
+            return n;
+        if (n == 0)
+            return -EIO; /* the file shrank under us */
+        left -= n;
+    }
+    return count;
+}

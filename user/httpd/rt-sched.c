@@ -1,0 +1,436 @@
+/* rt-sched.c — the two coroutine models.
+ *
+ * epoll: worker i owns listener i (SO_REUSEPORT), epoll set i, a local run
+ *        queue and timer heap; its coroutines never leave it, so nothing in
+ *        the hot path is shared.
+ * mn:    all workers wait on one epoll set holding one listener; readiness
+ *        makes a coroutine runnable on one shared run queue, and any worker
+ *        that is free runs it. A worker that queued more than it can run at
+ *        once kicks an eventfd to wake an idle peer.
+ *
+ * Parking (see the state machine in rt-internal.h): the coroutine switches
+ * to its worker's scheduler stack first, and only then is it published as
+ * WAITING, so no other worker can resume a coroutine whose stack is still
+ * in use. An event that arrives while it runs turns RUNNING into NOTIFIED
+ * and the park becomes a requeue: no wakeup is lost.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "rt-internal.h"
+
+#define RT_EVENTS 256
+#define RT_BATCH 64 /* coroutines run between two epoll_waits (mn) */
+
+static struct rt_worker *workers;
+static int nworkers;
+static bool model_mn;
+
+/* mn: the run queue all workers share, and the eventfd that wakes one idle
+ * worker (edge-triggered, so each write wakes one epoll_wait). */
+static struct {
+    pthread_mutex_t lock;
+    struct rt_coro *head, *tail;
+    size_t len;
+} shared_rq = {PTHREAD_MUTEX_INITIALIZER, NULL, NULL, 0};
+static int shared_kick_fd = -1;
+static _Atomic int shared_idle_workers;
+
+/* epoll data.ptr values that are not coroutines */
+static char tag_listen, tag_stop, tag_kick;
+
+static void runq_push(struct rt_worker *w, struct rt_coro *co)
+{
+    co->next = NULL;
+    if (model_mn) {
+        pthread_mutex_lock(&shared_rq.lock);
+        if (shared_rq.tail)
+            shared_rq.tail->next = co;
+        else
+            shared_rq.head = co;
+        shared_rq.tail = co;
+        shared_rq.len++;
+        pthread_mutex_unlock(&shared_rq.lock);
+        return;
+    }
+    if (w->rq_tail)
+        w->rq_tail->next = co;
+    else
+        w->rq_head = co;
+    w->rq_tail = co;
+}
+
+static struct rt_coro *runq_pop(struct rt_worker *w)
+{
+    struct rt_coro *co;
+    if (model_mn) {
+        /* unlocked peek: a stale answer only costs one epoll_wait(0) */
+        if (!__atomic_load_n(&shared_rq.head, __ATOMIC_RELAXED))
+            return NULL;
+        pthread_mutex_lock(&shared_rq.lock);
+        co = shared_rq.head;
+        if (co) {
+            shared_rq.head = co->next;
+            if (!shared_rq.head)
+                shared_rq.tail = NULL;
+            shared_rq.len--;
+        }
+        pthread_mutex_unlock(&shared_rq.lock);
+        return co;
+    }
+    co = w->rq_head;
+    if (co) {
+        w->rq_head = co->next;
+        if (!w->rq_head)
+            w->rq_tail = NULL;
+    }
+    return co;
+}
+
+static bool runq_empty(struct rt_worker *w)
+{
+    if (model_mn)
+        return __atomic_load_n(&shared_rq.head, __ATOMIC_RELAXED) == NULL;
+    return w->rq_head == NULL;
+}
+
+/* Make a WAITING coroutine runnable, or mark a running one NOTIFIED.
+ * Returns true if it was queued. Any worker may call it. */
+static bool coro_wake(struct rt_worker *w, struct rt_coro *co, int reason)
+{
+    uint64_t s = atomic_load(&co->wstate);
+    for (;;) {
+        switch (RT_ST(s)) {
+        case RT_ST_WAITING:
+            if (atomic_compare_exchange_weak(&co->wstate, &s,
+                                             RT_GEN(s) | RT_ST_RUNNING)) {
+                co->wake_reason = reason;
+                runq_push(w, co);
+                return true;
+            }
+            break;
+        case RT_ST_RUNNING:
+            if (reason != RT_WAKE_IO)
+                return false;
+            if (atomic_compare_exchange_weak(&co->wstate, &s,
+                                             RT_GEN(s) | RT_ST_NOTIFIED))
+                return false;
+            break;
+        default: /* NOTIFIED or DEAD */
+            return false;
+        }
+    }
+}
+
+/* Arm a timer for co in w's heap unless some heap already holds it. The
+ * caller passes a reference the heap keeps (or which is dropped here). */
+static void timer_arm(struct rt_worker *w, struct rt_coro *co, uint64_t dl)
+{
+    if (atomic_exchange(&co->in_heap, 1) == 0 &&
+        rt_timer_push(&w->timers, dl, co) == 0)
+        return;
+    rt_coro_put(co);
+}
+
+/* Called on the scheduler stack after co switched out asking to park. */
+static void coro_park(struct rt_worker *w, struct rt_coro *co)
+{
+    uint64_t dl = atomic_load(&co->deadline);
+    rt_coro_get(co); /* co may run elsewhere as soon as it is WAITING */
+    uint64_t s = atomic_load(&co->wstate);
+    for (;;) {
+        if (RT_ST(s) == RT_ST_NOTIFIED) {
+            if (atomic_compare_exchange_weak(&co->wstate, &s,
+                                             RT_GEN(s) | RT_ST_RUNNING)) {
+                co->wake_reason = RT_WAKE_IO;
+                runq_push(w, co);
+                break;
+            }
+        } else if (atomic_compare_exchange_weak(
+                       &co->wstate, &s, (RT_GEN(s) + 4) | RT_ST_WAITING)) {
+            break;
+        }
+    }
+    if (dl)
+        timer_arm(w, co, dl);
+    else
+        rt_coro_put(co);
+}
+
+static void coro_exit(struct rt_coro *co)
+{
+    atomic_store(&co->wstate, RT_ST_DEAD);
+    close(co->conn.fd); /* also leaves the epoll set */
+    rt_conn_release();
+    rt_coro_put(co);
+}
+
+static void coro_run(struct rt_worker *w, struct rt_coro *co)
+{
+    co->worker = w;
+    rt_coro_switch(&w->sched_sp, co->sp);
+    if (co->op == RT_OP_EXIT)
+        coro_exit(co);
+    else
+        coro_park(w, co);
+}
+
+int rt_wait_coro(struct rt_coro *co,
+                 short events,
+                 uint64_t deadline_ms,
+                 bool idle)
+{
+    if (idle && rt_stopping())
+        return -ESHUTDOWN;
+    if (deadline_ms && rt_now_ms() >= deadline_ms)
+        return -ETIMEDOUT;
+    if ((events & POLLOUT) && !co->armed_out) {
+        /* Writes rarely wait, so EPOLLOUT joins the registration only now;
+         * EPOLL_CTL_MOD re-checks readiness, so an edge is not lost. */
+        struct epoll_event ev = {
+            .events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET,
+            .data.ptr = co,
+        };
+        if (epoll_ctl(co->epfd, EPOLL_CTL_MOD, co->conn.fd, &ev) == 0)
+            co->armed_out = true;
+    }
+    atomic_store(&co->idle, idle);
+    atomic_store(&co->deadline, deadline_ms);
+    co->wake_reason = RT_WAKE_IO;
+    co->op = RT_OP_PARK;
+    rt_coro_switch(&co->sp, co->worker->sched_sp);
+    /* possibly on another thread from here on */
+    atomic_store(&co->deadline, 0);
+    switch (co->wake_reason) {
+    case RT_WAKE_TIMEOUT:
+        return -ETIMEDOUT;
+    case RT_WAKE_STOP:
+        return -ESHUTDOWN;
+    default:
+        return 0;
+    }
+}
+
+/* Pop expired entries. An entry only says "look at this coroutine": its
+ * current deadline decides whether it timed out, moved, or needs none. */
+static void timers_expire(struct rt_worker *w, uint64_t now)
+{
+    const struct rt_timer_entry *top;
+    while ((top = rt_timer_top(&w->timers)) && top->deadline <= now) {
+        struct rt_coro *co = rt_timer_pop(&w->timers).co;
+        atomic_store(&co->in_heap, 0);
+        uint64_t s = atomic_load(&co->wstate);
+        uint64_t dl = atomic_load(&co->deadline);
+        bool timed_out = false;
+        while (RT_ST(s) == RT_ST_WAITING && dl && dl <= now) {
+            if (atomic_compare_exchange_weak(&co->wstate, &s,
+                                             RT_GEN(s) | RT_ST_RUNNING)) {
+                co->wake_reason = RT_WAKE_TIMEOUT;
+                runq_push(w, co);
+                timed_out = true;
+                break;
+            }
+            dl = atomic_load(&co->deadline);
+        }
+        if (!timed_out && RT_ST(s) != RT_ST_DEAD && dl > now)
+            timer_arm(w, co, dl); /* moved: keep watching */
+        else
+            rt_coro_put(co);
+    }
+}
+
+/* While stopping: wake every idle waiter this worker's heap knows of. */
+static void timers_stop_sweep(struct rt_worker *w)
+{
+    for (size_t i = 0; i < w->timers.len; i++) {
+        struct rt_coro *co = w->timers.v[i].co;
+        if (atomic_load(&co->idle))
+            coro_wake(w, co, RT_WAKE_STOP);
+    }
+}
+
+static void accept_all(struct rt_worker *w, int lfd)
+{
+    for (;;) {
+        struct sockaddr_storage ss;
+        socklen_t sl = sizeof(ss);
+        int fd = accept4(lfd, (struct sockaddr *) &ss, &sl,
+                         SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0) {
+            if (errno == EINTR || errno == ECONNABORTED)
+                continue;
+            if (errno == EMFILE || errno == ENFILE)
+                fprintf(stderr, "ktcp-httpd: accept: %s\n", strerror(errno));
+            return; /* EAGAIN, or the listener was shut down */
+        }
+        if (rt_stopping() || !rt_conn_admit(fd)) {
+            close(fd);
+            continue;
+        }
+        rt_tune_accepted(fd);
+        struct rt_coro *co = rt_coro_new(fd, rt_g.cfg->handler);
+        if (!co) {
+            close(fd);
+            rt_conn_release();
+            continue;
+        }
+        rt_conn_set_peer(&co->conn, (struct sockaddr *) &ss);
+        co->epfd = w->epfd;
+        struct epoll_event ev = {
+            .events = EPOLLIN | EPOLLRDHUP | EPOLLET,
+            .data.ptr = co,
+        };
+        if (epoll_ctl(w->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
+            atomic_store(&co->wstate, RT_ST_DEAD);
+            close(fd);
+            rt_conn_release();
+            rt_coro_put(co);
+            continue;
+        }
+        runq_push(w, co);
+    }
+}
+
+static void *worker_main(void *arg)
+{
+    struct rt_worker *w = arg;
+    struct epoll_event ev[RT_EVENTS];
+    bool saw_stop = false;
+
+    rt_worker_set_self(w);
+    urcu_memb_register_thread();
+    for (;;) {
+        /* run what is ready */
+        struct rt_coro *co;
+        int ran = 0;
+        while ((!model_mn || ran < RT_BATCH) && (co = runq_pop(w))) {
+            coro_run(w, co);
+            ran++;
+        }
+
+        uint64_t now = rt_now_ms();
+        int timeout = 1000;
+        if (!runq_empty(w)) {
+            timeout = 0;
+        } else {
+            const struct rt_timer_entry *t = rt_timer_top(&w->timers);
+            if (t)
+                timeout = t->deadline <= now         ? 0
+                          : t->deadline - now < 1000 ? (int) (t->deadline - now)
+                                                     : 1000;
+        }
+        if (saw_stop && timeout > 50)
+            timeout = 50;
+        if (timeout && model_mn)
+            atomic_fetch_add(&shared_idle_workers, 1);
+        int n = epoll_wait(w->epfd, ev, RT_EVENTS, timeout);
+        if (timeout && model_mn)
+            atomic_fetch_sub(&shared_idle_workers, 1);
+
+        int queued = 0;
+        urcu_memb_read_lock(); /* event pointers outlive their coroutines */
+        for (int i = 0; i < n; i++) {
+            void *p = ev[i].data.ptr;
+            if (p == &tag_listen) {
+                if (!saw_stop)
+                    accept_all(w, model_mn ? rt_g.listen_fds[0] : w->listen_fd);
+            } else if (p == &tag_kick) {
+                uint64_t v;
+                if (read(shared_kick_fd, &v, sizeof(v)) < 0) {
+                    /* nothing to drain: another worker got it */
+                }
+            } else if (p == &tag_stop) {
+                saw_stop = true;
+                epoll_ctl(w->epfd, EPOLL_CTL_DEL, rt_g.stop_fd, NULL);
+            } else {
+                queued += coro_wake(w, p, RT_WAKE_IO);
+            }
+        }
+        urcu_memb_read_unlock();
+        if (model_mn && queued > 1 && atomic_load(&shared_idle_workers) > 0) {
+            uint64_t one = 1;
+            if (write(shared_kick_fd, &one, sizeof(one)) < 0) {
+                /* counter saturated: peers are awake anyway */
+            }
+        }
+
+        now = rt_now_ms();
+        timers_expire(w, now);
+        if (rt_stopping()) {
+            saw_stop = true;
+            timers_stop_sweep(w);
+        }
+        if (w->pub.log_len && now - w->last_log_flush_ms >= 1000) {
+            httpd_log_flush(&w->pub);
+            w->last_log_flush_ms = now;
+        }
+        if (atomic_load(&rt_g.exiting) && runq_empty(w))
+            break;
+    }
+    httpd_log_flush(&w->pub);
+    urcu_memb_unregister_thread();
+    return NULL;
+}
+
+static int epoll_add_tag(int epfd, int fd, void *tag, uint32_t events)
+{
+    struct epoll_event ev = {.events = events, .data.ptr = tag};
+    return epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev);
+}
+
+int rt_run_coro(const struct rt_config *cfg)
+{
+    nworkers = cfg->workers;
+    model_mn = cfg->model == RT_MODEL_MN;
+    workers = calloc(nworkers, sizeof(*workers));
+    if (!workers)
+        return -ENOMEM;
+
+    int shared_epfd = -1;
+    if (model_mn) {
+        shared_epfd = epoll_create1(EPOLL_CLOEXEC);
+        shared_kick_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+        if (shared_epfd < 0 || shared_kick_fd < 0 ||
+            epoll_add_tag(shared_epfd, rt_g.listen_fds[0], &tag_listen,
+                          EPOLLIN | EPOLLET) < 0 ||
+            epoll_add_tag(shared_epfd, shared_kick_fd, &tag_kick,
+                          EPOLLIN | EPOLLET) < 0 ||
+            epoll_add_tag(shared_epfd, rt_g.stop_fd, &tag_stop, EPOLLIN) < 0)
+            return -errno;
+    }
+    for (int i = 0; i < nworkers; i++) {
+        struct rt_worker *w = &workers[i];
+        w->pub.id = i;
+        w->listen_fd = -1;
+        if (model_mn) {
+            w->epfd = shared_epfd;
+            continue;
+        }
+        w->epfd = epoll_create1(EPOLL_CLOEXEC);
+        w->listen_fd = rt_g.listen_fds[i];
+        if (w->epfd < 0 ||
+            epoll_add_tag(w->epfd, w->listen_fd, &tag_listen,
+                          EPOLLIN | EPOLLET) < 0 ||
+            epoll_add_tag(w->epfd, rt_g.stop_fd, &tag_stop, EPOLLIN) < 0)
+            return -errno;
+    }
+    for (int i = 0; i < nworkers; i++) {
+        int err =
+            pthread_create(&workers[i].tid, NULL, worker_main, &workers[i]);
+        if (err)
+            return -err;
+    }
+    return 0;
+}
+
+void rt_join_coro(void)
+{
+    for (int i = 0; i < nworkers; i++)
+        pthread_join(workers[i].tid, NULL);
+}

@@ -1,0 +1,111 @@
+/* rt.h — the runtime under ktcp-httpd: connections, coroutines, workers,
+ * timers, and the tiny blocking-looking I/O API the handler is written in.
+ *
+ * The connection handler is written once, as straight-line code over
+ * rt_read/rt_send/rt_sendfile. The three models differ only in who runs it:
+ *
+ *   threads  one blocking pthread per connection; a wait is poll(2).
+ *   epoll    one worker thread per core, each with its own SO_REUSEPORT
+ *            listener, epoll set, run queue and timer heap; a connection is
+ *            a coroutine that never leaves the worker that accepted it.
+ *   mn       N worker threads share one epoll set, one listener and one run
+ *            queue; a ready coroutine is run by whichever worker is free.
+ *
+ * Rule for code that runs on a coroutine (the handler and everything it
+ * calls): in the mn model a coroutine can resume on another thread after
+ * any wait, and the compiler may cache a thread-local address (errno's
+ * included) across the call that switched. So such code never touches a
+ * __thread variable or errno across a wait: syscalls that can wait go
+ * through the rt_* functions below, which return -errno, and per-thread
+ * state is reached through rt_worker_self(), called afresh after a wait.
+ */
+#ifndef KTCP_RT_H
+#define KTCP_RT_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+
+enum rt_model { RT_MODEL_THREADS, RT_MODEL_EPOLL, RT_MODEL_MN };
+
+struct rt_coro;
+struct rt_worker;
+
+/* One accepted connection. In the coroutine models it lives inside the
+ * coroutine's allocation; in the threads model on the thread's stack. */
+struct rt_conn {
+    int fd;
+    struct rt_coro *coro; /* NULL in the threads model */
+    char peer[48];        /* printable address, for the access log */
+};
+
+typedef void (*rt_handler_fn)(struct rt_conn *c);
+
+struct rt_config {
+    enum rt_model model;
+    int workers;      /* epoll/mn worker threads */
+    const char *bind; /* numeric IPv4/IPv6 address */
+    int port;
+    int max_conns;       /* live connections; excess get 503 and close */
+    int idle_timeout_ms; /* every wait's deadline, see rt_wait */
+    rt_handler_fn handler;
+    void (*refuse)(int fd); /* answer a connection over max_conns */
+};
+
+/* Open the listeners and start the threads of cfg->model; returns 0 or
+ * -errno (a message naming what failed is already on stderr). */
+int rt_start(const struct rt_config *cfg);
+/* After rt_stop(): wait until every connection has ended, then join. */
+void rt_finish(void);
+long rt_live_conns(void);
+/* Ask the server to stop: no more accepts, idle connections closed,
+ * in-flight responses finished. Safe to call from another thread. */
+void rt_stop(void);
+bool rt_stopping(void);
+
+/* Milliseconds on CLOCK_MONOTONIC. */
+uint64_t rt_now_ms(void);
+
+/* Per-thread state the handler may use between waits: the Date header
+ * cache and the access-log buffer. Never keep the pointer across a wait. */
+struct rt_worker_pub {
+    int id;
+    int64_t date_second;
+    char date[32]; /* HTTP-date of date_second, NUL-terminated */
+    char *log_buf;
+    size_t log_len, log_cap;
+};
+struct rt_worker_pub *rt_worker_self(void);
+
+/* Waits. deadline_ms is absolute (rt_now_ms() clock); 0 means none.
+ * idle: the connection holds no partial request, so a stopping server may
+ * close it. Return 0 when the fd may be ready, -ETIMEDOUT, or -ESHUTDOWN
+ * (idle and the server is stopping). Spurious returns are allowed. */
+int rt_wait(struct rt_conn *c, short events, uint64_t deadline_ms, bool idle);
+
+/* I/O that waits instead of returning EAGAIN. Return bytes (0 = EOF for
+ * rt_read) or -errno; -ETIMEDOUT when deadline passes, -ESHUTDOWN as
+ * rt_wait. rt_send* loop until everything is written, waiting at most
+ * timeout_ms for each bit of progress. */
+ssize_t rt_read(struct rt_conn *c,
+                void *buf,
+                size_t len,
+                uint64_t deadline_ms,
+                bool idle);
+/* Read without waiting: bytes, 0 on EOF, -EAGAIN, or -errno. */
+ssize_t rt_read_nowait(struct rt_conn *c, void *buf, size_t len);
+ssize_t rt_sendv(struct rt_conn *c,
+                 struct iovec *iov,
+                 int iovcnt,
+                 bool more,
+                 int timeout_ms);
+ssize_t rt_sendfile(struct rt_conn *c,
+                    int file_fd,
+                    off_t offset,
+                    size_t count,
+                    int timeout_ms);
+
+#endif /* KTCP_RT_H */

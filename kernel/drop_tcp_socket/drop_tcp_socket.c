@@ -46,7 +46,8 @@ struct drop_pair {
     struct drop_endpoint local, remote;
 };
 
-static int drop_parse_endpoint(const char *s, size_t len,
+static int drop_parse_endpoint(const char *s,
+                               size_t len,
                                struct drop_endpoint *ep)
 {
     const char *colon, *addr = s, *end;
@@ -140,14 +141,13 @@ static struct sock *drop_lookup(struct net *net, const struct drop_pair *p)
     local_bh_disable();
     if (p->local.family == AF_INET)
         sk = __inet_lookup_established(net, hinfo, p->remote.addr.v4,
-                                       htons(p->remote.port),
-                                       p->local.addr.v4, p->local.port, 0, 0);
+                                       htons(p->remote.port), p->local.addr.v4,
+                                       p->local.port, 0, 0);
 #if IS_ENABLED(CONFIG_IPV6)
     else
         sk = __inet6_lookup_established(net, hinfo, &p->remote.addr.v6,
                                         htons(p->remote.port),
-                                        &p->local.addr.v6, p->local.port, 0,
-                                        0);
+                                        &p->local.addr.v6, p->local.port, 0, 0);
 #endif
     local_bh_enable();
     rcu_read_unlock();
@@ -168,8 +168,10 @@ static void drop_sock(struct sock *sk)
     sock_gen_put(sk);
 }
 
-static ssize_t drop_write(struct file *file, const char __user *ubuf,
-                          size_t len, loff_t *ppos)
+static ssize_t drop_write(struct file *file,
+                          const char __user *ubuf,
+                          size_t len,
+                          loff_t *ppos)
 {
     struct net *net = pde_data(file_inode(file));
     struct drop_pair *pairs;
@@ -214,8 +216,8 @@ static const struct proc_ops drop_proc_ops = {
 
 static int __net_init drop_net_init(struct net *net)
 {
-    if (!proc_create_data("drop_tcp_sock", 0200, net->proc_net,
-                          &drop_proc_ops, net))
+    if (!proc_create_data("drop_tcp_sock", 0200, net->proc_net, &drop_proc_ops,
+                          net))
         return -ENOMEM;
     return 0;
 }

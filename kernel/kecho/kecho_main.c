@@ -82,11 +82,11 @@ struct kecho_stats {
 
 struct kecho_conn {
     struct socket *sock;
-    struct work_struct work;     /* runs on events: data, space, state */
-    struct work_struct release;  /* frees the connection, off its own work */
+    struct work_struct work;    /* runs on events: data, space, state */
+    struct work_struct release; /* frees the connection, off its own work */
     struct timer_list idle_timer;
-    struct list_head node;       /* in kecho_conns, under kecho_conns_lock */
-    unsigned long last_active;   /* jiffies, written by the work only */
+    struct list_head node;     /* in kecho_conns, under kecho_conns_lock */
+    unsigned long last_active; /* jiffies, written by the work only */
     void (*saved_data_ready)(struct sock *sk);
     void (*saved_write_space)(struct sock *sk);
     void (*saved_state_change)(struct sock *sk);
@@ -380,8 +380,8 @@ static int kecho_open_listen(struct socket **res)
     int err;
 
     /* Dual-stack when the kernel has IPv6; plain IPv4 otherwise. */
-    err = sock_create_kern(&init_net, PF_INET6, SOCK_STREAM, IPPROTO_TCP,
-                           &sock);
+    err =
+        sock_create_kern(&init_net, PF_INET6, SOCK_STREAM, IPPROTO_TCP, &sock);
     if (err == -EAFNOSUPPORT) {
         err = sock_create_kern(&init_net, PF_INET, SOCK_STREAM, IPPROTO_TCP,
                                &sock);
@@ -419,7 +419,8 @@ static int kecho_stats_show(struct seq_file *m, void *v)
     struct kecho_stats sum = {};
     int cpu;
 
-    for_each_possible_cpu (cpu) {
+    for_each_possible_cpu(cpu)
+    {
         struct kecho_stats *s = per_cpu_ptr(kecho_stats, cpu);
 
         sum.accepted += READ_ONCE(s->accepted);
@@ -469,9 +470,10 @@ static int __init kecho_init(void)
     int err;
 
     if (flags == UINT_MAX) {
-        pr_err("wq_mode=%s: expected unbound, bound, highpri or "
-               "cpu_intensive\n",
-               wq_mode);
+        pr_err(
+            "wq_mode=%s: expected unbound, bound, highpri or "
+            "cpu_intensive\n",
+            wq_mode);
         return -EINVAL;
     }
     if (!port || !backlog || !max_conns) {

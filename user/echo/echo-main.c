@@ -58,10 +58,11 @@ static long parse_num(const char *flag, const char *s, long min, long max)
 }
 
 static void write_counters(const struct echo_options *opt,
-                           struct echo_worker *workers, int n)
+                           struct echo_worker *workers,
+                           int n)
 {
     uint64_t sum[7] = {0};
-    static const char *const names[7] = {"accepted", "refused",  "messages",
+    static const char *const names[7] = {"accepted", "refused",   "messages",
                                          "bytes_in", "bytes_out", "timeouts",
                                          "errors"};
     char tmp[PATH_MAX];
@@ -94,8 +95,8 @@ static void write_counters(const struct echo_options *opt,
         fprintf(f, "%s %llu\n", names[i], (unsigned long long) sum[i]);
     if (opt->stats_file) {
         if (fclose(f) != 0 || rename(tmp, opt->stats_file) != 0)
-            fprintf(stderr, "ktcp-echo: --stats-file %s: %s\n",
-                    opt->stats_file, strerror(errno));
+            fprintf(stderr, "ktcp-echo: --stats-file %s: %s\n", opt->stats_file,
+                    strerror(errno));
     }
 }
 

@@ -21,8 +21,8 @@ struct echo_options {
  * writer with relaxed loads, so no lock is needed on the hot path.
  */
 struct echo_counters {
-    _Atomic uint64_t accepted, refused, messages, bytes_in, bytes_out,
-        timeouts, errors;
+    _Atomic uint64_t accepted, refused, messages, bytes_in, bytes_out, timeouts,
+        errors;
 };
 
 struct echo_worker {

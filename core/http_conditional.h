@@ -5,7 +5,7 @@
 
 #include "compat.h"
 
-/* Longest ETag http_etag_format() writes, without NUL. */
+/* Upper bound of what http_etag_format() writes, without NUL. */
 #define HTTP_ETAG_MAX 36
 
 /* Strong, quoted ETag "<mtime hex>-<size hex>" (nginx's shape) into

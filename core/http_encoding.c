@@ -115,9 +115,10 @@ enum http_encoding http_accept_encoding_negotiate(const char *field,
     /* "*" speaks for every coding not named (§12.5.3) */
     if (q_gzip < 0)
         q_gzip = q_star >= 0 ? q_star : 0;
+    /* identity not named is acceptable (unless "*;q=0") but is the last
+     * choice: "gzip;q=0.5" still means "gzip, please" */
     if (q_identity < 0)
-        q_identity = q_star >= 0 ? q_star : 1000;
-    /* identity is always acceptable unless q=0 excluded it, even by "*" */
+        q_identity = q_star >= 0 ? q_star : 1;
 
     if (gzip_available && q_gzip > 0 && q_gzip >= q_identity)
         return HTTP_ENCODING_GZIP;

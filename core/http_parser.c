@@ -505,9 +505,14 @@ static int parse_header_line(struct http_parser *p,
     name_end = i;
     if (i >= end)
         return HTTP_PARSE_ERR_HEADER_NAME;
-    if (buf[i] != ':')
-        return is_ows(buf[i]) && i > start ? HTTP_PARSE_ERR_SPACE_BEFORE_COLON
-                                           : HTTP_PARSE_ERR_HEADER_NAME;
+    if (buf[i] != ':') {
+        /* "Name : value" is read as "Name" by some and "Name " by others */
+        while (i < end && is_ows(buf[i]))
+            i++;
+        return (i < end && buf[i] == ':' && name_end > start)
+                   ? HTTP_PARSE_ERR_SPACE_BEFORE_COLON
+                   : HTTP_PARSE_ERR_HEADER_NAME;
+    }
     if (name_end == start)
         return HTTP_PARSE_ERR_HEADER_NAME;
 

@@ -1,0 +1,184 @@
+/* Unit tests of the response head builder, http_buf and chunk framing. */
+#include "http_response.h"
+#include "unit.h"
+
+static void test_reasons(void)
+{
+    static const int used[] = {200, 206, 301, 304, 400, 403, 404, 405, 408,
+                               413, 414, 416, 431, 500, 501, 503, 505};
+    size_t i;
+
+    for (i = 0; i < HTTP_ARRAY_SIZE(used); i++)
+        CHECK(strcmp(http_status_reason(used[i]), "Unknown") != 0);
+    CHECK_STR(http_status_reason(416), "Range Not Satisfiable");
+    CHECK_STR(http_status_reason(431), "Request Header Fields Too Large");
+    CHECK_STR(http_status_reason(299), "Unknown");
+}
+
+static void test_buf(void)
+{
+    char mem[8];
+    struct http_buf b;
+    char digits[20];
+
+    http_buf_init(&b, mem, sizeof(mem));
+    http_buf_append_str(&b, "abc");
+    http_buf_append_u64(&b, 42);
+    CHECK_MEM(mem, b.len, "abc42");
+    CHECK_INT(http_buf_avail(&b), 3);
+    http_buf_append_str(&b, "xyzw");
+    CHECK(b.overflow);
+    CHECK_INT(b.len, 5);
+    http_buf_append_char(&b, 'q');
+    CHECK_INT(b.len, 5);
+    CHECK_INT(http_buf_avail(&b), 0);
+    CHECK_MEM(digits, http_format_u64(HTTP_U64_MAX, digits),
+              "18446744073709551615");
+    CHECK_MEM(digits, http_format_u64(0, digits), "0");
+    CHECK_MEM(digits, http_format_hex(0xdeadbeef, digits), "deadbeef");
+    CHECK_MEM(digits, http_format_hex(0, digits), "0");
+}
+
+static void test_build_full(void)
+{
+    char mem[1024];
+    struct http_buf b;
+    struct http_response_head h = {0};
+    int n;
+
+    http_buf_init(&b, mem, sizeof(mem));
+    h.status = 206;
+    h.now_seconds = 784111777;
+    h.content_type = "text/html; charset=utf-8";
+    h.content_length = 10;
+    h.has_last_modified = true;
+    h.last_modified = 0;
+    h.etag = "\"1-2\"";
+    h.accept_ranges = true;
+    h.has_content_range = true;
+    h.range_first = 0;
+    h.range_last = 9;
+    h.range_size = 100;
+    h.content_encoding = "gzip";
+    h.vary_accept_encoding = true;
+    h.keep_alive = true;
+    h.keep_alive_timeout_seconds = 5;
+    h.keep_alive_max = 100;
+    n = http_response_build(&b, &h);
+    CHECK_MEM(mem, (size_t) (n > 0 ? n : 0),
+              "HTTP/1.1 206 Partial Content\r\n"
+              "Date: Sun, 06 Nov 1994 08:49:37 GMT\r\n"
+              "Server: ktcp\r\n"
+              "Content-Type: text/html; charset=utf-8\r\n"
+              "Content-Length: 10\r\n"
+              "Last-Modified: Thu, 01 Jan 1970 00:00:00 GMT\r\n"
+              "ETag: \"1-2\"\r\n"
+              "Accept-Ranges: bytes\r\n"
+              "Content-Range: bytes 0-9/100\r\n"
+              "Content-Encoding: gzip\r\n"
+              "Vary: Accept-Encoding\r\n"
+              "Connection: keep-alive\r\n"
+              "Keep-Alive: timeout=5, max=100\r\n"
+              "\r\n");
+}
+
+static void test_build_small(void)
+{
+    char mem[512];
+    struct http_buf b;
+    struct http_response_head h = {0};
+    int n;
+
+    http_buf_init(&b, mem, sizeof(mem));
+    h.status = 416;
+    h.version = 10;
+    h.date = "Sun, 06 Nov 1994 08:49:37 GMT";
+    h.server = "test";
+    h.content_length = 0;
+    h.content_range_unsatisfied = true;
+    h.range_size = 1234;
+    n = http_response_build(&b, &h);
+    CHECK_MEM(mem, (size_t) (n > 0 ? n : 0),
+              "HTTP/1.0 416 Range Not Satisfiable\r\n"
+              "Date: Sun, 06 Nov 1994 08:49:37 GMT\r\n"
+              "Server: test\r\n"
+              "Content-Length: 0\r\n"
+              "Content-Range: bytes */1234\r\n"
+              "Connection: close\r\n"
+              "\r\n");
+
+    http_buf_init(&b, mem, sizeof(mem));
+    memset(&h, 0, sizeof(h));
+    h.status = 301;
+    h.date = "D";
+    h.content_length = -1;
+    h.chunked = true;
+    h.location = "/dir/";
+    h.allow = "GET, HEAD";
+    h.keep_alive = true;
+    n = http_response_build(&b, &h);
+    CHECK_MEM(mem, (size_t) (n > 0 ? n : 0),
+              "HTTP/1.1 301 Moved Permanently\r\nDate: D\r\nServer: ktcp\r\n"
+              "Transfer-Encoding: chunked\r\nLocation: /dir/\r\n"
+              "Allow: GET, HEAD\r\nConnection: keep-alive\r\n\r\n");
+
+    /* too small: reported, not truncated silently */
+    http_buf_init(&b, mem, 40);
+    CHECK_INT(http_response_build(&b, &h), -1);
+    CHECK(b.overflow);
+}
+
+static void test_injection(void)
+{
+    char mem[256];
+    struct http_buf b;
+    struct http_response_head h = {0};
+
+    http_buf_init(&b, mem, sizeof(mem));
+    CHECK_INT(http_response_header(&b, "Location", "/a\r\nSet-Cookie: x"), -1);
+    CHECK(b.overflow);
+    http_buf_init(&b, mem, sizeof(mem));
+    CHECK_INT(http_response_header_len(&b, "X", "a\0b", 3), -1);
+    http_buf_init(&b, mem, sizeof(mem));
+    h.status = 301;
+    h.location = "/x\ny";
+    CHECK_INT(http_response_build(&b, &h), -1);
+    http_buf_init(&b, mem, sizeof(mem));
+    CHECK_INT(http_response_header(&b, "X", "fine"), 0);
+    CHECK_MEM(mem, b.len, "X: fine\r\n");
+    /* an out-of-range status cannot break the status line */
+    http_buf_init(&b, mem, sizeof(mem));
+    http_response_status_line(&b, 11, 42);
+    CHECK_MEM(mem, b.len, "HTTP/1.1 500 Internal Server Error\r\n");
+}
+
+static void test_chunks(void)
+{
+    char mem[64], hdr[HTTP_CHUNK_HEADER_MAX];
+    struct http_buf b;
+
+    CHECK_MEM(hdr, http_chunk_header(hdr, 1), "1\r\n");
+    CHECK_MEM(hdr, http_chunk_header(hdr, 4096), "1000\r\n");
+    CHECK_MEM(hdr, http_chunk_header(hdr, 255), "ff\r\n");
+    CHECK_INT(http_chunk_header(hdr, (size_t) -1), HTTP_CHUNK_HEADER_MAX);
+    http_buf_init(&b, mem, sizeof(mem));
+    http_buf_chunk_header(&b, 5);
+    http_buf_append_str(&b, "hello");
+    http_buf_chunk_end(&b);
+    http_buf_last_chunk(&b);
+    CHECK_MEM(mem, b.len, "5\r\nhello\r\n0\r\n\r\n");
+    http_buf_init(&b, mem, sizeof(mem));
+    http_response_content_range(&b, 5, 5, 6);
+    CHECK_MEM(mem, b.len, "Content-Range: bytes 5-5/6\r\n");
+}
+
+int main(void)
+{
+    test_reasons();
+    test_buf();
+    test_build_full();
+    test_build_small();
+    test_injection();
+    test_chunks();
+    UNIT_DONE();
+}

@@ -1,0 +1,15 @@
+# tests/unit/unit.mk — C unit tests of core/, one program per core file,
+# each linked against build/libktcpcore.a and run by make check-unit.
+
+CORE_UNIT_SRCS := $(sort $(wildcard tests/unit/test_*.c))
+CORE_UNIT_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/unit/%,$(CORE_UNIT_SRCS))
+
+UNIT_TESTS += $(CORE_UNIT_BINS)
+
+$(BUILD)/tests/unit/%: tests/unit/%.c tests/unit/unit.h $(CORE_LIB) | $(BUILD)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -Itests/unit -o $@ $< $(CORE_LIB) $(LDFLAGS)
+
+.PHONY: check-core
+check-core: $(CORE_UNIT_BINS) $(CORE_FUZZ_REPLAY)
+	@set -e; for t in $^; do echo "== $$t"; $$t; done

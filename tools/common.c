@@ -7,6 +7,7 @@
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 
 uint64_t now_ns(void)
@@ -142,4 +143,14 @@ void json_write_string(FILE *out, const char *s)
             fputc(c, out);
     }
     fputc('"', out);
+}
+
+void raise_fd_limit(uint64_t need)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) || rl.rlim_cur >= need)
+        return;
+    rl.rlim_cur =
+        rl.rlim_max == RLIM_INFINITY || rl.rlim_max > need ? need : rl.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &rl);
 }

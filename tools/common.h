@@ -49,5 +49,9 @@ int nth_allowed_cpu(int n);
 /* Pin the calling thread/process to one CPU; false (errno set) on failure. */
 bool pin_to_cpu(int cpu);
 
+/* Raise the soft limit on open files to at least need (capped by the hard
+ * limit): a thousand connections need more than the usual 1024. */
+void raise_fd_limit(uint64_t need);
+
 /* Write s as a JSON string literal (with quotes). */
 void json_write_string(FILE *out, const char *s);

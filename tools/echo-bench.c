@@ -22,7 +22,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -555,18 +554,6 @@ static void report(const struct totals *t, const struct hist *h, double secs)
         hist_mean(h) / 1e3);
 }
 
-/* 1000 clients need more descriptors than the usual soft limit of 1024. */
-static void raise_fd_limit(uint64_t need)
-{
-    struct rlimit rl;
-    if (getrlimit(RLIMIT_NOFILE, &rl) || rl.rlim_cur >= need + 64)
-        return;
-    rl.rlim_cur = rl.rlim_max == RLIM_INFINITY || rl.rlim_max > need + 64
-                      ? need + 64
-                      : rl.rlim_max;
-    setrlimit(RLIMIT_NOFILE, &rl);
-}
-
 int main(int argc, char **argv)
 {
     if (!parse_options(argc, argv))
@@ -575,7 +562,7 @@ int main(int argc, char **argv)
     if (!resolve_tcp_address(opt.host, opt.port, &server_addr,
                              &server_addr_len))
         return EXIT_SETUP;
-    raise_fd_limit(opt.clients);
+    raise_fd_limit(opt.clients + 64);
 
     pattern_len = (size_t) opt.max_len + 4096;
     pattern = malloc(pattern_len);

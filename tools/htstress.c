@@ -889,6 +889,7 @@ int main(int argc, char **argv)
         return EXIT_SETUP;
     }
 
+    raise_fd_limit(opt.concurrency + opt.threads + 64);
     struct worker *workers = calloc(opt.threads, sizeof(*workers));
     struct conn *conns = calloc(opt.concurrency, sizeof(*conns));
     uint64_t *rings = calloc(opt.concurrency * opt.pipeline, sizeof(uint64_t));

@@ -5,7 +5,7 @@
 # request rates must agree within TOLERANCE percent.
 #
 # usage: tools/check-htstress-vs-wrk.sh      (run from anywhere; builds nothing)
-# environment: CONNECTIONS (100) THREADS (2) DURATION (10) ROUNDS (2)
+# environment: CONNECTIONS (100) THREADS (2) DURATION (10) ROUNDS (4)
 #              TOLERANCE (10) NGINX_WORKERS (1)
 # exit: 0 agree, 1 differ by more than TOLERANCE %, 3 set-up failed
 set -eu
@@ -13,7 +13,7 @@ set -eu
 CONNECTIONS=${CONNECTIONS:-100}
 THREADS=${THREADS:-2}
 DURATION=${DURATION:-10}
-ROUNDS=${ROUNDS:-2}
+ROUNDS=${ROUNDS:-4}
 TOLERANCE=${TOLERANCE:-10}
 NGINX_WORKERS=${NGINX_WORKERS:-1}
 
@@ -75,17 +75,29 @@ echo "workload: GET $url (17-byte file), keep-alive, $CONNECTIONS connections," 
 wrk_total=0
 hts_total=0
 r=1
-while [ $r -le "$ROUNDS" ]; do
+run_wrk() {
     wrk_out=$(wrk -t"$THREADS" -c"$CONNECTIONS" -d"${DURATION}s" "$url")
     wrk_rps=$(echo "$wrk_out" | awk '/^Requests\/sec:/ { print $2 }')
     if echo "$wrk_out" | grep -q 'Non-2xx\|Socket errors'; then
         echo "$wrk_out" >&2
         die "wrk saw errors"
     fi
+}
+run_htstress() {
     hts_out=$("$htstress" --json -k -t "$THREADS" -c "$CONNECTIONS" -d "$DURATION" "$url")
     hts_rps=$(echo "$hts_out" | sed 's/.*"req_per_s":\([0-9.]*\).*/\1/')
     echo "$hts_out" | grep -q '"bad":0,' || die "htstress saw bad responses: $hts_out"
     echo "$hts_out" | grep -q '"errors":{"total":0,' || die "htstress saw errors: $hts_out"
+}
+# Alternate which tool goes first, so a drift in the machine's load hits both.
+while [ $r -le "$ROUNDS" ]; do
+    if [ $((r % 2)) = 1 ]; then
+        run_wrk
+        run_htstress
+    else
+        run_htstress
+        run_wrk
+    fi
     printf 'round %d: wrk %.0f req/s, htstress %.0f req/s\n' "$r" "$wrk_rps" "$hts_rps"
     wrk_total=$(awk -v a="$wrk_total" -v b="$wrk_rps" 'BEGIN { print a + b }')
     hts_total=$(awk -v a="$hts_total" -v b="$hts_rps" 'BEGIN { print a + b }')

@@ -98,6 +98,7 @@ struct conn {
     enum conn_state state;
     bool want_write;    /* EPOLLOUT registered */
     bool server_closes; /* a response said the server closes after it */
+    bool refill_queued; /* on its worker's refill list */
     uint32_t reserved;  /* claimed, not yet handed to send() */
     uint32_t in_flight; /* handed to send(), no response yet */
     size_t write_off, write_len; /* pending bytes of request_batch */
@@ -116,6 +117,11 @@ struct worker {
     uint64_t rate_issued;
     bool need_rescan;     /* some connection could not get work it wanted */
     uint64_t outstanding; /* claimed requests not yet ended */
+    /* Keep-alive connections that got responses in this epoll batch; they
+     * send their next requests together after the batch, as wrk does, so
+     * the server finds many requests ready at once. */
+    struct conn **refill;
+    size_t nrefill;
     char *readbuf;
     struct stats stats;
     struct hist hist;
@@ -420,7 +426,11 @@ static bool conn_read(struct worker *w, struct conn *c, bool hup, uint64_t now)
             return false;
         }
     }
-    return conn_refill(w, c, now);
+    if (!c->refill_queued) {
+        c->refill_queued = true;
+        w->refill[w->nrefill++] = c;
+    }
+    return true;
 }
 
 static void handle_event(struct worker *w,
@@ -531,6 +541,11 @@ static void *worker_main(void *arg)
         now = now_ns();
         for (int i = 0; i < n; i++)
             handle_event(w, events[i].data.ptr, events[i].events, now);
+        for (size_t i = 0; i < w->nrefill; i++) {
+            w->refill[i]->refill_queued = false;
+            conn_refill(w, w->refill[i], now);
+        }
+        w->nrefill = 0;
         if (now >= next_tick) {
             check_timeouts(w, now);
             next_tick = now + TICK_NS;
@@ -924,8 +939,9 @@ int main(int argc, char **argv)
         w->rate = opt.rate / (double) opt.threads;
         hist_init(&w->hist);
         w->readbuf = malloc(READ_BUFFER_SIZE);
+        w->refill = calloc(w->nconns, sizeof(*w->refill));
         w->epfd = epoll_create1(EPOLL_CLOEXEC);
-        if (!w->readbuf || w->epfd < 0) {
+        if (!w->readbuf || !w->refill || w->epfd < 0) {
             fprintf(stderr, "htstress: cannot set up worker %llu: %s\n",
                     (unsigned long long) i, strerror(errno));
             interrupted = 1;

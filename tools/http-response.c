@@ -16,19 +16,21 @@ static bool take_line(struct http_response_parser *p,
                       size_t len,
                       size_t *pos)
 {
-    while (*pos < len) {
-        char c = buf[(*pos)++];
-        p->line_started = true;
-        if (c == '\n') {
-            if (p->line_len && p->line[p->line_len - 1] == '\r')
-                p->line_len--;
-            p->line[p->line_len] = '\0';
-            return true;
-        }
-        if (p->line_len < HTTP_LINE_MAX - 1)
-            p->line[p->line_len++] = c;
-    }
-    return false;
+    const char *start = buf + *pos;
+    size_t avail = len - *pos;
+    const char *nl = memchr(start, '\n', avail);
+    size_t n = nl ? (size_t) (nl - start) : avail;
+    size_t room = HTTP_LINE_MAX - 1 - p->line_len;
+    memcpy(p->line + p->line_len, start, n < room ? n : room);
+    p->line_len += n < room ? n : room;
+    p->line_started = true;
+    *pos += nl ? n + 1 : n;
+    if (!nl)
+        return false;
+    if (p->line_len && p->line[p->line_len - 1] == '\r')
+        p->line_len--;
+    p->line[p->line_len] = '\0';
+    return true;
 }
 
 static void next_line(struct http_response_parser *p)

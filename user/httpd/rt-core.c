@@ -239,6 +239,8 @@ void rt_stop(void)
      * closed number could be reused by an accept. Blocked accepts return. */
     for (int i = 0; i < rt_g.nlisten; i++)
         shutdown(rt_g.listen_fds[i], SHUT_RDWR);
+    if (rt_g.cfg->model != RT_MODEL_THREADS)
+        rt_wake_all();
 }
 
 void rt_finish(void)
@@ -247,10 +249,12 @@ void rt_finish(void)
     while (atomic_load(&live_conns) > 0)
         usleep(10000);
     atomic_store(&rt_g.exiting, true);
-    if (rt_g.cfg->model == RT_MODEL_THREADS)
+    if (rt_g.cfg->model == RT_MODEL_THREADS) {
         pthread_join(threads_acceptor, NULL);
-    else
+    } else {
+        rt_wake_all();
         rt_join_coro();
+    }
     for (int i = 0; i < rt_g.nlisten; i++)
         close(rt_g.listen_fds[i]);
     urcu_memb_barrier(); /* run pending call_rcu callbacks */

@@ -112,6 +112,7 @@ int rt_open_listener(const struct rt_config *cfg, bool reuseport);
 
 int rt_run_coro(const struct rt_config *cfg);
 void rt_join_coro(void);
+void rt_wake_all(void);
 int rt_wait_coro(struct rt_coro *co,
                  short events,
                  uint64_t deadline_ms,

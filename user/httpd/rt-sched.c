@@ -434,3 +434,17 @@ void rt_join_coro(void)
     for (int i = 0; i < nworkers; i++)
         pthread_join(workers[i].tid, NULL);
 }
+
+/* Wake every worker now (stop, exit). The mn workers share one epoll set,
+ * where the first to see the stop eventfd removes it; kicks reach the
+ * others, one per write. Epoll-model workers each see the stop eventfd. */
+void rt_wake_all(void)
+{
+    if (!model_mn || shared_kick_fd < 0)
+        return;
+    for (int i = 0; i < nworkers; i++) {
+        uint64_t one = 1;
+        if (write(shared_kick_fd, &one, sizeof(one)) < 0)
+            break;
+    }
+}

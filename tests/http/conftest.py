@@ -1,0 +1,82 @@
+"""The HTTP conformance suite's plumbing: an engine is a fixture.
+
+http_engine is parametrised over every HTTP engine (http_engines.ENGINES):
+the three models of ktcp-httpd on the host (KTCP_ENGINES=user) and khttpd.ko
+inside the VM (KTCP_ENGINES=kernel). One instance per engine serves the
+shared docroot for the whole session; a test that needs other options
+(a short idle timeout, max_conns...) asks http_engine.spawn(...) for its own.
+"""
+import contextlib
+import importlib.util
+import os
+import sys
+
+import pytest
+
+# This file is imported as module "conftest" too, and shadows tests/conftest.py
+# in sys.modules for every file collected after it; so it re-exports the
+# shared helpers, loaded from their file, under their usual names.
+_spec = importlib.util.spec_from_file_location(
+    "ktcp_shared_conftest",
+    os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "conftest.py"))
+_shared = sys.modules.get("ktcp_shared_conftest")
+if _shared is None:
+    _shared = importlib.util.module_from_spec(_spec)
+    sys.modules["ktcp_shared_conftest"] = _shared
+    _spec.loader.exec_module(_shared)
+globals().update({k: v for k, v in vars(_shared).items()
+                  if not k.startswith("_") and not k.startswith("pytest_")})
+
+from docroot import build_docroot  # noqa: E402
+from http_engines import ENGINES  # noqa: E402
+
+
+class Served:
+    """An engine serving a root; what tests see as http_engine."""
+
+    def __init__(self, name, engine, root, factory, tmpdir):
+        self.name = name
+        self.engine = engine
+        self.root = root
+        self.kind = engine.kind
+        self._factory = factory
+        self._tmpdir = tmpdir
+
+    @property
+    def port(self):
+        return self.engine.port
+
+    @contextlib.contextmanager
+    def spawn(self, **options):
+        """A second instance with other options, stopped on exit. Engines
+        that exist once per machine (a module) swap the shared one out."""
+        single = self.engine.kind == "kernel"
+        if single:
+            self.engine.stop()
+        other = self._factory(self._tmpdir)
+        try:
+            other.start(self.root, **options)
+            yield other
+        finally:
+            other.stop()
+            if single:
+                self.engine.start(self.root)
+
+
+@pytest.fixture(scope="session")
+def docroot(tmp_path_factory):
+    return build_docroot(str(tmp_path_factory.mktemp("http")))
+
+
+@pytest.fixture(scope="session", params=sorted(ENGINES))
+def http_engine(request, docroot, tmp_path_factory):
+    name = request.param
+    factory = ENGINES[name]
+    tmpdir = str(tmp_path_factory.mktemp(name))
+    engine = factory(tmpdir)
+    _shared.require_kind(engine.kind)
+    engine.start(docroot.root)
+    try:
+        yield Served(name, engine, docroot.root, factory, tmpdir)
+    finally:
+        engine.stop()

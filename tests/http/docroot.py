@@ -1,0 +1,90 @@
+"""The document root every HTTP engine serves, built once per session.
+
+    <base>/outside/secret.txt     a file outside the root
+    <base>/root/                  the served root:
+        a.txt                     "hello\\n"
+        empty.txt                 0 bytes
+        bytes.bin                 the 256 byte values, 4 times
+        mib.bin                   1 MiB of seeded random bytes
+        large.bin                 8 MiB pattern (in-flight at SIGTERM)
+        text.txt                  64 KiB of compressible text
+        page.html, style.css, data.json, image.png
+        p0.txt .. p9.txt          small distinct files for pipelining
+        mutable.txt               rewritten by the cache test
+        idx/index.html            a directory with an index
+        sub/inner.txt             a directory without one
+        names/                    names with <>&"', spaces, %, UTF-8
+        many/                     10,000 entries
+        link-in -> a.txt          symlink staying inside
+        link-out -> ../outside/secret.txt
+        linkdir-out -> ../outside
+"""
+import os
+import random
+
+SECRET = b"TOP-SECRET outside the root\n"
+SPECIAL_NAMES = ['<b>&"\'.txt', "with space.txt", "caf\u00e9-\u65e5\u672c.txt",
+                 "100%.txt", "q?x#y.txt"]
+MANY = 10000
+
+
+class Docroot:
+    def __init__(self, base):
+        self.base = base
+        self.root = os.path.join(base, "root")
+        self.outside = os.path.join(base, "outside")
+        self.files = {}
+
+    def put(self, rel, data):
+        path = os.path.join(self.root, rel)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "wb") as f:
+            f.write(data)
+        self.files[rel] = data
+        return path
+
+    def read(self, rel):
+        with open(os.path.join(self.root, rel), "rb") as f:
+            return f.read()
+
+
+def build_docroot(base):
+    d = Docroot(base)
+    os.makedirs(d.root)
+    os.makedirs(d.outside)
+    with open(os.path.join(d.outside, "secret.txt"), "wb") as f:
+        f.write(SECRET)
+
+    rng = random.Random(20240611)
+    d.put("a.txt", b"hello\n")
+    d.put("empty.txt", b"")
+    d.put("bytes.bin", bytes(range(256)) * 4)
+    d.put("mib.bin", rng.randbytes(1 << 20))
+    d.put("large.bin", bytes(i * 7 % 251 for i in range(1 << 16)) * 128)
+    words = [b"alpha", b"beta", b"gamma", b"delta", b"epsilon", b"zeta"]
+    lines = []
+    n = 0
+    while n < 65536:
+        line = b" ".join(rng.choice(words) for _ in range(12)) + b"\n"
+        lines.append(line)
+        n += len(line)
+    d.put("text.txt", b"".join(lines)[:65536])
+    d.put("page.html", b"<!DOCTYPE html><title>p</title><p>page</p>\n" * 20)
+    d.put("style.css", b"body { color: black; }\n" * 50)
+    d.put("data.json", b'{"k": [1, 2, 3]}\n')
+    d.put("image.png", b"\x89PNG\r\n\x1a\n" + bytes(range(200)))
+    for i in range(10):
+        d.put(f"p{i}.txt", f"pipelined file {i}\n".encode() * (i + 1))
+    d.put("mutable.txt", b"version 0\n")
+    d.put("idx/index.html", b"<h1>index of idx</h1>\n")
+    d.put("sub/inner.txt", b"inner\n")
+    for name in SPECIAL_NAMES:
+        d.put("names/" + name, name.encode() + b"\n")
+    many = os.path.join(d.root, "many")
+    os.makedirs(many)
+    for i in range(MANY):
+        open(os.path.join(many, f"entry-{i:05d}.txt"), "wb").close()
+    os.symlink("a.txt", os.path.join(d.root, "link-in"))
+    os.symlink("../outside/secret.txt", os.path.join(d.root, "link-out"))
+    os.symlink("../outside", os.path.join(d.root, "linkdir-out"))
+    return d

@@ -1,0 +1,123 @@
+"""HTTP engines: ktcp-httpd in each model on the host, khttpd.ko in the VM.
+
+Every engine has the same face: start(root, **options) -> self (serving
+root on self.port), stop() -> None (asserts a clean exit), and kind.
+Options use khttpd's module parameter names:
+
+  idle_timeout_ms  close idle connections and unfinished heads after this
+  max_conns        refuse connections beyond this many
+  gzip             serve gzip copies of compressible files (default True)
+  access_log       file to log requests to (user engines only)
+
+An engine that cannot honour an option skips the test that asked for it.
+"""
+import os
+import signal
+import subprocess
+import time
+
+import pytest
+
+from conftest import BUILD, ROOT, free_port, run, wait_port
+
+HTTPD_BIN = os.path.join(BUILD, "ktcp-httpd")
+KHTTPD_KO = os.path.join(ROOT, "kernel", "khttpd", "khttpd.ko")
+
+
+class UserHttpd:
+    kind = "user"
+
+    def __init__(self, model, logdir):
+        self.model = model
+        self.logdir = logdir
+        self.proc = None
+        self.port = None
+
+    def start(self, root, idle_timeout_ms=30000, max_conns=0, gzip=True,
+              access_log=None, threads=2):
+        if not os.path.exists(HTTPD_BIN):
+            pytest.fail(f"{HTTPD_BIN} is not built (run make)")
+        self.port = free_port()
+        cmd = [HTTPD_BIN, "--root", root, "--port", str(self.port),
+               "--bind", "127.0.0.1", "--model", self.model,
+               "--threads", str(threads),
+               "--idle-timeout", str(idle_timeout_ms),
+               "--max-conns", str(max_conns),
+               "--gzip" if gzip else "--no-gzip"]
+        if access_log:
+            cmd += ["--access-log", access_log]
+        self.stderr_path = os.path.join(self.logdir, f"httpd-{self.model}-{self.port}.err")
+        self.stderr = open(self.stderr_path, "w")
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=self.stderr)
+        wait_port(self.port, proc=self.proc)
+        return self
+
+    def signal(self, sig):
+        self.proc.send_signal(sig)
+
+    def wait_exit(self, timeout=15):
+        """Wait for the process to exit; returns its exit status."""
+        try:
+            return self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            raise AssertionError(f"ktcp-httpd --model {self.model} did not exit "
+                                 f"within {timeout} s of SIGTERM")
+
+    def stop(self):
+        if self.proc is None:
+            return
+        try:
+            if self.proc.poll() is None:
+                self.proc.send_signal(signal.SIGTERM)
+            rc = self.wait_exit()
+            assert rc == 0, (f"ktcp-httpd exited {rc}:\n"
+                             + open(self.stderr_path).read())
+        finally:
+            self.proc = None
+            self.stderr.close()
+
+
+class KernelHttpd:
+    """khttpd.ko, loaded inside the project VM. One instance at a time."""
+    kind = "kernel"
+    params = {"idle_timeout_ms", "max_conns", "gzip"}
+
+    def __init__(self):
+        self.loaded = False
+        self.port = None
+
+    def start(self, root, access_log=None, threads=None, **options):
+        if not os.path.exists(KHTTPD_KO):
+            pytest.skip(f"khttpd.ko is not built ({KHTTPD_KO} missing)")
+        if access_log:
+            pytest.skip("khttpd has no access log")
+        self.port = free_port()
+        args = [f"root={root}", f"port={self.port}"]
+        for k, v in options.items():
+            if k not in self.params:
+                pytest.skip(f"khttpd has no parameter {k}")
+            args.append(f"{k}={int(v) if isinstance(v, bool) else v}")
+        run(["insmod", KHTTPD_KO, *args])
+        self.loaded = True
+        wait_port(self.port)
+        return self
+
+    def signal(self, sig):
+        pytest.skip("signals do not apply to a kernel module")
+
+    def stop(self):
+        if self.loaded:
+            t0 = time.monotonic()
+            run(["rmmod", "khttpd"], timeout=30)
+            self.loaded = False
+            assert time.monotonic() - t0 < 20, "rmmod khttpd took too long"
+
+
+ENGINES = {
+    "user-threads": lambda tmp: UserHttpd("threads", tmp),
+    "user-epoll": lambda tmp: UserHttpd("epoll", tmp),
+    "user-mn": lambda tmp: UserHttpd("mn", tmp),
+    "khttpd": lambda tmp: KernelHttpd(),
+}

@@ -1,0 +1,153 @@
+"""A strict little HTTP/1.1 client over a raw socket, for the tests that
+must control or see every byte: pipelining, malformed requests, framing.
+Every read is bounded by a deadline."""
+import socket
+import time
+
+
+class Response:
+    def __init__(self, version, status, reason, headers, body, head):
+        self.version = version
+        self.status = status
+        self.reason = reason
+        self.headers = headers  # [(name, value)] in order, as sent
+        self.body = body
+        self.head = head  # the raw head bytes, CRLFs included
+
+    def header(self, name):
+        name = name.lower()
+        for k, v in self.headers:
+            if k.lower() == name:
+                return v
+        return None
+
+    def header_names(self):
+        return [k.lower() for k, _ in self.headers]
+
+    def __repr__(self):
+        return f"<Response {self.status} {self.headers} body={len(self.body)}B>"
+
+
+class Closed(Exception):
+    pass
+
+
+class Conn:
+    def __init__(self, port, timeout=10.0, rcvbuf=None):
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        if rcvbuf:
+            self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.sock.settimeout(timeout)
+        self.sock.connect(("127.0.0.1", port))
+        self.timeout = timeout
+        self.buf = b""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def close(self):
+        self.sock.close()
+
+    def send(self, data):
+        self.sock.sendall(data)
+
+    def _fill(self, deadline):
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError("no response in time")
+        self.sock.settimeout(left)
+        try:
+            chunk = self.sock.recv(65536)
+        except socket.timeout:
+            raise TimeoutError("no response in time")
+        except ConnectionResetError:
+            chunk = b""
+        if not chunk:
+            raise Closed("connection closed by the server")
+        self.buf += chunk
+
+    def _take_until(self, sep, deadline, limit=1 << 20):
+        while sep not in self.buf:
+            if len(self.buf) > limit:
+                raise AssertionError("unterminated line")
+            self._fill(deadline)
+        i = self.buf.index(sep) + len(sep)
+        out, self.buf = self.buf[:i], self.buf[i:]
+        return out
+
+    def _take(self, n, deadline):
+        while len(self.buf) < n:
+            self._fill(deadline)
+        out, self.buf = self.buf[:n], self.buf[n:]
+        return out
+
+    def read_response(self, method="GET", timeout=None):
+        deadline = time.monotonic() + (timeout or self.timeout)
+        head = self._take_until(b"\r\n\r\n", deadline)
+        lines = head[:-4].split(b"\r\n")
+        version, status, reason = lines[0].decode("latin-1").split(" ", 2)
+        headers = []
+        for line in lines[1:]:
+            k, v = line.decode("latin-1").split(":", 1)
+            assert k == k.strip(), f"space in header name: {line!r}"
+            headers.append((k, v.strip()))
+        r = Response(version, int(status), reason, headers, b"", head)
+        if method == "HEAD" or r.status in (204, 304) or 100 <= r.status < 200:
+            return r
+        te = r.header("Transfer-Encoding")
+        cl = r.header("Content-Length")
+        if te is not None:
+            assert te.lower() == "chunked", te
+            assert cl is None, "Content-Length together with chunked"
+            body = []
+            while True:
+                size_line = self._take_until(b"\r\n", deadline)
+                size = int(size_line[:-2], 16)
+                if size == 0:
+                    assert self._take(2, deadline) == b"\r\n", "trailers unexpected"
+                    break
+                body.append(self._take(size, deadline))
+                assert self._take(2, deadline) == b"\r\n", "chunk not ended by CRLF"
+            r.body = b"".join(body)
+            r.chunked = True
+        elif cl is not None:
+            r.body = self._take(int(cl), deadline)
+        else:
+            while True:  # until close
+                try:
+                    self._fill(deadline)
+                except Closed:
+                    break
+            r.body, self.buf = self.buf, b""
+        return r
+
+    def closed_within(self, seconds):
+        """True if the server closes (EOF or reset) within seconds, with no
+        bytes beyond what was already read."""
+        deadline = time.monotonic() + seconds
+        try:
+            while time.monotonic() < deadline:
+                self._fill(deadline)
+        except Closed:
+            return True
+        except TimeoutError:
+            return False
+        return False
+
+
+def request(port, data, method="GET", timeout=10.0):
+    """Send data on a fresh connection and read one response."""
+    with Conn(port, timeout=timeout) as c:
+        c.send(data)
+        return c.read_response(method)
+
+
+def get(port, target, headers=(), method="GET", version="1.1"):
+    lines = [f"{method} {target} HTTP/{version}", "Host: localhost"]
+    lines += [f"{k}: {v}" for k, v in headers]
+    return request(port, ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1"),
+                   method=method)

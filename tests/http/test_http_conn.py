@@ -1,0 +1,237 @@
+"""Connections: keep-alive semantics, pipelining, split requests, bodies,
+timeouts, max_conns, and a graceful stop."""
+import signal
+import socket
+import time
+
+import pytest
+
+from rawhttp import Closed, Conn
+
+
+def test_keepalive_http11_default(http_engine):
+    with Conn(http_engine.port) as c:
+        for _ in range(3):
+            c.send(b"GET /a.txt HTTP/1.1\r\nHost: x\r\n\r\n")
+            r = c.read_response()
+            assert r.status == 200 and r.body == b"hello\n"
+            assert r.header("Connection") in (None, "keep-alive")
+
+
+def test_http11_connection_close(http_engine):
+    with Conn(http_engine.port) as c:
+        c.send(b"GET /a.txt HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        r = c.read_response()
+        assert r.body == b"hello\n" and r.header("Connection") == "close"
+        assert c.closed_within(3)
+
+
+def test_http10_closes_by_default(http_engine):
+    with Conn(http_engine.port) as c:
+        c.send(b"GET /a.txt HTTP/1.0\r\n\r\n")
+        r = c.read_response()
+        assert r.status == 200 and r.body == b"hello\n"
+        assert r.header("Connection") in (None, "close")
+        assert c.closed_within(3)
+
+
+def test_http10_keepalive_when_asked(http_engine):
+    with Conn(http_engine.port) as c:
+        for _ in range(2):
+            c.send(b"GET /a.txt HTTP/1.0\r\nConnection: keep-alive\r\n\r\n")
+            r = c.read_response()
+            assert r.status == 200 and r.body == b"hello\n"
+            assert r.header("Connection").lower() == "keep-alive"
+        c.send(b"GET /a.txt HTTP/1.0\r\n\r\n")
+        assert c.read_response().status == 200
+        assert c.closed_within(3)
+
+
+def test_100_pipelined_in_one_write(http_engine, docroot):
+    names = [f"p{i % 10}.txt" for i in range(100)]
+    names[50] = "mib.bin"  # a sendfile response in the middle
+    names[70] = "sub/"     # and a chunked listing
+    wire = b"".join(f"GET /{n} HTTP/1.1\r\nHost: x\r\n\r\n".encode() for n in names)
+    with Conn(http_engine.port, timeout=20) as c:
+        c.send(wire)
+        for n in names:
+            r = c.read_response()
+            assert r.status == 200, n
+            if n != "sub/":
+                assert r.body == docroot.read(n), n
+            else:
+                assert b"inner.txt" in r.body
+
+
+def test_pipelined_head_get_mix(http_engine):
+    wire = (b"HEAD /a.txt HTTP/1.1\r\nHost: x\r\n\r\n"
+            b"GET /nope HTTP/1.1\r\nHost: x\r\n\r\n"
+            b"GET /a.txt HTTP/1.1\r\nHost: x\r\n\r\n")
+    with Conn(http_engine.port) as c:
+        c.send(wire)
+        assert c.read_response("HEAD").body == b""
+        assert c.read_response().status == 404
+        assert c.read_response().body == b"hello\n"
+
+
+def test_request_one_byte_at_a_time(http_engine):
+    wire = b"GET /a.txt HTTP/1.1\r\nHost: x\r\nAccept: */*\r\n\r\n"
+    with Conn(http_engine.port) as c:
+        for i in range(len(wire)):
+            c.send(wire[i:i + 1])
+            time.sleep(0.002)
+        r = c.read_response()
+    assert r.status == 200 and r.body == b"hello\n"
+
+
+def test_get_with_body_is_drained(http_engine):
+    with Conn(http_engine.port) as c:
+        c.send(b"GET /a.txt HTTP/1.1\r\nHost: x\r\nContent-Length: 11\r\n\r\nhello worldGET /p1.txt HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert c.read_response().body == b"hello\n"
+        assert c.read_response().body == b"pipelined file 1\n" * 2
+
+
+def test_chunked_body_is_drained(http_engine):
+    with Conn(http_engine.port) as c:
+        c.send(b"GET /a.txt HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+               b"5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n"
+               b"GET /p2.txt HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert c.read_response().body == b"hello\n"
+        assert c.read_response().body == b"pipelined file 2\n" * 3
+
+
+def test_body_split_across_reads(http_engine):
+    with Conn(http_engine.port) as c:
+        c.send(b"GET /a.txt HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\nabc")
+        time.sleep(0.05)
+        c.send(b"defghijGET /a.txt HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert c.read_response().body == b"hello\n"
+        assert c.read_response().body == b"hello\n"
+
+
+def test_expect_100_continue(http_engine):
+    with Conn(http_engine.port) as c:
+        c.send(b"GET /a.txt HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\n")
+        r = c.read_response()
+        if r.status == 100:  # the server chose to read the body
+            c.send(b"hello")
+            r = c.read_response()
+        assert r.status == 200 and r.body == b"hello\n"
+
+
+def test_expect_unknown_417(http_engine):
+    with Conn(http_engine.port) as c:
+        c.send(b"GET /a.txt HTTP/1.1\r\nHost: x\r\nExpect: teapot\r\n\r\n")
+        assert c.read_response().status == 417
+
+
+def test_idle_timeout(http_engine):
+    with http_engine.spawn(idle_timeout_ms=500) as srv:
+        with Conn(srv.port) as quiet:  # never sends anything
+            t0 = time.monotonic()
+            assert quiet.closed_within(5)
+            assert time.monotonic() - t0 >= 0.3
+        with Conn(srv.port) as c:  # idle after a response
+            c.send(b"GET /a.txt HTTP/1.1\r\nHost: x\r\n\r\n")
+            assert c.read_response().body == b"hello\n"
+            t0 = time.monotonic()
+            assert c.closed_within(5)
+            assert time.monotonic() - t0 >= 0.3
+        with Conn(srv.port) as busy:  # activity keeps a connection open
+            for _ in range(6):
+                busy.send(b"GET /a.txt HTTP/1.1\r\nHost: x\r\n\r\n")
+                assert busy.read_response().status == 200
+                time.sleep(0.2)
+
+
+def test_slow_header_timeout(http_engine):
+    """A head trickling in a byte at a time (slowloris) is cut off after
+    one timeout from its first byte, however steadily bytes keep coming."""
+    with http_engine.spawn(idle_timeout_ms=500) as srv:
+        with Conn(srv.port) as c:
+            c.send(b"GET /a.txt HTTP/1.1\r\n")
+            t0 = time.monotonic()
+            got = None
+            while time.monotonic() - t0 < 5:
+                try:
+                    c.send(b"X")
+                except (BrokenPipeError, ConnectionResetError):
+                    break
+                try:
+                    c.sock.settimeout(0.1)
+                    data = c.sock.recv(4096)
+                except socket.timeout:
+                    continue
+                except ConnectionResetError:
+                    break
+                got = (got or b"") + data
+                if not data or b"\r\n\r\n" in got:
+                    break
+            elapsed = time.monotonic() - t0
+            assert elapsed < 4, "slow head was never cut off"
+            if got:
+                assert got.startswith(b"HTTP/1.1 408 "), got[:40]
+
+
+def admitted(port, timeout=5):
+    """A connection the server admitted (got a 200 on it). Retried because
+    the readiness probe's connection may not have been released yet."""
+    deadline = time.monotonic() + timeout
+    while True:
+        c = Conn(port)
+        try:
+            c.send(b"GET /a.txt HTTP/1.1\r\nHost: x\r\n\r\n")
+            if c.read_response().status == 200:
+                return c
+        except (Closed, BrokenPipeError, ConnectionResetError):
+            pass
+        c.close()
+        assert time.monotonic() < deadline, "no connection admitted"
+        time.sleep(0.05)
+
+
+def test_max_conns(http_engine):
+    with http_engine.spawn(max_conns=2) as srv:
+        a = admitted(srv.port)
+        b = admitted(srv.port)
+        try:
+            with Conn(srv.port) as extra:
+                try:
+                    extra.send(b"GET /a.txt HTTP/1.1\r\nHost: x\r\n\r\n")
+                    r = extra.read_response(timeout=5)
+                    assert r.status == 503
+                except (Closed, BrokenPipeError, ConnectionResetError):
+                    pass  # closed at once: also a clean refusal
+                assert extra.closed_within(3)
+            for c in (a, b):  # the admitted ones are still served
+                c.send(b"GET /p3.txt HTTP/1.1\r\nHost: x\r\n\r\n")
+                assert c.read_response().status == 200
+        finally:
+            a.close()
+            b.close()
+        admitted(srv.port).close()  # a freed slot is usable again
+
+
+def test_sigterm_finishes_inflight_response(http_engine, docroot):
+    if http_engine.kind != "user":
+        pytest.skip("SIGTERM applies to a process; khttpd is stopped by rmmod")
+    data = docroot.read("large.bin")
+    with http_engine.spawn() as srv:
+        idle = Conn(srv.port)
+        idle.send(b"GET /a.txt HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert idle.read_response().status == 200
+        c = Conn(srv.port, rcvbuf=8192, timeout=30)
+        c.send(b"GET /large.bin HTTP/1.1\r\nHost: x\r\n\r\n")
+        c._take_until(b"\r\n\r\n", time.monotonic() + 10)  # head arrived
+        time.sleep(0.2)  # the server is now blocked on our small window
+        srv.signal(signal.SIGTERM)
+        assert idle.closed_within(5), "idle connection not closed on SIGTERM"
+        time.sleep(0.3)
+        body = c._take(len(data), time.monotonic() + 30)
+        assert body == data
+        assert c.closed_within(5)
+        c.close()
+        idle.close()
+        assert srv.wait_exit(timeout=10) == 0
+        with pytest.raises(OSError):
+            socket.create_connection(("127.0.0.1", srv.port), timeout=1).close()

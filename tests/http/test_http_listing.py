@@ -1,0 +1,74 @@
+"""Directory listings: streamed with chunked coding, every name escaped in
+the text and percent-encoded in the link, large directories complete."""
+import html
+import re
+import urllib.parse
+
+from docroot import MANY, SPECIAL_NAMES
+from rawhttp import Conn, get
+
+HREF = re.compile(r'href="([^"]*)"')
+
+
+def test_listing_chunked_and_complete(http_engine):
+    r = get(http_engine.port, "/many/")
+    assert r.status == 200
+    assert r.header("Transfer-Encoding") == "chunked"
+    assert r.header("Content-Type").startswith("text/html")
+    text = r.body.decode()
+    hrefs = set(HREF.findall(text))
+    for i in range(MANY):
+        assert f"entry-{i:05d}.txt" in hrefs or f"./entry-{i:05d}.txt" in hrefs, i
+    assert text.rstrip().endswith("</html>")
+
+
+def test_listing_escapes_names(http_engine):
+    r = get(http_engine.port, "/names/")
+    assert r.status == 200
+    text = r.body.decode("utf-8")
+    hrefs = [urllib.parse.unquote(h.removeprefix("./")) for h in HREF.findall(text)]
+    for name in SPECIAL_NAMES:
+        assert html.escape(name, quote=True) in text or \
+            html.escape(name, quote=False).replace('"', "&quot;").replace("'", "&#39;") in text, name
+        assert name in hrefs, name
+    # no raw specials leaked into the markup
+    assert "<b>" not in text
+    for h in HREF.findall(text):
+        assert not set(h) & set(" <>\"'"), h
+        assert "#" not in h and "?" not in h, h
+
+
+def test_listing_links_work(http_engine):
+    r = get(http_engine.port, "/names/")
+    for h in HREF.findall(r.body.decode()):
+        if h in ("../", "./../"):
+            continue
+        target = "/names/" + h.removeprefix("./")
+        got = get(http_engine.port, target)
+        assert got.status == 200, target
+        name = urllib.parse.unquote(h.removeprefix("./"))
+        assert got.body == name.encode() + b"\n"
+
+
+def test_listing_parent_link(http_engine):
+    text = get(http_engine.port, "/sub/").body.decode()
+    assert any(h.endswith("../") for h in HREF.findall(text))
+    assert "inner.txt" in text
+
+
+def test_listing_head(http_engine):
+    with Conn(http_engine.port) as c:
+        c.send(b"HEAD /many/ HTTP/1.1\r\nHost: x\r\n\r\nGET /a.txt HTTP/1.1\r\nHost: x\r\n\r\n")
+        h = c.read_response("HEAD")
+        assert h.status == 200 and h.header("Transfer-Encoding") == "chunked"
+        r = c.read_response()
+        assert r.status == 200 and r.body == b"hello\n"
+
+
+def test_listing_http10_no_chunked(http_engine):
+    with Conn(http_engine.port) as c:
+        c.send(b"GET /sub/ HTTP/1.0\r\n\r\n")
+        r = c.read_response()
+    assert r.status == 200
+    assert r.header("Transfer-Encoding") is None
+    assert b"inner.txt" in r.body and r.body.rstrip().endswith(b"</html>")

@@ -1,0 +1,80 @@
+"""ktcp-httpd's command line: --help, defaults, unusable arguments named,
+the access log. User-space only."""
+import os
+import subprocess
+
+import pytest
+
+from conftest import require_kind
+from http_engines import HTTPD_BIN, UserHttpd
+from rawhttp import get
+
+FLAGS = ["--root", "--port", "--bind", "--threads", "--model", "--idle-timeout",
+         "--max-conns", "--gzip", "--no-gzip", "--cache-size", "--access-log", "--help"]
+
+
+@pytest.fixture(autouse=True)
+def _user_only():
+    require_kind("user")
+
+
+def httpd(*args):
+    return subprocess.run([HTTPD_BIN, *args], capture_output=True, text=True, timeout=10)
+
+
+def test_help_lists_every_flag_with_default():
+    r = httpd("--help")
+    assert r.returncode == 0
+    for flag in FLAGS:
+        assert flag in r.stdout, flag
+    assert "8081" in r.stdout and "default" in r.stdout
+
+
+@pytest.mark.parametrize("args,named", [
+    (["--root", "/nope"], "--root /nope: No such file or directory"),
+    (["--port", "99999"], "--port 99999"),
+    (["--port", "http"], "--port http"),
+    (["--model", "fibers"], "--model fibers"),
+    (["--threads", "0"], "--threads 0"),
+    (["--cache-size", "12Q"], "--cache-size 12Q"),
+    (["--idle-timeout", "-5"], "--idle-timeout -5"),
+    (["--bind", "localhost"], "--bind localhost"),
+    (["--access-log", "/nonexistent-dir/log"], "--access-log /nonexistent-dir/log"),
+])
+def test_unusable_argument_named(docroot, args, named):
+    r = httpd("--root", docroot.root, "--port", "0", *args)
+    assert r.returncode != 0
+    assert named in r.stderr, r.stderr
+
+
+def test_port_in_use(docroot):
+    import socket
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    s.listen()
+    try:
+        port = s.getsockname()[1]
+        r = httpd("--root", docroot.root, "--port", str(port))
+        assert r.returncode != 0
+        assert "Address already in use" in r.stderr
+    finally:
+        s.close()
+
+
+@pytest.mark.parametrize("model", ["threads", "epoll", "mn"])
+def test_access_log(docroot, tmp_path, model):
+    log = tmp_path / "access.log"
+    srv = UserHttpd(model, str(tmp_path)).start(docroot.root, access_log=str(log))
+    try:
+        assert get(srv.port, "/a.txt").status == 200
+        assert get(srv.port, "/nope").status == 404
+    finally:
+        srv.stop()
+    lines = log.read_text().splitlines()
+    # the readiness probe connects without a request: no line for it
+    assert len(lines) == 2, lines
+    # two connections may be served by two workers, each with its own buffer
+    lines.sort(key=lambda l: "/nope" in l)
+    assert '"GET /a.txt HTTP/1.1" 200 6' in lines[0]
+    assert '"GET /nope HTTP/1.1" 404' in lines[1]
+    assert all(l.startswith("127.0.0.1 ") for l in lines)

@@ -543,5 +543,7 @@ def test_echo_bench_against_ktcp_echo_if_built():
             proc.wait()
 
 
-def test_hist_unit():
-    tool([os.path.join(BUILD, "hist-test")])
+@pytest.mark.parametrize("program", ["hist-test", "http-response-test"])
+def test_c_unit_programs(program):
+    """The C unit tests (also run by make check-unit)."""
+    assert "ok" in tool([os.path.join(BUILD, program)]).stdout

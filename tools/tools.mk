@@ -19,5 +19,8 @@ $(BUILD)/echo-bench: $(addprefix $(BUILD)/tools/,echo-bench.o hist.o common.o)
 $(BUILD)/hist-test: $(addprefix $(BUILD)/tools/,hist-test.o hist.o)
 	$(CC) $(LDFLAGS) -o $@ $^
 
+$(BUILD)/http-response-test: $(addprefix $(BUILD)/tools/,http-response-test.o http-response.o)
+	$(CC) $(LDFLAGS) -o $@ $^
+
 BINS += $(BUILD)/htstress $(BUILD)/lat $(BUILD)/echo-bench
-UNIT_TESTS += $(BUILD)/hist-test
+UNIT_TESTS += $(BUILD)/hist-test $(BUILD)/http-response-test

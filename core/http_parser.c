@@ -588,6 +588,10 @@ int http_parse_request(struct http_parser *p,
      * and the cap keeps every offset within 32 bits. */
     if (len > MAX_BUFFER)
         len = MAX_BUFFER;
+    /* The buffer only grows between calls; a shorter one holds nothing
+     * new, and must not turn the limit arithmetic below negative. */
+    if (len < p->scanned)
+        return HTTP_PARSE_INCOMPLETE;
 
     for (;;) {
         const char *nl;

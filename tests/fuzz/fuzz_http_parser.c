@@ -120,8 +120,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 st == 505);
     }
     if (rc1 == HTTP_PARSE_COMPLETE) {
-        REQUIRE(c1 == c2 && c1 > 0 && c1 <= size);
+        uint32_t i,
+            stored = p1.req.header_count < 16 ? p1.req.header_count : 16;
+        REQUIRE(c1 == c2 && c1 >= 16 && c1 <= size);
         REQUIRE(memcmp(&p1.req, &p2.req, sizeof(p1.req)) == 0);
+        REQUIRE(memcmp(h1, h2, stored * sizeof(h1[0])) == 0);
+        /* what we accepted is a clean head: CRLF CRLF end, no NUL, every
+         * CR followed by LF */
+        REQUIRE(memcmp(buf + c1 - 4, "\r\n\r\n", 4) == 0);
+        REQUIRE(memchr(buf, '\0', c1) == NULL);
+        for (i = 0; i < c1; i++)
+            REQUIRE(buf[i] != '\r' || buf[i + 1] == '\n');
+        for (i = 0; i < stored; i++) {
+            slice_inside(h1[i].name, c1);
+            slice_inside(h1[i].value, c1);
+            REQUIRE(h1[i].name.len > 0);
+        }
         exercise_request(buf, &p1, c1);
     }
 

@@ -134,6 +134,12 @@ static void test_incomplete(void)
     CHECK_INT(parse_str(&r, "GET / HTTP/1.1\r\nHost: a\r\n\r"),
               HTTP_PARSE_INCOMPLETE);
     CHECK_INT(r.consumed, 0);
+    /* a caller passing fewer bytes than before gets "incomplete", not a
+     * bogus limit error */
+    CHECK_INT(parse_str(&r, "GET / HTTP/1.1\r\nHost: a\r\nX: y"),
+              HTTP_PARSE_INCOMPLETE);
+    CHECK_INT(http_parse_request(&r.p, "GET", 3, &r.consumed),
+              HTTP_PARSE_INCOMPLETE);
 }
 
 static void test_methods(void)

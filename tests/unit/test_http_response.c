@@ -37,6 +37,10 @@ static void test_buf(void)
     CHECK_MEM(digits, http_format_u64(0, digits), "0");
     CHECK_MEM(digits, http_format_hex(0xdeadbeef, digits), "deadbeef");
     CHECK_MEM(digits, http_format_hex(0, digits), "0");
+    http_buf_init(&b, mem, sizeof(mem));
+    http_buf_append_hex(&b, 0xabc);
+    http_buf_append_hex(&b, 0);
+    CHECK_MEM(mem, b.len, "abc0");
 }
 
 static void test_build_full(void)

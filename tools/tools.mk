@@ -7,7 +7,7 @@ $(BUILD)/tools/%.o: tools/%.c tools/*.h | $(BUILD)
 	@mkdir -p $(BUILD)/tools
 	$(CC) $(TOOLS_CFLAGS) -c -o $@ $<
 
-$(BUILD)/htstress: $(addprefix $(BUILD)/tools/,htstress.o http-response.o hist.o common.o)
+$(BUILD)/htstress: $(addprefix $(BUILD)/tools/,htstress.o htstress-worker.o http-response.o hist.o common.o)
 	$(CC) $(LDFLAGS) -o $@ $^
 
 $(BUILD)/lat: $(addprefix $(BUILD)/tools/,lat.o hist.o common.o)

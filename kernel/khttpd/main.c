@@ -1,0 +1,273 @@
+// SPDX-License-Identifier: MIT OR GPL-2.0
+/*
+ * khttpd — an in-kernel HTTP/1.1 static file server on the ktcp core.
+ *
+ * main.c: the module, its parameters, the listening socket and the accept
+ * thread. Connections (conn.c) are driven by their socket callbacks on a
+ * workqueue, as in kecho: an idle connection costs memory, never a worker.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/in.h>
+#include <linux/in6.h>
+#include <linux/kthread.h>
+#include <linux/module.h>
+#include <linux/namei.h>
+#include <linux/net.h>
+#include <linux/slab.h>
+#include <linux/string.h>
+#include <linux/tcp.h>
+#include <net/net_namespace.h>
+#include <net/sock.h>
+#include <net/tcp.h>
+
+#include "khttpd.h"
+
+MODULE_LICENSE("Dual MIT/GPL");
+MODULE_AUTHOR("ktcp authors");
+MODULE_DESCRIPTION("In-kernel HTTP/1.1 static file server on CMWQ");
+MODULE_VERSION("0.1");
+
+static char *root;
+module_param(root, charp, 0444);
+MODULE_PARM_DESC(root, "directory to serve, an absolute path (required)");
+
+static ushort port = 8081;
+module_param(port, ushort, 0444);
+MODULE_PARM_DESC(port, "TCP port to listen on, IPv6 and IPv4 (default 8081)");
+
+static ushort backlog = 1024;
+module_param(backlog, ushort, 0444);
+MODULE_PARM_DESC(backlog, "listen() backlog, 1..65535 (default 1024)");
+
+static char *mode = "unbound";
+module_param(mode, charp, 0444);
+MODULE_PARM_DESC(mode,
+                 "unbound (CMWQ, default), bound (per-CPU CMWQ) or kthread "
+                 "(a thread per connection, for comparison only)");
+
+uint khttpd_idle_timeout_ms = 30000;
+module_param_named(idle_timeout_ms, khttpd_idle_timeout_ms, uint, 0444);
+MODULE_PARM_DESC(idle_timeout_ms,
+                 "close a connection idle this long, and answer 408 to a "
+                 "request head not complete this long after its first byte, "
+                 "in ms; 0 = never (default 30000)");
+
+static uint max_conns = 10000;
+module_param(max_conns, uint, 0444);
+MODULE_PARM_DESC(max_conns,
+                 "connections served at once; more get 503 and are closed; "
+                 "0 = no limit (default 10000)");
+
+ulong khttpd_cache_bytes = 64UL << 20;
+module_param_named(cache_bytes, khttpd_cache_bytes, ulong, 0444);
+MODULE_PARM_DESC(cache_bytes,
+                 "content cache bound in bytes (metadata, small bodies, gzip "
+                 "copies); 0 = no caching (default 64 MiB)");
+
+bool khttpd_gzip_enabled = true;
+module_param_named(gzip, khttpd_gzip_enabled, bool, 0444);
+MODULE_PARM_DESC(gzip,
+                 "serve gzip copies of compressible files to clients that "
+                 "accept them (default Y)");
+
+/* Longest idle timeout accepted: a day, as the user-space server. */
+#define KHTTPD_IDLE_TIMEOUT_MAX (24U * 3600 * 1000)
+
+struct path khttpd_root;
+static struct socket *khttpd_listen_sock;
+static struct task_struct *khttpd_accept_task;
+
+static int khttpd_accept_loop(void *unused)
+{
+    while (!kthread_should_stop()) {
+        struct socket *sock;
+        int err = kernel_accept(khttpd_listen_sock, &sock, 0);
+
+        if (err < 0) {
+            if (khttpd_stopping() || kthread_should_stop())
+                break;
+            /* Transient (ECONNABORTED, ENOMEM): keep accepting. */
+            khttpd_count(errors, 1);
+            cond_resched();
+            continue;
+        }
+        if (khttpd_stopping()) {
+            sock_release(sock);
+            continue;
+        }
+        if (max_conns && khttpd_conns_active() >= max_conns) {
+            khttpd_count(refused, 1);
+            khttpd_refuse(sock);
+            continue;
+        }
+        if (khttpd_conn_start(sock) < 0) {
+            khttpd_count(errors, 1);
+            sock_release(sock);
+            continue;
+        }
+        khttpd_count(accepted, 1);
+    }
+    /* kthread_stop() must find us alive; wait for it. */
+    while (!kthread_should_stop()) {
+        set_current_state(TASK_INTERRUPTIBLE);
+        if (!kthread_should_stop())
+            schedule();
+        __set_current_state(TASK_RUNNING);
+    }
+    return 0;
+}
+
+static int khttpd_open_listen(struct socket **res)
+{
+    struct sockaddr_in6 sin6 = {
+        .sin6_family = AF_INET6,
+        .sin6_addr = IN6ADDR_ANY_INIT,
+        .sin6_port = htons(port),
+    };
+    struct sockaddr_in sin = {
+        .sin_family = AF_INET,
+        .sin_addr.s_addr = htonl(INADDR_ANY),
+        .sin_port = htons(port),
+    };
+    struct sockaddr *addr = (struct sockaddr *) &sin6;
+    int addrlen = sizeof(sin6);
+    struct socket *sock;
+    int err;
+
+    /* Dual-stack when the kernel has IPv6; plain IPv4 otherwise. */
+    err =
+        sock_create_kern(&init_net, PF_INET6, SOCK_STREAM, IPPROTO_TCP, &sock);
+    if (err == -EAFNOSUPPORT) {
+        err = sock_create_kern(&init_net, PF_INET, SOCK_STREAM, IPPROTO_TCP,
+                               &sock);
+        addr = (struct sockaddr *) &sin;
+        addrlen = sizeof(sin);
+    }
+    if (err < 0) {
+        pr_err("cannot create socket: %d\n", err);
+        goto out;
+    }
+    sock_set_reuseaddr(sock->sk);
+    tcp_sock_set_nodelay(sock->sk);
+
+    err = kernel_bind(sock, addr, addrlen);
+    if (err < 0) {
+        pr_err("cannot bind port %u: %d\n", port, err);
+        goto out_release;
+    }
+    err = kernel_listen(sock, backlog);
+    if (err < 0) {
+        pr_err("cannot listen on port %u: %d\n", port, err);
+        goto out_release;
+    }
+    *res = sock;
+    return 0;
+
+out_release:
+    sock_release(sock);
+out:
+    return err;
+}
+
+/* Parameters are checked before anything is allocated. */
+static int khttpd_check_params(enum khttpd_mode *m)
+{
+    int err;
+
+    if (!strcmp(mode, "unbound")) {
+        *m = KHTTPD_MODE_UNBOUND;
+    } else if (!strcmp(mode, "bound")) {
+        *m = KHTTPD_MODE_BOUND;
+    } else if (!strcmp(mode, "kthread")) {
+        *m = KHTTPD_MODE_KTHREAD;
+    } else {
+        pr_err("mode=%s: expected unbound, bound or kthread\n", mode);
+        return -EINVAL;
+    }
+    if (!port || !backlog) {
+        pr_err("port and backlog must be non-zero\n");
+        return -EINVAL;
+    }
+    if (khttpd_idle_timeout_ms > KHTTPD_IDLE_TIMEOUT_MAX) {
+        pr_err("idle_timeout_ms=%u: at most %u\n", khttpd_idle_timeout_ms,
+               KHTTPD_IDLE_TIMEOUT_MAX);
+        return -EINVAL;
+    }
+    if (!root || root[0] != '/') {
+        pr_err("root=%s: an absolute path to a directory is required\n",
+               root ? root : "(unset)");
+        return -EINVAL;
+    }
+    err = kern_path(root, LOOKUP_FOLLOW | LOOKUP_DIRECTORY, &khttpd_root);
+    if (err < 0) {
+        pr_err("root=%s: %s (%d)\n", root,
+               err == -ENOENT    ? "no such directory"
+               : err == -ENOTDIR ? "not a directory"
+                                 : "cannot be looked up",
+               err);
+        return err;
+    }
+    return 0;
+}
+
+static int __init khttpd_init(void)
+{
+    enum khttpd_mode m;
+    int err;
+
+    err = khttpd_check_params(&m);
+    if (err < 0)
+        return err;
+
+    err = khttpd_stats_init();
+    if (err < 0)
+        goto out_root;
+
+    err = khttpd_conns_init(m);
+    if (err < 0)
+        goto out_stats;
+
+    err = khttpd_open_listen(&khttpd_listen_sock);
+    if (err < 0)
+        goto out_conns;
+
+    khttpd_accept_task = kthread_run(khttpd_accept_loop, NULL, "khttpd-accept");
+    if (IS_ERR(khttpd_accept_task)) {
+        err = PTR_ERR(khttpd_accept_task);
+        goto out_sock;
+    }
+
+    pr_info("serving %s on port %u (mode=%s, idle_timeout_ms=%u)\n", root, port,
+            mode, khttpd_idle_timeout_ms);
+    return 0;
+
+out_sock:
+    sock_release(khttpd_listen_sock);
+out_conns:
+    khttpd_conns_exit();
+out_stats:
+    khttpd_stats_exit();
+out_root:
+    path_put(&khttpd_root);
+    return err;
+}
+
+static void __exit khttpd_exit(void)
+{
+    khttpd_conns_stop();
+    /* Wakes the accept thread: accept on a shut-down listener fails. */
+    kernel_sock_shutdown(khttpd_listen_sock, SHUT_RDWR);
+    kthread_stop(khttpd_accept_task);
+    sock_release(khttpd_listen_sock);
+
+    /* Every live connection closes; wait until all are freed. */
+    khttpd_conns_exit();
+    khttpd_cache_exit();
+    khttpd_stats_exit();
+    path_put(&khttpd_root);
+    pr_info("unloaded\n");
+}
+
+module_init(khttpd_init);
+module_exit(khttpd_exit);

@@ -252,18 +252,19 @@ static bool answer(struct conn *cs, size_t head_len, bool *linger)
     return true;
 }
 
-void httpd_conn_serve(struct rt_conn *c)
+enum rt_verdict httpd_conn_serve(struct rt_conn *c)
 {
+    enum rt_verdict verdict = RT_CLOSE;
     struct conn *cs = malloc(sizeof(*cs));
     if (!cs)
-        return;
+        return RT_CLOSE;
     cs->c = c;
     cs->start = cs->len = 0;
     cs->cap = REQ_BUF_INITIAL;
     cs->buf = malloc(cs->cap);
     if (!cs->buf) {
         free(cs);
-        return;
+        return RT_CLOSE;
     }
     struct http_limits limits = {
         .max_request_line = HTTP_DEFAULT_MAX_REQUEST_LINE,
@@ -275,32 +276,34 @@ void httpd_conn_serve(struct rt_conn *c)
     http_parser_set_header_store(&cs->parser, cs->headers, MAX_STORED_HEADERS);
 
     for (;;) {
+        /* 0. between requests: if nothing has come, the connection is
+         * idle and the runtime keeps it without us (RT_IDLE) */
+        if (cs->start == cs->len) {
+            cs->start = cs->len = 0;
+            ssize_t n = rt_read_nowait(c, cs->buf, cs->cap);
+            if (n == -EAGAIN)
+                verdict = rt_stopping() ? RT_CLOSE : RT_IDLE;
+            if (n <= 0)
+                goto out;
+            cs->len = (size_t) n;
+        }
         /* 1. a complete head. The first byte of a request starts its clock:
          * a head must be complete within one idle timeout (slowloris). */
-        uint64_t head_deadline = 0;
+        uint64_t head_deadline = deadline_in(httpd_cfg.idle_timeout_ms);
         size_t head_len = 0;
-        int pr = HTTP_PARSE_INCOMPLETE;
-        if (cs->start == cs->len)
-            cs->start = cs->len = 0;
+        int pr;
         for (;;) {
-            if (cs->len > cs->start) {
-                pr = http_parse_request(&cs->parser, cs->buf + cs->start,
-                                        cs->len - cs->start, &head_len);
-                if (pr != HTTP_PARSE_INCOMPLETE)
-                    break;
-                if (!head_deadline)
-                    head_deadline = deadline_in(httpd_cfg.idle_timeout_ms);
-            }
+            pr = http_parse_request(&cs->parser, cs->buf + cs->start,
+                                    cs->len - cs->start, &head_len);
+            if (pr != HTTP_PARSE_INCOMPLETE)
+                break;
             if (!buf_make_room(cs)) {
                 pr = HTTP_PARSE_ERR_HEADERS_TOO_LARGE;
                 break;
             }
-            bool idle = cs->len == cs->start;
-            uint64_t dl =
-                idle ? deadline_in(httpd_cfg.idle_timeout_ms) : head_deadline;
-            ssize_t n =
-                rt_read(c, cs->buf + cs->len, cs->cap - cs->len, dl, idle);
-            if (n == -ETIMEDOUT && !idle) {
+            ssize_t n = rt_read(c, cs->buf + cs->len, cs->cap - cs->len,
+                                head_deadline, false);
+            if (n == -ETIMEDOUT) {
                 send_error_close(cs, 408);
                 lingering_close(cs);
             }
@@ -325,4 +328,5 @@ void httpd_conn_serve(struct rt_conn *c)
 out:
     free(cs->buf);
     free(cs);
+    return verdict;
 }

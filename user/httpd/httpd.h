@@ -45,7 +45,7 @@ struct httpd_config {
 extern struct httpd_config httpd_cfg;
 
 /* ---- connection (httpd-conn.c) ---- */
-void httpd_conn_serve(struct rt_conn *c);
+enum rt_verdict httpd_conn_serve(struct rt_conn *c);
 void httpd_conn_refuse(int fd);
 
 /* What a request handler needs while answering one request. */

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -150,7 +151,13 @@ static void *conn_thread(void *arg)
     w.pub.id = -1;
     rt_worker_set_self(&w);
     urcu_memb_register_thread();
-    rt_g.cfg->handler(&c);
+    /* between requests the thread sleeps in poll, and the handler starts
+     * afresh when bytes arrive: the same contract as the coroutines' */
+    while (rt_g.cfg->handler(&c) == RT_IDLE) {
+        uint64_t dl = rt_now_ms() + (uint64_t) rt_g.cfg->idle_timeout_ms;
+        if (rt_wait(&c, POLLIN, dl, true) < 0)
+            break;
+    }
     close(c.fd);
     httpd_log_flush(&w.pub);
     urcu_memb_unregister_thread();

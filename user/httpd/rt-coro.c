@@ -20,7 +20,7 @@
  * touches become resident (see docs/httpd.md for measured RSS). */
 #define RT_STACK_SIZE (128 * 1024)
 #define RT_GUARD_SIZE 4096
-#define RT_STACK_CACHE_MAX 1024
+#define RT_STACK_CACHE_MAX 256
 
 /* rt_coro_switch(void **save_sp, void *next_sp) */
 __asm__(
@@ -56,93 +56,98 @@ __asm__(
 
 void rt_coro_trampoline(void);
 
-static rt_handler_fn coro_handler; /* set once before workers start */
+static rt_handler_fn coro_handler; /* set before any coroutine starts */
 
 static void __attribute__((noreturn)) coro_main(struct rt_coro *co)
 {
-    coro_handler(&co->conn);
-    co->op = RT_OP_EXIT;
+    enum rt_verdict v = coro_handler(&co->conn);
+    co->op = v == RT_IDLE ? RT_OP_IDLE : RT_OP_EXIT;
     rt_coro_switch(&co->sp, co->worker->sched_sp);
-    abort(); /* a dead coroutine is never resumed */
+    abort(); /* a finished handler's frame is never resumed */
 }
 
-/* Stacks whose grace period has passed, ready for reuse. Shared by all
- * workers and the call_rcu thread, hence the lock. */
+/* Stacks not in use, most recently used first (their pages are warm).
+ * Shared by all workers, hence the lock; a stack is never touched by
+ * anyone but the coroutine running on it, so it is reusable at once. */
 static struct {
     pthread_mutex_t lock;
-    struct rt_coro *head;
+    void *head; /* each free stack stores the next one in its first word */
     int count;
 } stack_cache_locked = {PTHREAD_MUTEX_INITIALIZER, NULL, 0};
 
-static struct rt_coro *stack_alloc(void)
+#define STACK_MAP_LEN (RT_STACK_SIZE + RT_GUARD_SIZE)
+
+static void *stack_get(void)
 {
-    struct rt_coro *co = NULL;
+    void *base = NULL;
     pthread_mutex_lock(&stack_cache_locked.lock);
     if (stack_cache_locked.head) {
-        co = stack_cache_locked.head;
-        stack_cache_locked.head = co->next;
+        base = stack_cache_locked.head;
+        stack_cache_locked.head = *(void **) ((char *) base + RT_GUARD_SIZE);
         stack_cache_locked.count--;
     }
     pthread_mutex_unlock(&stack_cache_locked.lock);
-    if (co)
-        return co;
-
-    size_t len = RT_STACK_SIZE + RT_GUARD_SIZE;
-    char *map = mmap(NULL, len, PROT_READ | PROT_WRITE,
-                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (map == MAP_FAILED)
+    if (base)
+        return base;
+    base = mmap(NULL, STACK_MAP_LEN, PROT_READ | PROT_WRITE,
+                MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (base == MAP_FAILED)
         return NULL;
-    if (mprotect(map, RT_GUARD_SIZE, PROT_NONE) < 0) {
-        munmap(map, len);
+    /* the guard page below the stack turns an overflow into a SIGSEGV */
+    if (mprotect(base, RT_GUARD_SIZE, PROT_NONE) < 0) {
+        munmap(base, STACK_MAP_LEN);
         return NULL;
     }
-    /* The coroutine header sits at the top of its own stack mapping. */
-    co = (struct rt_coro *) (map + len - sizeof(struct rt_coro));
-    co = (struct rt_coro *) ((uintptr_t) co & ~(uintptr_t) 63);
-    co->map_len = len;
-    return co;
+    return base;
 }
 
-static void *coro_map_base(struct rt_coro *co)
+void rt_coro_release_stack(struct rt_coro *co)
 {
-    uintptr_t top = ((uintptr_t) co + sizeof(*co) + 4095) & ~(uintptr_t) 4095;
-    return (void *) (top - co->map_len);
-}
-
-static void coro_free_rcu(struct rcu_head *head)
-{
-    struct rt_coro *co = caa_container_of(head, struct rt_coro, rcu);
+    void *base = co->stack;
+    if (!base)
+        return;
+    co->stack = NULL;
     pthread_mutex_lock(&stack_cache_locked.lock);
     if (stack_cache_locked.count < RT_STACK_CACHE_MAX) {
-        co->next = stack_cache_locked.head;
-        stack_cache_locked.head = co;
+        *(void **) ((char *) base + RT_GUARD_SIZE) = stack_cache_locked.head;
+        stack_cache_locked.head = base;
         stack_cache_locked.count++;
-        co = NULL;
+        base = NULL;
     }
     pthread_mutex_unlock(&stack_cache_locked.lock);
-    if (co)
-        munmap(coro_map_base(co), co->map_len);
+    if (base)
+        munmap(base, STACK_MAP_LEN);
 }
 
-struct rt_coro *rt_coro_new(int fd, rt_handler_fn fn)
+struct rt_coro *rt_coro_new(int fd)
 {
-    struct rt_coro *co = stack_alloc();
+    struct rt_coro *co = aligned_alloc(64, sizeof(*co));
     if (!co)
         return NULL;
-    size_t map_len = co->map_len;
     memset(co, 0, sizeof(*co));
-    co->map_len = map_len;
-    coro_handler = fn;
     co->conn.fd = fd;
     co->conn.coro = co;
     co->epfd = -1;
     atomic_init(&co->refs, 1);
     atomic_init(&co->wstate, RT_ST_RUNNING);
+    return co;
+}
+
+void rt_coro_set_handler(rt_handler_fn fn)
+{
+    coro_handler = fn;
+}
+
+int rt_coro_start(struct rt_coro *co)
+{
+    co->stack = stack_get();
+    if (!co->stack)
+        return -ENOMEM;
 
     /* Initial frame popped by rt_coro_switch: r15 r14 r13 r12 rbx rbp, then
      * the return address (the trampoline). After that ret, rsp must be
      * 16-byte aligned so the trampoline's call leaves the ABI's alignment. */
-    uintptr_t top = (uintptr_t) co & ~(uintptr_t) 15;
+    uintptr_t top = ((uintptr_t) co->stack + STACK_MAP_LEN) & ~(uintptr_t) 15;
     uint64_t *sp = (uint64_t *) (top - 16); /* rsp after ret */
     *--sp = (uint64_t) (uintptr_t) rt_coro_trampoline;
     *--sp = 0;                                /* rbp */
@@ -152,7 +157,12 @@ struct rt_coro *rt_coro_new(int fd, rt_handler_fn fn)
     *--sp = 0;                                /* r14 */
     *--sp = 0;                                /* r15 */
     co->sp = sp;
-    return co;
+    return 0;
+}
+
+static void coro_free_rcu(struct rcu_head *head)
+{
+    free(caa_container_of(head, struct rt_coro, rcu));
 }
 
 void rt_coro_get(struct rt_coro *co)

@@ -24,10 +24,14 @@ enum {
 #define RT_GEN(w) ((w) & ~(uint64_t) 3u)
 
 enum rt_wake { RT_WAKE_IO = 0, RT_WAKE_TIMEOUT, RT_WAKE_STOP };
-enum rt_op { RT_OP_PARK, RT_OP_EXIT };
+enum rt_op { RT_OP_PARK, RT_OP_EXIT, RT_OP_IDLE };
 
+/* A connection in a coroutine model. The header lives as long as the
+ * connection (and a grace period more); the stack only while the handler
+ * runs or waits mid-request: an idle keep-alive connection has none. */
 struct rt_coro {
-    void *sp; /* saved stack pointer while switched out */
+    void *sp;    /* saved stack pointer while switched out */
+    void *stack; /* base of the stack mapping, NULL while idle */
     struct rt_conn conn;
     struct rt_worker *worker; /* thread running it now; set before resume */
     int epfd;                 /* epoll set the fd is registered in */
@@ -38,13 +42,22 @@ struct rt_coro {
     _Atomic uint64_t deadline; /* of the current wait, 0: none */
     _Atomic bool idle;         /* current wait may be cut by a stop */
     _Atomic int in_heap;       /* some worker's timer heap holds it */
-    _Atomic int refs;          /* alive + timer entries + transient */
-    struct rt_coro *next;      /* run queue link */
-    struct rcu_head rcu;       /* freed after a grace period */
-    size_t map_len;
-};
+    /* the worker whose heap holds it, and where; both only meaningful to
+     * that worker (set and cleared by it alone) */
+    struct rt_worker *_Atomic heap_owner;
+    size_t heap_idx;
+    _Atomic int refs;     /* alive + timer entries + transient */
+    struct rt_coro *next; /* run queue link */
+    struct rcu_head rcu;  /* freed after a grace period */
+} __attribute__((aligned(64)));
 
-struct rt_coro *rt_coro_new(int fd, rt_handler_fn fn);
+struct rt_coro *rt_coro_new(int fd);
+/* Give co a stack with a fresh frame that starts the handler; -ENOMEM. */
+int rt_coro_start(struct rt_coro *co);
+/* Called once, before any worker starts. */
+void rt_coro_set_handler(rt_handler_fn fn);
+/* Return co's stack to the cache; co must not be running on it. */
+void rt_coro_release_stack(struct rt_coro *co);
 void rt_coro_get(struct rt_coro *co);
 /* Drop a reference; the last one frees the stack after a grace period, as
  * an epoll event naming it may still be in another worker's hands. */
@@ -66,6 +79,7 @@ int rt_timer_push(struct rt_timer_heap *h,
                   uint64_t deadline,
                   struct rt_coro *co);
 struct rt_timer_entry rt_timer_pop(struct rt_timer_heap *h);
+void rt_timer_remove(struct rt_timer_heap *h, size_t idx);
 static inline const struct rt_timer_entry *rt_timer_top(
     const struct rt_timer_heap *h)
 {

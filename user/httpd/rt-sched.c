@@ -132,9 +132,25 @@ static bool coro_wake(struct rt_worker *w, struct rt_coro *co, int reason)
  * caller passes a reference the heap keeps (or which is dropped here). */
 static void timer_arm(struct rt_worker *w, struct rt_coro *co, uint64_t dl)
 {
-    if (atomic_exchange(&co->in_heap, 1) == 0 &&
-        rt_timer_push(&w->timers, dl, co) == 0)
+    if (atomic_exchange(&co->in_heap, 1) == 0) {
+        if (rt_timer_push(&w->timers, dl, co) == 0) {
+            atomic_store(&co->heap_owner, w);
+            return;
+        }
+        atomic_store(&co->in_heap, 0);
+    }
+    rt_coro_put(co);
+}
+
+/* A closed connection leaves its timer at once if this worker holds it;
+ * otherwise the owner drops the entry when it comes due. */
+static void timer_cancel(struct rt_worker *w, struct rt_coro *co)
+{
+    if (atomic_load(&co->heap_owner) != w)
         return;
+    atomic_store(&co->heap_owner, NULL);
+    rt_timer_remove(&w->timers, co->heap_idx);
+    atomic_store(&co->in_heap, 0);
     rt_coro_put(co);
 }
 
@@ -163,20 +179,46 @@ static void coro_park(struct rt_worker *w, struct rt_coro *co)
         rt_coro_put(co);
 }
 
-static void coro_exit(struct rt_coro *co)
+static void coro_close(struct rt_worker *w, struct rt_coro *co)
 {
     atomic_store(&co->wstate, RT_ST_DEAD);
+    rt_coro_release_stack(co);
+    timer_cancel(w, co);
     close(co->conn.fd); /* also leaves the epoll set */
     rt_conn_release();
     rt_coro_put(co);
 }
 
+/* The handler returned RT_IDLE: keep the connection, not the stack. It
+ * parks like a wait whose wakeup starts the handler afresh. */
+static void coro_idle(struct rt_worker *w, struct rt_coro *co)
+{
+    rt_coro_release_stack(co);
+    if (rt_stopping()) {
+        coro_close(w, co);
+        return;
+    }
+    atomic_store(&co->idle, true);
+    atomic_store(&co->deadline, rt_now_ms() + rt_g.cfg->idle_timeout_ms);
+    coro_park(w, co);
+}
+
 static void coro_run(struct rt_worker *w, struct rt_coro *co)
 {
+    if (!co->stack) {
+        /* an idle connection: bytes came, or its time is up */
+        atomic_store(&co->deadline, 0);
+        if (co->wake_reason != RT_WAKE_IO || rt_coro_start(co) < 0) {
+            coro_close(w, co);
+            return;
+        }
+    }
     co->worker = w;
     rt_coro_switch(&w->sched_sp, co->sp);
     if (co->op == RT_OP_EXIT)
-        coro_exit(co);
+        coro_close(w, co);
+    else if (co->op == RT_OP_IDLE)
+        coro_idle(w, co);
     else
         coro_park(w, co);
 }
@@ -224,6 +266,7 @@ static void timers_expire(struct rt_worker *w, uint64_t now)
     const struct rt_timer_entry *top;
     while ((top = rt_timer_top(&w->timers)) && top->deadline <= now) {
         struct rt_coro *co = rt_timer_pop(&w->timers).co;
+        atomic_store(&co->heap_owner, NULL);
         atomic_store(&co->in_heap, 0);
         uint64_t s = atomic_load(&co->wstate);
         uint64_t dl = atomic_load(&co->deadline);
@@ -255,8 +298,9 @@ static void timers_stop_sweep(struct rt_worker *w)
     }
 }
 
-static void accept_all(struct rt_worker *w, int lfd)
+static int accept_all(struct rt_worker *w, int lfd)
 {
+    int queued = 0;
     for (;;) {
         struct sockaddr_storage ss;
         socklen_t sl = sizeof(ss);
@@ -267,14 +311,14 @@ static void accept_all(struct rt_worker *w, int lfd)
                 continue;
             if (errno == EMFILE || errno == ENFILE)
                 fprintf(stderr, "ktcp-httpd: accept: %s\n", strerror(errno));
-            return; /* EAGAIN, or the listener was shut down */
+            return queued; /* EAGAIN, or the listener was shut down */
         }
         if (rt_stopping() || !rt_conn_admit(fd)) {
             close(fd);
             continue;
         }
         rt_tune_accepted(fd);
-        struct rt_coro *co = rt_coro_new(fd, rt_g.cfg->handler);
+        struct rt_coro *co = rt_coro_new(fd);
         if (!co) {
             close(fd);
             rt_conn_release();
@@ -293,7 +337,9 @@ static void accept_all(struct rt_worker *w, int lfd)
             rt_coro_put(co);
             continue;
         }
+        co->wake_reason = RT_WAKE_IO; /* start the handler: data is likely */
         runq_push(w, co);
+        queued++;
     }
 }
 
@@ -339,7 +385,8 @@ static void *worker_main(void *arg)
             void *p = ev[i].data.ptr;
             if (p == &tag_listen) {
                 if (!saw_stop)
-                    accept_all(w, model_mn ? rt_g.listen_fds[0] : w->listen_fd);
+                    queued += accept_all(
+                        w, model_mn ? rt_g.listen_fds[0] : w->listen_fd);
             } else if (p == &tag_kick) {
                 uint64_t v;
                 if (read(shared_kick_fd, &v, sizeof(v)) < 0) {
@@ -388,6 +435,7 @@ int rt_run_coro(const struct rt_config *cfg)
 {
     nworkers = cfg->workers;
     model_mn = cfg->model == RT_MODEL_MN;
+    rt_coro_set_handler(cfg->handler);
     workers = calloc(nworkers, sizeof(*workers));
     if (!workers)
         return -ENOMEM;

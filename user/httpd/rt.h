@@ -42,7 +42,13 @@ struct rt_conn {
     char peer[48];        /* printable address, for the access log */
 };
 
-typedef void (*rt_handler_fn)(struct rt_conn *c);
+/* What a handler returns: close the connection, or keep it open while it
+ * is idle. RT_IDLE means "nothing buffered and nothing to read": the
+ * runtime then holds the connection without a stack or any handler state
+ * (a few hundred bytes) and calls the handler afresh when bytes arrive; it
+ * closes the connection itself after idle_timeout_ms or on a stop. */
+enum rt_verdict { RT_CLOSE = 0, RT_IDLE = 1 };
+typedef enum rt_verdict (*rt_handler_fn)(struct rt_conn *c);
 
 struct rt_config {
     enum rt_model model;

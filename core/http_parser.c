@@ -564,6 +564,10 @@ static int finish_head(struct http_parser *p, size_t head_end)
         r->body_framing = HTTP_BODY_CONTENT_LENGTH;
     }
 
+    /* RFC 9110 §10.1.1: a 1.0 client cannot wait for 100 Continue */
+    if (r->version == HTTP_VERSION_1_0)
+        r->expect_continue = false;
+
     if (r->version == HTTP_VERSION_1_1)
         r->keep_alive = !r->connection_close;
     else

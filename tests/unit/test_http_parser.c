@@ -325,6 +325,9 @@ static void test_connection(void)
                   "GET / HTTP/1.1\r\nHost: a\r\nExpect: 100-CONTINUE\r\n\r\n"),
         0);
     CHECK(r.p.req.expect_continue);
+    CHECK_INT(parse_str(&r, "PUT / HTTP/1.0\r\nExpect: 100-continue\r\n\r\n"),
+              0);
+    CHECK(!r.p.req.expect_continue);
     CHECK_INT(
         parse_str(&r, "GET / HTTP/1.1\r\nHost: a\r\nExpect: magic\r\n\r\n"), 0);
     CHECK(!r.p.req.expect_continue);

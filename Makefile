@@ -56,7 +56,7 @@ run: deps all
 	scripts/run
 
 bench-echo: deps all
-	scripts/vm --timeout 3000 -- tools/bench-echo.sh
+	scripts/vm --timeout 3000 -- scripts/bench-echo
 
 bench: bench-echo
 

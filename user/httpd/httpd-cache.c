@@ -322,7 +322,8 @@ const struct httpd_gz *httpd_cache_gzip(struct httpd_file *f)
     free(tmp);
     if (!gz)
         return NULL;
-    /* the gzip variant needs its own strong validator */
+    /* the gzip variant needs its own strong validator. WORKAROUND (core's
+     * http_etag_format has no variant suffix): "<etag>-gz" */
     size_t el = strlen(f->etag);
     memcpy(gz->etag, f->etag, el - 1);
     memcpy(gz->etag + el - 1, "-gz\"", 5);

@@ -41,7 +41,10 @@ static int errno_status(int err)
 }
 
 /* 301 to the same path with a slash, query kept. */
-static bool redirect_slash(struct httpd_req *r, const char *rel, size_t len)
+static bool redirect_slash(struct httpd_req *r,
+                           const char *rel,
+                           size_t len,
+                           const struct http_path_info *info)
 {
     const struct http_request *req = r->req;
     size_t cap = 3 * len + 3 * req->path.len + 16;
@@ -53,11 +56,13 @@ static bool redirect_slash(struct httpd_req *r, const char *rel, size_t len)
     http_buf_append_char(&b, '/');
     http_url_encode(&b, rel, len, true);
     http_buf_append_char(&b, '/');
-    /* the query, as sent (the parser has vetted its bytes) */
-    const char *p = r->rb + req->path.off;
-    const char *q = memchr(p, '?', req->path.len);
-    if (q)
-        http_buf_append(&b, q, req->path.len - (size_t) (q - p));
+    /* the query, as sent (the parser has vetted its bytes, and the head
+     * builder refuses CR/LF in values) */
+    if (info->has_query) {
+        http_buf_append_char(&b, '?');
+        http_buf_append(&b, r->rb + req->path.off + info->query_off,
+                        info->query_len);
+    }
     http_buf_append_char(&b, '\0');
 
     struct http_response_head h;
@@ -132,7 +137,9 @@ static bool send_regular(struct httpd_req *r,
     if (want_range) {
         int rr = http_range_parse(rb + req->range.off, req->range.len, f->size,
                                   &first, &last);
-        /* If-Range: the range only holds for the validator it names */
+        /* If-Range: the range only holds for the validator it names.
+         * WORKAROUND (core has no If-Range helper yet): exact strong ETag
+         * or exact Last-Modified date, as RFC 9110 13.1.5 asks. */
         if (rr != HTTP_RANGE_IGNORE && (req->seen & HTTP_SEEN_IF_RANGE)) {
             const char *ir = rb + req->if_range.off;
             size_t irl = req->if_range.len;
@@ -202,7 +209,7 @@ bool httpd_file_serve(struct httpd_req *r,
     }
     httpd_cache_put(f);
     if (!info->trailing_slash && !info->is_root)
-        return redirect_slash(r, rel, len);
+        return redirect_slash(r, rel, len, info);
 
     /* index.html, else a listing */
     char idx[4096 + 16];

@@ -388,3 +388,33 @@ def test_documented_differences_are_in_docs():
 def test_smuggling_forms_rejected(core, req, name):
     ours = Ours(core, req)
     assert ours.error == name
+
+
+def test_pipelined_pairs_split_where_llhttp_does(core):
+    """Two heads in one buffer: we stop exactly where llhttp's first
+    message ends (bodiless requests), and the rest parses on its own."""
+    firsts = [r for r in generated_valid()
+              if b"Content-Length" not in r and b"Transfer-Encoding" not in r]
+    assert len(firsts) > 50
+    second = b"GET /next HTTP/1.1\r\nHost: b\r\n\r\n"
+    checked = 0
+    for first in firsts:
+        data = first + second
+        ours = Ours(core, data)
+        if not ours.complete or not ours.keep_alive:
+            # unknown methods are covered by test_agreement; llhttp refuses
+            # data after a message that ends the connection
+            continue
+        assert ours.consumed == len(first), first
+        messages = []
+
+        class Count:
+            def on_message_complete(self):
+                messages.append(True)
+
+        httptools.HttpRequestParser(Count()).feed_data(data)
+        assert len(messages) == 2
+        rest = Ours(core, data[ours.consumed:])
+        assert rest.complete and rest.target == b"/next"
+        checked += 1
+    assert checked > 30

@@ -58,7 +58,13 @@ run: deps all
 bench-echo: deps all
 	scripts/vm --timeout 3000 -- scripts/bench-echo
 
-bench: bench-echo
+# make bench: every engine beside nginx, host then one VM boot, <= 15 min
+# (bench-quick <= 3 min); results/<timestamp>/ (see BENCHMARKS.md).
+.PHONY: bench-quick
+bench: deps all
+	$(PYTHON) tools/bench/bench.py --profile full
+bench-quick: deps all
+	$(PYTHON) tools/bench/bench.py --profile quick
 
 C_SOURCES = $(shell git ls-files '*.c' '*.h' 2>/dev/null)
 fmt:

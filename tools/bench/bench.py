@@ -1,0 +1,540 @@
+#!/usr/bin/env python3
+"""ktcp bench: every engine beside nginx on the same workloads, in one run.
+
+    tools/bench/bench.py [--profile full|quick|smoke] [--out DIR] [--no-vm] [--no-host]
+
+The host phase runs here (ktcp-httpd in each model, ktcp-echo, nginx, lwan
+when on PATH); the VM phase boots scripts/vm once and runs this same file
+inside with --phase vm (khttpd.ko in each mode, kecho.ko in each wq_mode,
+the user-space engines and nginx, all inside the guest). Each phase writes
+<out>/<env>.json; the host then merges them into results.json, results.md
+and the PNG plots (tools/bench/report.py).
+
+Every run is bounded by count and time; a run that would overrun the
+profile's budget is skipped and listed as such, never waited for."""
+import argparse
+import gzip
+import json
+import os
+import platform
+import re
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import engines as eng  # noqa: E402
+import memcheck  # noqa: E402
+import plan  # noqa: E402
+
+TOP = eng.TOP
+PY = sys.executable
+
+
+def log(msg):
+    print(msg, flush=True)
+
+
+def fmt_s(s):
+    s = max(0, int(s))
+    return f"{s // 60}:{s % 60:02d}"
+
+
+def loadavg():
+    with open("/proc/loadavg") as f:
+        return " ".join(f.read().split()[:3])
+
+
+def conditions(env, vm_mode=None):
+    cpu = ""
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    nginx_v = ""
+    try:
+        r = subprocess.run(["nginx", "-v"], capture_output=True, text=True, timeout=10,
+                           env=dict(os.environ, PATH=os.environ.get("PATH", "") + ":/usr/sbin"))
+        nginx_v = r.stderr.strip().replace("nginx version: ", "")
+    except (OSError, subprocess.TimeoutExpired):
+        pass
+    mem_kib = 0
+    with open("/proc/meminfo") as f:
+        mem_kib = int(f.readline().split()[1])
+    c = {
+        "env": env,
+        "where": "host" if env == "host" else "QEMU guest (scripts/vm)",
+        "kernel": platform.release(),
+        "cores": os.cpu_count(),
+        "cpu": cpu,
+        "memory_mib": mem_kib // 1024,
+        "nginx": nginx_v,
+        "loadavg_start": loadavg(),
+        "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
+        "loopback": "127.0.0.1",
+    }
+    if vm_mode:
+        c["vm_mode"] = vm_mode
+    return c
+
+
+# ---------------------------------------------------------------- docroot
+
+def make_docroot(root):
+    os.makedirs(os.path.join(root, "dir"), exist_ok=True)
+    with open(os.path.join(root, "small.txt"), "wb") as f:
+        f.write(plan.SMALL_BODY)
+    with open(os.path.join(root, "big.bin"), "wb") as f:
+        block = bytes((i * 131 + 7) % 256 for i in range(4096))
+        f.write(block * (plan.BIG_SIZE // len(block)))
+    for i in range(plan.LISTING_ENTRIES):
+        with open(os.path.join(root, "dir", f"file-{i:03d}.txt"), "w") as f:
+            f.write(f"entry {i}\n")
+    rows = "".join(f"<tr><td class=\"n\">row {i}</td><td>ktcp bench page, compressible text "
+                   f"{i % 17}</td><td>{i * 37 % 1000}</td></tr>\n" for i in range(1000))
+    page = f"<!doctype html><html><body><table>\n{rows}</table></body></html>\n".encode()
+    page = (page * (65536 // len(page) + 1))[:65536]
+    with open(os.path.join(root, "page.html"), "wb") as f:
+        f.write(page)
+
+
+def check_workload(port, wl, docroot):
+    """None when the engine serves the workload's URL correctly, else why not."""
+    path, _, _, headers, _ = plan.HTTP_WORKLOADS[wl]
+    req = urllib.request.Request(f"http://127.0.0.1:{port}{path}")
+    for h in headers:
+        k, v = h.split(":", 1)
+        req.add_header(k.strip(), v.strip())
+    try:
+        with urllib.request.urlopen(req, timeout=20) as r:
+            body, status, enc = r.read(), r.status, r.headers.get("Content-Encoding")
+    except Exception as e:  # noqa: BLE001 - any failure is the reason
+        return f"GET {path}: {e}"
+    if status != 200:
+        return f"GET {path}: status {status}"
+    if wl == "gzip":
+        if enc != "gzip":
+            return f"GET {path} with Accept-Encoding: gzip answered Content-Encoding {enc}"
+        body = gzip.decompress(body)
+        if body != open(os.path.join(docroot, "page.html"), "rb").read():
+            return f"GET {path}: gunzipped body differs from the file"
+    elif wl == "listing":
+        if b"file-042.txt" not in body:
+            return f"GET {path}: listing lacks file-042.txt"
+    else:
+        want = open(os.path.join(docroot, path.lstrip("/")), "rb").read()
+        if body != want:
+            return f"GET {path}: body differs from the file ({len(body)} vs {len(want)} bytes)"
+    return None
+
+
+# ---------------------------------------------------------------- TIME-WAIT
+
+def _hexaddr(field, v6):
+    a, p = field.split(":")
+    raw = bytes.fromhex(a)
+    if v6:
+        raw = b"".join(raw[i:i + 4][::-1] for i in range(0, 16, 4))
+        import socket
+        return f"[{socket.inet_ntop(socket.AF_INET6, raw)}]:{int(p, 16)}"
+    return f"{'.'.join(str(b) for b in raw[::-1])}:{int(p, 16)}"
+
+
+def time_wait_pairs():
+    pairs = []
+    for path, v6 in (("/proc/net/tcp", False), ("/proc/net/tcp6", True)):
+        try:
+            with open(path) as f:
+                next(f)
+                for line in f:
+                    fl = line.split()
+                    if fl[3] == "06":
+                        pairs.append(f"{_hexaddr(fl[1], v6)} {_hexaddr(fl[2], v6)}")
+        except OSError:
+            pass
+    return pairs
+
+
+def time_wait_count():
+    try:
+        with open("/proc/net/sockstat") as f:
+            m = re.search(r"\btw (\d+)", f.read())
+            return int(m.group(1)) if m else 0
+    except OSError:
+        return 0
+
+
+def drop_time_wait():
+    """Inside the VM: remove every TIME-WAIT socket (drop_tcp_socket.ko),
+    in writes under the module's 256 KiB limit."""
+    pairs = time_wait_pairs()
+    chunk = []
+    size = 0
+    for p in pairs + [None]:
+        if p is None or size + len(p) + 1 > 200_000:
+            if chunk:
+                with open("/proc/net/drop_tcp_sock", "w") as f:
+                    f.write("\n".join(chunk))
+            chunk, size = [], 0
+        if p is not None:
+            chunk.append(p)
+            size += len(p) + 1
+    return len(pairs)
+
+
+# Half the default ephemeral range (32768-60999): above it, connection-per-
+# request runs on the host wait (bounded) for TIME-WAIT sockets to expire.
+HOST_TW_LIMIT = 14000
+
+
+def host_wait_time_wait(port, max_wait_s=15.0):
+    end = time.monotonic() + max_wait_s
+    while True:
+        n = sum(1 for p in time_wait_pairs() if p.endswith(f":{port}") or f":{port} " in p)
+        if n <= HOST_TW_LIMIT or time.monotonic() >= end:
+            return n
+        time.sleep(1.0)
+
+
+# ---------------------------------------------------------------- runners
+
+def run_tool(argv, timeout_s):
+    t0 = time.monotonic()
+    try:
+        r = subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s,
+                           preexec_fn=eng.raise_nofile)
+    except subprocess.TimeoutExpired:
+        return None, f"killed after {timeout_s:.0f} s", time.monotonic() - t0
+    if r.returncode not in (0, 1):
+        return None, f"exit {r.returncode}: {r.stderr.strip()[-300:]}", time.monotonic() - t0
+    try:
+        return json.loads(r.stdout), None, time.monotonic() - t0
+    except ValueError:
+        return None, f"unparsable output: {r.stdout[:200]!r} {r.stderr.strip()[-200:]}", \
+            time.monotonic() - t0
+
+
+def run_http(run, port):
+    c = run["concurrency"]
+    argv = [os.path.join(eng.BUILD, "htstress"), "-d", str(run["duration"]), "-c", str(c),
+            "-t", str(min(c, os.cpu_count())), "--timeout", str(run["timeout_ms"]), "--json"]
+    if run["keep_alive"]:
+        argv.append("-k")
+    for h in run["headers"]:
+        argv += ["-H", h]
+    argv.append(f"http://127.0.0.1:{port}{run['path']}")
+    raw, err, _ = run_tool(argv, run["duration"] + run["timeout_ms"] / 1000 + 20)
+    if raw is None:
+        return {"status": "failed", "reason": err}
+    rec = {"raw": raw, "value": raw["req_per_s"], "unit": "req/s",
+           "latency_us": raw["latency_us"], "errors": raw["errors"]["total"],
+           "mib_per_s": raw["bytes_read"] / raw["seconds"] / 2 ** 20 if raw["seconds"] else 0,
+           "bytes_per_response": raw["bytes_read"] / raw["good"] if raw["good"] else 0}
+    if raw["good"] == 0:
+        rec.update(status="failed", reason=f"no good response ({raw['errors']['total']} errors, "
+                                           f"{raw['bad']} bad)")
+    elif raw["bad"] or raw["errors"]["total"] > raw["requests"] / 10:
+        rec.update(status="ok", note=f"{raw['bad']} bad, {raw['errors']['total']} errors "
+                                     f"of {raw['requests']}")
+    else:
+        rec["status"] = "ok"
+    return rec
+
+
+def run_echo(run, port, samples):
+    argv = [os.path.join(eng.BUILD, "echo-bench"), "--host", "127.0.0.1", "--port", str(port),
+            "--clients", str(run["concurrency"]), "--rounds", str(run["rounds"]),
+            "--min-len", str(run["min_len"]), "--max-len", str(run["max_len"]), "--seed", "1",
+            "--timeout", "10000", "--samples", samples, "--json"]
+    raw, err, elapsed = run_tool(argv, 120)
+    if raw is None:
+        return {"status": "failed", "reason": err}
+    fails = sum(raw.get("errors", {}).values()) if isinstance(raw.get("errors"), dict) else 0
+    rec = {"raw": raw, "value": raw["req_per_s"], "unit": "req/s",
+           "latency_us": raw["latency_us"], "errors": fails + raw.get("mismatches", 0),
+           "samples": os.path.relpath(samples, os.path.dirname(os.path.dirname(samples))),
+           "status": "ok" if raw.get("ok") else "failed"}
+    if not raw.get("ok"):
+        rec["reason"] = "no echo completed"
+    return rec
+
+
+def run_lat(run, port):
+    argv = [os.path.join(eng.BUILD, "lat"), "-n", str(run["count"]), "-d", str(run["duration"]),
+            "--json"]
+    if run["mode"] == "echo":
+        argv += ["echo", f"127.0.0.1:{port}"]
+    else:
+        argv += ["--same-core", run["mode"]]
+    raw, err, _ = run_tool(argv, run["duration"] + 30)
+    if raw is None:
+        return {"status": "failed", "reason": err}
+    return {"raw": raw, "value": raw["latency_us"]["p50"], "unit": "us p50",
+            "latency_us": raw["latency_us"], "errors": 0, "status": "ok"}
+
+
+def run_memory(run, engine, ctx):
+    rec = memcheck.measure(engine, run["concurrency"], budget_s=60)
+    return {"raw": rec, "value": rec["rss_kib"] / 1024, "unit": "MiB VmRSS",
+            "errors": sum(rec["failed"].values()), "status": "ok" if rec["connections_idle"] else
+            "failed", "aim_mib": 64}
+
+
+# ---------------------------------------------------------------- phase
+
+class Ctx:
+    pass
+
+
+def run_phase(env, profile, out, budget_s):
+    ctx = Ctx()
+    ctx.env = env
+    ctx.tmp = tempfile.mkdtemp(prefix=f"ktcp-bench-{env}-")
+    ctx.docroot = os.path.join(ctx.tmp, "www")
+    make_docroot(ctx.docroot)
+    eng.raise_nofile()
+    start = time.monotonic()
+    deadline = start + budget_s
+    cond = conditions(env, os.environ.get("KTCP_BENCH_VM_MODE"))
+    cond["profile"] = profile
+
+    skipped = []
+    by_name = {}
+    for e in eng.http_engines(env) + eng.echo_engines(env):
+        why = e.unavailable()
+        if why:
+            skipped.append({"engine": e.name, "reason": why})
+        else:
+            by_name[e.name] = e
+    http_names = [e.name for e in eng.http_engines(env) if e.name in by_name]
+    echo_names = [e.name for e in eng.echo_engines(env) if e.name in by_name]
+    if env == "vm":
+        r = subprocess.run(["insmod", eng.DROP_KO], capture_output=True, text=True, timeout=30)
+        if r.returncode and "File exists" not in r.stderr:
+            log(f"bench: vm: drop_tcp_socket.ko did not load ({r.stderr.strip()}); "
+                "TIME-WAIT sockets stay")
+    runs = plan.build(profile, env, http_names, echo_names)
+    samples_dir = os.path.join(out, "samples")
+    os.makedirs(samples_dir, exist_ok=True)
+
+    # Persistent user-space engines: up for the whole phase, each on its own
+    # port (idle servers cost nothing); kernel modules load per run.
+    ports = {}
+    failed_start = {}
+
+    def ensure(name):
+        e = by_name[name]
+        if name in failed_start:
+            return None, failed_start[name]
+        if e.kernel or name not in ports:
+            try:
+                port = eng.free_port()
+                e.start(port, ctx)
+                ports[name] = port
+                if e.kind == "http" and not e.kernel:
+                    for wl in plan.HTTP_WORKLOADS:
+                        why = check_workload(port, wl, ctx.docroot)
+                        if why:
+                            ctx.checks.setdefault(name, {})[wl] = why
+            except (RuntimeError, OSError, subprocess.SubprocessError) as ex:
+                failed_start[name] = str(ex)
+                return None, str(ex)
+        return e, None
+
+    ctx.checks = {}
+    results = []
+    overheads = []
+    n = len(runs)
+    log(f"bench: {env}: {n} runs planned ({profile}), budget {fmt_s(budget_s)}, "
+        f"load average {cond['loadavg_start']}")
+    for i, run in enumerate(runs):
+        rec = dict(run)
+        rec["env"] = env
+        name = run["engine"]
+        now = time.monotonic()
+        over = sum(overheads) / len(overheads) if overheads else 0.5
+        if now + run["planned_s"] + over > deadline:
+            rec.update(status="skipped", reason=f"over the {profile} time budget")
+            results.append(rec)
+            log(f"bench [{i + 1:3d}/{n}] {env} {run['suite']} {run['workload']} "
+                f"c={run['concurrency']} {name}: skipped (time budget)")
+            continue
+        t0 = time.monotonic()
+        server = name if run["suite"] != "lat" else run.get("server")
+        e = None
+        if server:
+            e, err = ensure(server)
+            if e is None:
+                rec.update(status="failed", reason=f"did not start: {err}")
+        if rec.get("status") != "failed":
+            try:
+                if run["suite"] == "http":
+                    why = check_workload(e.port, run["workload"], ctx.docroot) if e.kernel \
+                        else ctx.checks.get(name, {}).get(run["workload"])
+                    if why:
+                        rec.update(status="failed", reason=f"wrong answer: {why}")
+                    else:
+                        if env == "host" and not run["keep_alive"]:
+                            rec["time_wait_before"] = host_wait_time_wait(e.port)
+                        rec.update(run_http(run, e.port))
+                elif run["suite"] == "echo":
+                    path = os.path.join(samples_dir, f"{env}-{name}-c{run['concurrency']}.txt")
+                    rec.update(run_echo(run, e.port, path))
+                elif run["suite"] == "lat":
+                    rec.update(run_lat(run, e.port if e else None))
+                elif run["suite"] == "memory":
+                    # a fresh instance: VmHWM must not remember the load runs
+                    e.stop()
+                    ports.pop(name, None)
+                    e, err = ensure(name)
+                    if e is None:
+                        rec.update(status="failed", reason=err)
+                    else:
+                        rec.update(run_memory(run, e, ctx))
+                        e.stop()
+                        ports.pop(name, None)
+            finally:
+                if e is not None and e.kernel:
+                    e.stop()
+        if env == "vm":
+            rec["time_wait_dropped"] = drop_time_wait()
+        elapsed = time.monotonic() - t0
+        rec["elapsed_s"] = round(elapsed, 3)
+        overheads.append(max(0.0, elapsed - run["planned_s"]))
+        results.append(rec)
+        rest = runs[i + 1:]
+        avg_over = sum(overheads) / len(overheads)
+        eta = sum(r["planned_s"] + avg_over for r in rest)
+        eta = min(eta, max(0, deadline - time.monotonic()))
+        if rec["status"] == "ok":
+            v = rec["value"]
+            fig = f"{v:.0f} {rec['unit']}" if v >= 100 else f"{v:.2f} {rec['unit']}"
+            peer = plan.PEERS[run["suite"]]
+            pv = next((r.get("value") for r in results if r["engine"] == peer and
+                       r["suite"] == run["suite"] and r["workload"] == run["workload"] and
+                       r["concurrency"] == run["concurrency"] and r.get("status") == "ok"), None)
+            if pv and name != peer:
+                fig += f" (x{v / pv:.2f} {peer})"
+            if rec.get("note"):
+                fig += f" [{rec['note']}]"
+        else:
+            fig = f"{rec['status']}: {rec.get('reason', '')}"
+        log(f"bench [{i + 1:3d}/{n}] {env} {run['suite']} {run['workload']} "
+            f"c={run['concurrency']} {name}: {fig} | {fmt_s(time.monotonic() - start)} "
+            f"elapsed, ETA {fmt_s(eta)}")
+
+    for e in by_name.values():
+        try:
+            e.stop()
+        except Exception:  # noqa: BLE001 - best effort at the end
+            pass
+    if env == "vm":
+        subprocess.run(["rmmod", "drop_tcp_socket"], stderr=subprocess.DEVNULL, timeout=30)
+    for name, why in failed_start.items():
+        skipped.append({"engine": name, "reason": f"did not start: {why}"})
+    cond["loadavg_end"] = loadavg()
+    cond["seconds"] = round(time.monotonic() - start, 1)
+    cond["checks"] = ctx.checks
+    doc = {"env": env, "conditions": cond, "runs": results, "skipped": skipped}
+    with open(os.path.join(out, f"{env}.json"), "w") as f:
+        json.dump(doc, f, indent=1)
+    subprocess.run(["rm", "-rf", ctx.tmp], timeout=60)
+    return doc
+
+
+# ---------------------------------------------------------------- VM phase
+
+def run_vm(profile, out, budget_s):
+    """Boot the VM once and run the VM phase inside; returns a skip reason
+    or None."""
+    guest_budget = budget_s - 75  # boot and shutdown under emulation
+    if guest_budget < 30:
+        return f"not enough of the time budget left for a VM boot ({budget_s:.0f} s)"
+    for ko in (eng.KECHO_KO, eng.DROP_KO):
+        if not os.path.exists(ko):
+            return f"{os.path.relpath(ko, TOP)} not built (make modules)"
+    argv = [os.path.join(TOP, "scripts", "vm"), "--timeout", str(int(budget_s)), "--",
+            os.path.join(TOP, ".venv", "bin", "python"), os.path.abspath(__file__),
+            "--phase", "vm", "--profile", profile, "--out", os.path.abspath(out),
+            "--budget", str(int(guest_budget))]
+    log(f"bench: vm: booting ({' '.join(argv[:3])} ...), guest budget {fmt_s(guest_budget)}")
+    t0 = time.monotonic()
+    vm_mode = None
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            cwd=TOP, env=dict(os.environ, KTCP_BENCH_VM_MODE=""))
+    for line in proc.stdout:
+        line = line.rstrip("\n")
+        m = re.search(r"scripts/vm: kernel (\S+), (KVM|software emulation)", line)
+        if m:
+            vm_mode = m.group(2)
+        if line.startswith("bench") or line.startswith("scripts/vm") or "Traceback" in line \
+                or line.startswith("  ") or "Error" in line:
+            log(line)
+    rc = proc.wait()
+    log(f"bench: vm: done in {fmt_s(time.monotonic() - t0)} (exit {rc})")
+    path = os.path.join(out, "vm.json")
+    if not os.path.exists(path):
+        return f"the VM phase wrote no vm.json (scripts/vm exit {rc})"
+    with open(path) as f:
+        doc = json.load(f)
+    doc["conditions"]["vm_mode"] = "TCG software emulation" if vm_mode == "software emulation" \
+        else (vm_mode or "unknown")
+    doc["conditions"]["vm_exit"] = rc
+    with open(path, "w") as f:
+        json.dump(doc, f, indent=1)
+    return None
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--profile", default="full", choices=sorted(plan.PROFILES))
+    ap.add_argument("--out", help="results folder (default results/<timestamp>)")
+    ap.add_argument("--no-vm", action="store_true", help="host phase only")
+    ap.add_argument("--no-host", action="store_true", help="VM phase only")
+    ap.add_argument("--phase", choices=["vm"], help=argparse.SUPPRESS)
+    ap.add_argument("--budget", type=float, help=argparse.SUPPRESS)
+    a = ap.parse_args()
+    prof = plan.PROFILES[a.profile]
+
+    if a.phase == "vm":
+        os.makedirs(a.out, exist_ok=True)
+        run_phase("vm", a.profile, a.out, a.budget or 300)
+        return 0
+
+    t0 = time.monotonic()
+    out = a.out or os.path.join(TOP, "results", time.strftime("%Y%m%d-%H%M%S"))
+    os.makedirs(out, exist_ok=True)
+    total = prof["total_budget_s"]
+    meta = {"profile": a.profile, "command": " ".join(["tools/bench/bench.py"] + sys.argv[1:]),
+            "started": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "host_loadavg_start": loadavg()}
+    try:
+        meta["git"] = subprocess.run(["git", "-C", TOP, "describe", "--always", "--dirty"],
+                                     capture_output=True, text=True, timeout=10).stdout.strip()
+    except (OSError, subprocess.TimeoutExpired):
+        pass
+    envs_skipped = {}
+    if not a.no_host:
+        run_phase("host", a.profile, out, prof["host"]["budget_s"])
+    if "vm" in prof and not a.no_vm:
+        left = total - (time.monotonic() - t0) - 20
+        why = run_vm(a.profile, out, left)
+        if why:
+            envs_skipped["vm"] = why
+            log(f"bench: vm: skipped: {why}")
+    elif "vm" in prof:
+        envs_skipped["vm"] = "--no-vm given"
+    meta["host_loadavg_end"] = loadavg()
+    meta["seconds"] = round(time.monotonic() - t0, 1)
+    meta["envs_skipped"] = envs_skipped
+    import report
+    report.write(out, meta)
+    log(f"bench: results in {os.path.relpath(out, os.getcwd())} ({fmt_s(meta['seconds'])} "
+        "wall clock)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,159 @@
+"""Memory check: N idle keep-alive connections held open against a server,
+its resident memory read from /proc/<pid>/status (VmRSS, VmHWM) before and
+while they are held.
+
+Each connection sends one keep-alive GET and reads the whole response, so
+what the server holds is a served, idle keep-alive connection (no request in
+progress). Every step is bounded by the deadline; connections that did not
+complete are counted, never waited for forever."""
+import os
+import selectors
+import socket
+import time
+
+REQUEST = b"GET /small.txt HTTP/1.1\r\nHost: bench\r\n\r\n"
+
+
+def proc_status_kib(pid):
+    out = {}
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                key, _, rest = line.partition(":")
+                if key in ("VmRSS", "VmHWM"):
+                    out[key] = int(rest.split()[0])
+    except OSError:
+        pass
+    return out
+
+
+def pss_kib(pid):
+    """Proportional set size: shared pages split between the processes
+    mapping them, so a multi-process server (nginx) is not counted twice."""
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as f:
+            for line in f:
+                if line.startswith("Pss:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def memory_kib(pids):
+    rss = hwm = pss = 0
+    for pid in pids:
+        s = proc_status_kib(pid)
+        rss += s.get("VmRSS", 0)
+        hwm += s.get("VmHWM", 0)
+        pss += pss_kib(pid)
+    return rss, hwm, pss
+
+
+def _response_complete(buf):
+    head_end = buf.find(b"\r\n\r\n")
+    if head_end < 0:
+        return False
+    length = 0
+    for line in buf[:head_end].split(b"\r\n")[1:]:
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"content-length":
+            length = int(value.strip())
+    return len(buf) >= head_end + 4 + length
+
+
+def open_idle(port, count, deadline, batch=500):
+    """Open `count` keep-alive connections, one request each; returns
+    (sockets that completed their response, failures by kind)."""
+    sel = selectors.DefaultSelector()
+    done, failed = [], {"connect": 0, "closed": 0, "timeout": 0}
+    opened = 0
+    while opened < count and time.monotonic() < deadline:
+        pending = {}
+        for _ in range(min(batch, count - opened)):
+            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            s.setblocking(False)
+            err = s.connect_ex(("127.0.0.1", port))
+            if err not in (0, 115):  # EINPROGRESS
+                failed["connect"] += 1
+                s.close()
+                continue
+            pending[s] = [b"", False]
+            sel.register(s, selectors.EVENT_WRITE)
+        opened += batch
+        while pending and time.monotonic() < deadline:
+            for key, ev in sel.select(timeout=0.5):
+                s = key.fileobj
+                state = pending[s]
+                if ev & selectors.EVENT_WRITE and not state[1]:
+                    if s.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR):
+                        failed["connect"] += 1
+                        sel.unregister(s)
+                        s.close()
+                        del pending[s]
+                        continue
+                    s.send(REQUEST)
+                    state[1] = True
+                    sel.modify(s, selectors.EVENT_READ)
+                    continue
+                try:
+                    data = s.recv(4096)
+                except OSError:
+                    data = b""
+                if not data:
+                    failed["closed"] += 1
+                    sel.unregister(s)
+                    s.close()
+                    del pending[s]
+                    continue
+                state[0] += data
+                if _response_complete(state[0]):
+                    sel.unregister(s)
+                    done.append(s)
+                    del pending[s]
+        for s in pending:
+            failed["timeout"] += 1
+            sel.unregister(s)
+            s.close()
+    sel.close()
+    return done, failed
+
+
+def still_open(socks):
+    """Connections the server has not closed (no EOF waiting to be read)."""
+    sel = selectors.DefaultSelector()
+    for s in socks:
+        sel.register(s, selectors.EVENT_READ)
+    readable = len(sel.select(timeout=0))
+    sel.close()
+    return len(socks) - readable
+
+
+def measure(engine, count, budget_s, settle_s=1.0):
+    """Returns the record for one engine (already started)."""
+    deadline = time.monotonic() + budget_s
+    pids = engine.pids()
+    base_rss, _, base_pss = memory_kib(pids)
+    t0 = time.monotonic()
+    socks, failed = open_idle(engine.port, count, deadline)
+    open_s = time.monotonic() - t0
+    time.sleep(settle_s)
+    pids = engine.pids()
+    rss, hwm, pss = memory_kib(pids)
+    alive = still_open(socks)
+    for s in socks:
+        s.close()
+    per_conn = (rss - base_rss) / max(1, len(socks))
+    return {
+        "connections_asked": count,
+        "connections_idle": alive,
+        "failed": failed,
+        "open_seconds": round(open_s, 3),
+        "processes": len(pids),
+        "rss_before_kib": base_rss,
+        "rss_kib": rss,
+        "hwm_kib": hwm,
+        "pss_before_kib": base_pss,
+        "pss_kib": pss,
+        "rss_per_conn_kib": round(per_conn, 3),
+    }

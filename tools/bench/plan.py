@@ -1,0 +1,128 @@
+"""What each profile measures: workloads, concurrencies, durations, counts.
+
+A run is a dict: suite (http | echo | lat | memory), workload, engine name,
+concurrency, and what the runner needs. Every run is bounded: HTTP runs by
+duration (plus one request timeout for what is in flight), echo runs by
+clients x rounds, lat runs by count and duration, the memory check by a
+connection count and a time budget; the runner adds a hard subprocess
+timeout to each."""
+
+SMALL_BODY = b"Hello, ktcp!\n"  # 13 bytes
+BIG_SIZE = 1 << 20
+LISTING_ENTRIES = 100
+
+# workload -> (URL path, keep-alive, file size in bytes or None, extra headers, label)
+HTTP_WORKLOADS = {
+    "small-keepalive": ("/small.txt", True, len(SMALL_BODY), [], "13-byte file, keep-alive"),
+    "small-close": ("/small.txt", False, len(SMALL_BODY), [],
+                    "13-byte file, connection per request (HTTP/1.0)"),
+    "1mib": ("/big.bin", True, BIG_SIZE, [], "1 MiB file, keep-alive"),
+    "listing": ("/dir/", True, None, [], f"directory listing ({LISTING_ENTRIES} entries), keep-alive"),
+    "gzip": ("/page.html", True, None, ["Accept-Encoding: gzip"],
+             "gzip: 64 KiB HTML, Accept-Encoding: gzip, keep-alive"),
+}
+
+# Each profile, per environment. "engines" None = every available engine.
+PROFILES = {
+    "full": {
+        "host": {
+            "sweep": [1, 10, 100, 1000], "single_c": 10, "duration": 4.0, "timeout_ms": 5000,
+            "echo_clients": [1, 10, 100, 1000], "echo_total": 20000,
+            "lat_count": 20000, "lat_duration": 2.0,
+            "memory_conns": 10000, "engines": None, "budget_s": 430,
+        },
+        "vm": {
+            "sweep": [1, 10, 100, 1000], "single_c": 10, "duration": 3.0, "timeout_ms": 10000,
+            "echo_clients": [1, 10, 100, 1000], "echo_total": 1000,
+            "lat_count": 2000, "lat_duration": 2.0,
+            "memory_conns": 0, "engines": None, "budget_s": None,
+        },
+        "total_budget_s": 900,
+    },
+    "quick": {
+        "host": {
+            "sweep": [10, 100], "close_sweep": [10], "single_c": 10, "duration": 1.5,
+            "timeout_ms": 5000, "echo_clients": [10, 100], "echo_total": 5000,
+            "lat_count": 5000, "lat_duration": 1.0,
+            "memory_conns": 10000, "engines": None, "budget_s": 75,
+        },
+        "vm": {
+            "sweep": [10], "single_c": 10, "duration": 2.0, "timeout_ms": 10000,
+            "echo_clients": [100], "echo_total": 400, "lat_count": 500, "lat_duration": 1.0,
+            "memory_conns": 0, "budget_s": None,
+            "engines": ["nginx", "ktcp-httpd-epoll", "khttpd-unbound", "ktcp-echo",
+                        "kecho-unbound", "lwan"],
+        },
+        "total_budget_s": 180,
+    },
+    # For tests/test_bench.py: host only, one engine beside nginx, seconds.
+    "smoke": {
+        "host": {
+            "sweep": [10], "close_sweep": [], "single_c": None, "duration": 0.5,
+            "timeout_ms": 2000, "workloads": ["small-keepalive"],
+            "echo_clients": [], "echo_total": 0, "lat_count": 0, "lat_duration": 0,
+            "memory_conns": 200, "engines": ["nginx", "ktcp-httpd-epoll"], "budget_s": 30,
+        },
+        "total_budget_s": 60,
+    },
+}
+
+PEERS = {"http": "nginx", "memory": "nginx", "echo": "ktcp-echo", "lat": "tcp-loopback"}
+
+
+def build(profile, env, http_names, echo_names):
+    """The ordered run list. At each point every engine runs back to back
+    (the peer first), so a ratio compares figures taken seconds apart on
+    this noisy machine, not minutes."""
+    p = PROFILES[profile][env]
+    wanted = p.get("engines")
+
+    def keep(names):
+        return [n for n in names if wanted is None or n in wanted]
+
+    http_names, echo_names = keep(http_names), keep(echo_names)
+    runs = []
+    workloads = p.get("workloads", list(HTTP_WORKLOADS))
+    for wl in workloads:
+        path, ka, size, headers, label = HTTP_WORKLOADS[wl]
+        if wl == "small-keepalive":
+            levels = p["sweep"]
+        elif wl == "small-close":
+            levels = p.get("close_sweep", p["sweep"])
+        else:
+            levels = [p["single_c"]] if p["single_c"] else []
+        for c in levels:
+            for name in http_names:
+                runs.append({"suite": "http", "workload": wl, "engine": name, "concurrency": c,
+                             "keep_alive": ka, "path": path, "file_size": size,
+                             "headers": headers, "label": label,
+                             "duration": p["duration"], "timeout_ms": p["timeout_ms"],
+                             "planned_s": p["duration"]})
+    for c in p["echo_clients"]:
+        rounds = max(1, p["echo_total"] // c)
+        for name in echo_names:
+            runs.append({"suite": "echo", "workload": "echo", "engine": name, "concurrency": c,
+                         "rounds": rounds, "min_len": 1, "max_len": 1024,
+                         "label": f"echo, {c} clients x {rounds} rounds, 1..1024 B",
+                         "planned_s": 2.0 if env == "host" else 4.0})
+    if p["lat_count"]:
+        for mode in ("tcp", "pipe", "unix"):
+            name = "tcp-loopback" if mode == "tcp" else mode
+            runs.append({"suite": "lat", "workload": "lat", "engine": name, "concurrency": 1,
+                         "mode": mode, "count": p["lat_count"], "duration": p["lat_duration"],
+                         "label": f"lat {mode}, 1 B, both ends on one core",
+                         "planned_s": p["lat_duration"]})
+        for name in echo_names:
+            runs.append({"suite": "lat", "workload": "lat", "engine": f"echo:{name}",
+                         "server": name, "concurrency": 1, "mode": "echo",
+                         "count": p["lat_count"], "duration": p["lat_duration"],
+                         "label": f"lat echo against {name}, 1 B, unpinned",
+                         "planned_s": p["lat_duration"]})
+    if p["memory_conns"]:
+        for name in http_names:
+            if name in ("nginx", "ktcp-httpd-epoll", "ktcp-httpd-mn"):
+                runs.append({"suite": "memory", "workload": "idle-keepalive", "engine": name,
+                             "concurrency": p["memory_conns"],
+                             "label": f"{p['memory_conns']} idle keep-alive connections",
+                             "planned_s": 3.0 + p["memory_conns"] / 5000})
+    return runs

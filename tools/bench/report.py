@@ -1,0 +1,492 @@
+"""Merge the phases of one bench run (<out>/host.json, <out>/vm.json) into
+results.json, results.md and PNG plots.
+
+Every figure gets its ratio to the peer measured in the same environment at
+the same point (plan.PEERS): nginx for HTTP and memory, ktcp-echo for the
+echo bench (nginx does not echo), the TCP loopback floor for lat."""
+import json
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import plan  # noqa: E402
+
+import matplotlib  # noqa: E402
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+ENV_ORDER = ("host", "vm")
+ENGINE_ORDER = ["nginx", "lwan", "ktcp-httpd-threads", "ktcp-httpd-epoll", "ktcp-httpd-mn",
+                "khttpd-unbound", "khttpd-bound", "khttpd-kthread", "ktcp-echo",
+                "kecho-unbound", "kecho-bound", "kecho-highpri", "kecho-cpu_intensive",
+                "pipe", "unix", "tcp-loopback"]
+COLORS = {"nginx": "black", "lwan": "grey", "ktcp-httpd-threads": "tab:olive",
+          "ktcp-httpd-epoll": "tab:blue", "ktcp-httpd-mn": "tab:cyan",
+          "khttpd-unbound": "tab:red", "khttpd-bound": "tab:orange",
+          "khttpd-kthread": "tab:brown", "ktcp-echo": "tab:blue", "kecho-unbound": "tab:red",
+          "kecho-bound": "tab:orange", "kecho-highpri": "tab:purple",
+          "kecho-cpu_intensive": "tab:pink"}
+
+
+def order_key(name):
+    base = name.split(":", 1)[-1]
+    return (name.startswith("echo:"), ENGINE_ORDER.index(base) if base in ENGINE_ORDER else 99,
+            name)
+
+
+def point(r):
+    return (r["env"], r["suite"], r["workload"], r["concurrency"])
+
+
+def add_ratios(runs):
+    """ratio = value / value of the peer at the same point, both ok."""
+    peers = {}
+    for r in runs:
+        if r.get("status") == "ok" and r["engine"] == plan.PEERS[r["suite"]]:
+            peers[point(r)] = r["value"]
+    for r in runs:
+        peer = plan.PEERS[r["suite"]]
+        r["peer"] = peer
+        pv = peers.get(point(r))
+        if r.get("status") == "ok" and pv:
+            r["peer_value"] = pv
+            r["ratio"] = r["value"] / pv
+        else:
+            r["peer_value"] = None
+            r["ratio"] = None
+
+
+def fmt_v(v):
+    if v is None:
+        return "-"
+    if v >= 100:
+        return f"{v:,.0f}"
+    if v >= 10:
+        return f"{v:.1f}"
+    return f"{v:.2f}"
+
+
+def cell(r, with_ratio=True):
+    if r is None:
+        return "-"
+    if r.get("status") != "ok":
+        return r.get("status", "?")
+    s = fmt_v(r["value"])
+    if with_ratio and r.get("ratio") is not None and r["engine"] != r["peer"]:
+        s += f" (×{r['ratio']:.2f})"
+    return s
+
+
+def cond_line(c):
+    where = c["where"]
+    if c.get("vm_mode"):
+        where += f", {c['vm_mode']}"
+    return (f"{where}; kernel {c['kernel']}; {c['cores']} cores ({c['cpu']}); "
+            f"load average {c['loadavg_start']} → {c.get('loadavg_end', '?')}; "
+            f"{c.get('nginx', 'nginx ?')}")
+
+
+def write(out, meta):
+    docs = {}
+    for env in ENV_ORDER:
+        p = os.path.join(out, f"{env}.json")
+        if os.path.exists(p):
+            with open(p) as f:
+                docs[env] = json.load(f)
+    runs = [r for env in docs for r in docs[env]["runs"]]
+    add_ratios(runs)
+    result = {"schema": 1, "meta": meta,
+              "conditions": {env: d["conditions"] for env, d in docs.items()},
+              "skipped_engines": {env: d["skipped"] for env, d in docs.items()},
+              "peers": plan.PEERS, "runs": runs}
+    with open(os.path.join(out, "results.json"), "w") as f:
+        json.dump(result, f, indent=1)
+    plots = make_plots(out, docs, runs)
+    with open(os.path.join(out, "results.md"), "w") as f:
+        f.write(markdown(result, docs, runs, plots))
+    return result
+
+
+# ---------------------------------------------------------------- Markdown
+
+def markdown(result, docs, runs, plots):
+    meta = result["meta"]
+    L = [f"# ktcp bench — {meta['started']} (profile `{meta['profile']}`)", ""]
+    L.append(f"Command: `{meta['command']}` (git `{meta.get('git', '?')}`), "
+             f"{meta['seconds']:.0f} s wall clock; host load average "
+             f"{meta['host_loadavg_start']} at the start, {meta['host_loadavg_end']} at the end.")
+    L.append("")
+    L.append("Ratios (×) compare with the peer measured in the same environment at the same "
+             "point, seconds apart: HTTP and memory against **nginx**, the echo bench against "
+             "**ktcp-echo** (nginx does not echo), lat against the **TCP loopback** floor. "
+             "Throughput: higher is better; latency and memory: lower is better. Load "
+             "generators run on the same cores as the servers (127.0.0.1).")
+    L.append("")
+    L.append("## Conditions")
+    L.append("")
+    for env, d in docs.items():
+        L.append(f"- **{env}**: {cond_line(d['conditions'])}; phase took "
+                 f"{d['conditions'].get('seconds', '?')} s")
+    for env, why in meta.get("envs_skipped", {}).items():
+        L.append(f"- **{env}**: not run — {why}")
+    L.append("")
+    for env, d in docs.items():
+        c = d["conditions"]
+        er = [r for r in runs if r["env"] == env]
+        tag = f"{env}, kernel {c['kernel']}, {c['cores']} cores"
+        L.append(f"## {env}")
+        L.append("")
+        L += http_tables(er, tag)
+        L += echo_table(er, tag)
+        L += lat_table(er, tag)
+        L += memory_table(er, tag)
+        checks = c.get("checks") or {}
+        for name, bad in checks.items():
+            for wl, why in bad.items():
+                L.append(f"- {name} does not serve `{wl}` correctly, its runs are not counted: "
+                         f"{why}")
+        if checks:
+            L.append("")
+    skipped = [(env, s) for env, d in docs.items() for s in d["skipped"]]
+    notok = [r for r in runs if r.get("status") != "ok"]
+    if skipped or notok:
+        L.append("## Not measured")
+        L.append("")
+        for env, s in skipped:
+            L.append(f"- {env}: **{s['engine']}** skipped: {s['reason']}")
+        for r in notok:
+            L.append(f"- {r['env']}: {r['suite']} {r['workload']} c={r['concurrency']} "
+                     f"**{r['engine']}**: {r.get('status')}: {r.get('reason', '')}")
+        L.append("")
+    if plots:
+        L.append("## Plots")
+        L.append("")
+        for p, title in plots:
+            L.append(f"![{title}]({p})")
+            L.append("")
+    L.append("## Every run")
+    L.append("")
+    L.append("| env | suite | workload | engine | conc. | keep-alive | file | value | unit | "
+             "× peer | p50 µs | p99 µs | errors | seconds |")
+    L.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for r in runs:
+        lat = r.get("latency_us") or {}
+        ka = {True: "yes", False: "no"}.get(r.get("keep_alive"), "")
+        size = r.get("file_size")
+        size = "" if size is None else (f"{size} B" if size < 1024 else
+                                         f"{size // 1024} KiB" if size < 1 << 20 else
+                                         f"{size >> 20} MiB")
+        ratio = f"{r['ratio']:.3f} {r['peer']}" if r.get("ratio") is not None else "-"
+        val = fmt_v(r.get("value")) if r.get("status") == "ok" else r.get("status")
+        L.append(f"| {r['env']} | {r['suite']} | {r['workload']} | {r['engine']} | "
+                 f"{r['concurrency']} | {ka} | {size} | {val} | {r.get('unit', '')} | {ratio} | "
+                 f"{fmt_v(lat.get('p50'))} | {fmt_v(lat.get('p99'))} | {r.get('errors', '')} | "
+                 f"{r.get('elapsed_s', '')} |")
+    L.append("")
+    return "\n".join(L)
+
+
+def engines_of(rs):
+    return sorted({r["engine"] for r in rs}, key=order_key)
+
+
+def http_tables(er, tag):
+    L = []
+    hr = [r for r in er if r["suite"] == "http"]
+    for wl in ("small-keepalive", "small-close"):
+        rs = [r for r in hr if r["workload"] == wl]
+        if not rs:
+            continue
+        levels = sorted({r["concurrency"] for r in rs})
+        label = plan.HTTP_WORKLOADS[wl][4]
+        L.append(f"### HTTP {label}: req/s (× nginx) — {tag}, {rs[0]['duration']} s per run")
+        L.append("")
+        L.append("| engine | " + " | ".join(f"{c} conn." for c in levels) + " | p99 µs at "
+                 f"{levels[-1]} |")
+        L.append("|---|" + "---|" * (len(levels) + 1))
+        for name in engines_of(rs):
+            by_c = {r["concurrency"]: r for r in rs if r["engine"] == name}
+            last = by_c.get(levels[-1])
+            p99 = fmt_v(last["latency_us"]["p99"]) if last and last.get("status") == "ok" else "-"
+            L.append(f"| {name} | " + " | ".join(cell(by_c.get(c)) for c in levels) +
+                     f" | {p99} |")
+        L.append("")
+    rs = [r for r in hr if r["workload"] not in ("small-keepalive", "small-close")]
+    if rs:
+        c = rs[0]["concurrency"]
+        wls = [w for w in plan.HTTP_WORKLOADS if any(r["workload"] == w for r in rs)]
+        L.append(f"### HTTP other workloads: req/s (× nginx) — {tag}, keep-alive, {c} "
+                 f"connections, {rs[0]['duration']} s per run")
+        L.append("")
+        L.append("| engine | " + " | ".join(plan.HTTP_WORKLOADS[w][4] for w in wls) + " |")
+        L.append("|---|" + "---|" * len(wls))
+        for name in engines_of(rs):
+            cells = []
+            for w in wls:
+                r = next((x for x in rs if x["engine"] == name and x["workload"] == w), None)
+                s = cell(r)
+                if r and r.get("status") == "ok" and w in ("1mib", "gzip", "listing"):
+                    s += (f"; {r['mib_per_s']:.0f} MiB/s" if w == "1mib" else
+                          f"; {r['bytes_per_response']:.0f} B/resp")
+                cells.append(s)
+            L.append(f"| {name} | " + " | ".join(cells) + " |")
+        L.append("")
+    return L
+
+
+def echo_table(er, tag):
+    rs = [r for r in er if r["suite"] == "echo"]
+    if not rs:
+        return []
+    levels = sorted({r["concurrency"] for r in rs})
+    L = [f"### Echo bench: req/s (× ktcp-echo) — {tag}, clients released together, "
+         "1..1024-byte messages", "",
+         "| engine | " + " | ".join(f"{c} clients × {next(r['rounds'] for r in rs if r['concurrency'] == c)} rounds"
+                                   for c in levels) + f" | p99 µs at {levels[-1]} |",
+         "|---|" + "---|" * (len(levels) + 1)]
+    for name in engines_of(rs):
+        by_c = {r["concurrency"]: r for r in rs if r["engine"] == name}
+        last = by_c.get(levels[-1])
+        p99 = fmt_v(last["latency_us"]["p99"]) if last and last.get("status") == "ok" else "-"
+        L.append(f"| {name} | " + " | ".join(cell(by_c.get(c)) for c in levels) + f" | {p99} |")
+    L.append("")
+    return L
+
+
+def lat_table(er, tag):
+    rs = [r for r in er if r["suite"] == "lat"]
+    if not rs:
+        return []
+    L = [f"### Round-trip floors (lat, 1 byte): µs (p50 × TCP loopback p50) — {tag}", "",
+         "| path | pinning | count | p50 µs | p99 µs | min µs |", "|---|---|---|---|---|---|"]
+    for r in sorted(rs, key=lambda r: order_key(r["engine"])):
+        if r.get("status") != "ok":
+            L.append(f"| {r['engine']} | | | {r.get('status')} | | |")
+            continue
+        lat = r["latency_us"]
+        L.append(f"| {r['engine']} | {r['raw']['pinning']} | {r['raw']['count']} | {cell(r)} | "
+                 f"{fmt_v(lat['p99'])} | {fmt_v(lat['min'])} |")
+    L.append("")
+    return L
+
+
+def mem_cell(r):
+    s = f"{r['value']:.1f} MiB"
+    if r.get("ratio") is not None and r["engine"] != r["peer"]:
+        s += f" (×{r['ratio']:.2f})"
+    return s
+
+
+def memory_table(er, tag):
+    rs = [r for r in er if r["suite"] == "memory"]
+    if not rs:
+        return []
+    n = rs[0]["concurrency"]
+    L = [f"### Memory: {n} idle keep-alive connections — {tag}; aim: at most 64 MiB RSS", "",
+         "| engine | processes | idle conns held | VmRSS before | VmRSS with them (× nginx) | "
+         "VmHWM | PSS with them | per connection (RSS) | within 64 MiB |",
+         "|---|---|---|---|---|---|---|---|---|"]
+    for r in sorted(rs, key=lambda r: order_key(r["engine"])):
+        if r.get("status") != "ok":
+            L.append(f"| {r['engine']} | {r.get('status')}: {r.get('reason', '')} | | | | | | | |")
+            continue
+        m = r["raw"]
+        L.append(f"| {r['engine']} | {m['processes']} | {m['connections_idle']} | "
+                 f"{m['rss_before_kib'] / 1024:.1f} MiB | {mem_cell(r)} | "
+                 f"{m['hwm_kib'] / 1024:.1f} MiB | {m.get('pss_kib', 0) / 1024:.1f} MiB | "
+                 f"{m['rss_per_conn_kib']:.2f} KiB | "
+                 f"{'yes' if r['value'] <= 64 else 'no'} |")
+    L.append("")
+    return L
+
+
+# ---------------------------------------------------------------- plots
+
+def panels(docs):
+    envs = [e for e in ENV_ORDER if e in docs]
+    fig, axes = plt.subplots(1, len(envs), figsize=(6.2 * len(envs), 4.6), squeeze=False)
+    return envs, fig, axes[0]
+
+
+def env_title(docs, env):
+    c = docs[env]["conditions"]
+    where = "host" if env == "host" else f"VM ({c.get('vm_mode', 'QEMU')})"
+    return f"{where}, kernel {c['kernel']}, {c['cores']} cores, load {c['loadavg_start'].split()[0]}"
+
+
+def save(fig, out, name, title, plots):
+    fig.tight_layout()
+    fig.savefig(os.path.join(out, name), dpi=100)
+    plt.close(fig)
+    plots.append((name, title))
+
+
+def sweep_plot(out, docs, runs, suite, workload, name, title, ylabel, plots):
+    rs = [r for r in runs if r["suite"] == suite and r["workload"] == workload and
+          r.get("status") == "ok"]
+    if not rs or len({r["concurrency"] for r in rs}) < 2:
+        return
+    envs, fig, axes = panels(docs)
+    for ax, env in zip(axes, envs):
+        er = [r for r in rs if r["env"] == env]
+        for eng in engines_of(er):
+            pts = sorted((r["concurrency"], r["value"]) for r in er if r["engine"] == eng)
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=eng,
+                    color=COLORS.get(eng), linewidth=2.4 if eng == "nginx" else 1.5,
+                    linestyle="--" if eng == "nginx" else "-")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("concurrency (connections, log)")
+        ax.set_ylabel(ylabel)
+        ax.set_title(env_title(docs, env), fontsize=9)
+        ax.grid(True, which="both", alpha=0.3)
+        if er:
+            ax.legend(fontsize=8)
+    fig.suptitle(title, fontsize=11)
+    save(fig, out, name, title, plots)
+
+
+def ratio_bars(out, docs, runs, plots):
+    rs = [r for r in runs if r["suite"] == "http" and r.get("status") == "ok" and
+          r["workload"] not in ("small-keepalive", "small-close")]
+    if not rs:
+        return
+    envs, fig, axes = panels(docs)
+    for ax, env in zip(axes, envs):
+        er = [r for r in rs if r["env"] == env]
+        wls = [w for w in plan.HTTP_WORKLOADS if any(r["workload"] == w for r in er)]
+        names = [n for n in engines_of(er)]
+        width = 0.8 / max(1, len(names))
+        for j, n in enumerate(names):
+            xs, ys = [], []
+            for i, w in enumerate(wls):
+                r = next((x for x in er if x["engine"] == n and x["workload"] == w), None)
+                if r and r.get("ratio") is not None:
+                    xs.append(i + (j - (len(names) - 1) / 2) * width)
+                    ys.append(r["ratio"])
+            ax.bar(xs, ys, width, label=n, color=COLORS.get(n))
+        labels = []
+        for w in wls:
+            ng = next((x for x in er if x["engine"] == "nginx" and x["workload"] == w), None)
+            labels.append(plan.HTTP_WORKLOADS[w][4].split(",")[0] +
+                          (f"\nnginx {fmt_v(ng['value'])} req/s" if ng else ""))
+        ax.set_xticks(range(len(wls)))
+        ax.set_xticklabels(labels, fontsize=8)
+        ax.axhline(1.0, color="black", linewidth=1)
+        ax.set_ylabel("throughput ÷ nginx (same run)")
+        ax.set_title(env_title(docs, env) + f", keep-alive, {er[0]['concurrency'] if er else '?'} "
+                     "conn.", fontsize=9)
+        ax.grid(True, axis="y", alpha=0.3)
+        if names:
+            ax.legend(fontsize=7)
+    title = "1 MiB file, directory listing, gzip: throughput relative to nginx"
+    save(fig, out, "throughput-other.png", title, plots)
+
+
+def latency_bars(out, docs, runs, plots):
+    rs = [r for r in runs if r["suite"] == "http" and r["workload"] == "small-keepalive" and
+          r.get("status") == "ok"]
+    if not rs:
+        return
+    envs, fig, axes = panels(docs)
+    for ax, env in zip(axes, envs):
+        er = [r for r in rs if r["env"] == env]
+        if not er:
+            continue
+        c = max(x for x in {r["concurrency"] for r in er} if x <= 100) if any(
+            r["concurrency"] <= 100 for r in er) else min(r["concurrency"] for r in er)
+        er = [r for r in er if r["concurrency"] == c]
+        names = engines_of(er)
+        pcts = ("p50", "p90", "p99", "p99_9")
+        width = 0.8 / len(pcts)
+        for j, p in enumerate(pcts):
+            ax.bar([i + (j - 1.5) * width for i in range(len(names))],
+                   [next(r for r in er if r["engine"] == n)["latency_us"][p] for n in names],
+                   width, label=p.replace("_", "."))
+        ax.set_xticks(range(len(names)))
+        ax.set_xticklabels(names, fontsize=8, rotation=20)
+        ax.set_yscale("log")
+        ax.set_ylabel("request latency (µs, log)")
+        ax.set_title(env_title(docs, env) + f", {c} conn.", fontsize=9)
+        ax.grid(True, axis="y", which="both", alpha=0.3)
+        ax.legend(fontsize=8)
+    title = "HTTP 13-byte file, keep-alive: latency percentiles"
+    save(fig, out, "latency-http.png", title, plots)
+
+
+def echo_cdf(out, docs, runs, plots):
+    rs = [r for r in runs if r["suite"] == "echo" and r.get("status") == "ok" and
+          r.get("samples")]
+    if not rs:
+        return
+    envs, fig, axes = panels(docs)
+    for ax, env in zip(axes, envs):
+        er = [r for r in rs if r["env"] == env]
+        if not er:
+            continue
+        c = max(r["concurrency"] for r in er)
+        for r in sorted((r for r in er if r["concurrency"] == c),
+                        key=lambda r: order_key(r["engine"])):
+            vals = []
+            with open(os.path.join(out, r["samples"])) as f:
+                for line in f:
+                    tok = line.split(",")[0].strip()
+                    if tok.isdigit():
+                        vals.append(int(tok) / 1000.0)
+            vals.sort()
+            if vals:
+                n = len(vals)
+                ax.plot(vals, [(i + 1) / n for i in range(n)], label=r["engine"],
+                        color=COLORS.get(r["engine"]))
+        ax.set_xscale("log")
+        ax.set_xlabel("echo round trip (µs, log)")
+        ax.set_ylabel("fraction of requests")
+        ax.set_title(env_title(docs, env) + f", {c} clients", fontsize=9)
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=8)
+    title = "Echo bench: latency CDF at the largest client count"
+    save(fig, out, "latency-echo-cdf.png", title, plots)
+
+
+def memory_plot(out, docs, runs, plots):
+    rs = [r for r in runs if r["suite"] == "memory" and r.get("status") == "ok"]
+    if not rs:
+        return
+    fig, ax = plt.subplots(figsize=(6.2, 4.2))
+    rs = sorted(rs, key=lambda r: order_key(r["engine"]))
+    ax.bar([r["engine"] for r in rs], [r["value"] for r in rs],
+           color=[COLORS.get(r["engine"], "tab:blue") for r in rs])
+    for i, r in enumerate(rs):
+        ax.text(i, r["value"], f"{r['value']:.1f} MiB", ha="center", va="bottom", fontsize=9)
+    ax.axhline(64, color="tab:red", linestyle="--", label="aim: 64 MiB")
+    ax.set_ylabel("VmRSS with the connections held (MiB)")
+    n = rs[0]["concurrency"]
+    ax.set_title(f"{n} idle keep-alive connections — " + env_title(docs, rs[0]["env"]),
+                 fontsize=9)
+    ax.legend(fontsize=8)
+    ax.grid(True, axis="y", alpha=0.3)
+    save(fig, out, "memory.png", f"Memory: {n} idle keep-alive connections", plots)
+
+
+def make_plots(out, docs, runs):
+    plots = []
+    sweep_plot(out, docs, runs, "http", "small-keepalive", "throughput-small-keepalive.png",
+               "HTTP 13-byte file, keep-alive: req/s against concurrency", "req/s (log)", plots)
+    sweep_plot(out, docs, runs, "http", "small-close", "throughput-small-close.png",
+               "HTTP 13-byte file, connection per request: req/s against concurrency",
+               "req/s (log)", plots)
+    ratio_bars(out, docs, runs, plots)
+    latency_bars(out, docs, runs, plots)
+    sweep_plot(out, docs, runs, "echo", "echo", "throughput-echo.png",
+               "Echo bench: req/s against clients released together", "req/s (log)", plots)
+    echo_cdf(out, docs, runs, plots)
+    memory_plot(out, docs, runs, plots)
+    return plots
+
+
+if __name__ == "__main__":
+    out = sys.argv[1]
+    with open(os.path.join(out, "results.json")) as f:
+        meta = json.load(f)["meta"]
+    write(out, meta)

@@ -1,0 +1,510 @@
+"""Kernel-only checks of khttpd.ko, run inside the VM (KTCP_ENGINES=kernel):
+parameter validation, byte-for-byte agreement with the user-space server on
+raw requests, every mode, gzip, timers, counters, unload under load and slab
+growth. scripts/vm fails the whole run on BUG/WARNING/Oops in the guest's
+dmesg. The HTTP conformance suite (tests/http) runs against khttpd too,
+through its http_engine fixture; this file holds what only a module has.
+"""
+import gzip
+import os
+import re
+import signal
+import socket
+import subprocess
+import threading
+import time
+
+import pytest
+
+from conftest import BUILD, ROOT, free_port, require_kind, run, wait_port
+
+KHTTPD_KO = os.path.join(ROOT, "kernel", "khttpd", "khttpd.ko")
+HTTPD_BIN = os.path.join(BUILD, "ktcp-httpd")
+PARAMS = "/sys/module/khttpd/parameters"
+BIG = 16 * 1024 * 1024
+
+
+@pytest.fixture(autouse=True)
+def kernel_only():
+    require_kind("kernel")
+    if not os.path.exists(KHTTPD_KO):
+        pytest.fail(f"{KHTTPD_KO} is not built (run make modules)")
+
+
+def module_loaded(name="khttpd"):
+    with open("/proc/modules") as f:
+        return any(line.split()[0] == name for line in f)
+
+
+class Khttpd:
+    def __init__(self, root, **params):
+        self.port = free_port()
+        args = [f"root={root}", f"port={self.port}"]
+        args += [f"{k}={int(v) if isinstance(v, bool) else v}" for k, v in params.items()]
+        run(["insmod", KHTTPD_KO, *args])
+        wait_port(self.port)
+
+    def stop(self, limit=20):
+        t0 = time.monotonic()
+        run(["rmmod", "khttpd"], timeout=60)
+        took = time.monotonic() - t0
+        assert took < limit, f"rmmod khttpd took {took:.1f} s"
+        return took
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        if module_loaded():
+            self.stop()
+
+
+def stats():
+    out = {}
+    with open("/proc/net/khttpd") as f:
+        for line in f:
+            k, v = line.split()
+            out[k] = int(v)
+    return out
+
+
+@pytest.fixture(scope="module")
+def docroot(tmp_path_factory):
+    root = tmp_path_factory.mktemp("www")
+    (root / "hello.txt").write_bytes(b"hello, world\n")
+    (root / "page.html").write_bytes(b"<!doctype html><p>" + b"ktcp " * 2000 + b"</p>\n")
+    (root / "empty.txt").write_bytes(b"")
+    (root / "app.js").write_bytes(b"function f(x) { return x * 2; }\n" * 3000)
+    (root / "big.bin").write_bytes(os.urandom(BIG))
+    (root / "mid.bin").write_bytes(os.urandom(300_000))
+    (root / "sub").mkdir()
+    (root / "sub" / "index.html").write_bytes(b"<p>sub index</p>\n")
+    (root / "dir").mkdir()
+    for i in range(400):  # a listing longer than one 16 KiB piece
+        (root / "dir" / f"file-{i:04d} <&>\"'.txt").write_bytes(b"x" * i)
+    (root / "dir" / "nested").mkdir()
+    (root / "link-in.txt").symlink_to("hello.txt")
+    (root / "link-out").symlink_to("/etc/hostname")
+    (root / "link-up").symlink_to("../../../../../../etc")
+    outside = tmp_path_factory.mktemp("outside")
+    (outside / "secret").write_bytes(b"secret\n")
+    (root / "link-outside").symlink_to(outside / "secret")
+    return root
+
+
+def raw(port, data, timeout=10, shut=True):
+    """Send raw bytes, read until the server closes (or timeout)."""
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
+        s.sendall(data)
+        if shut:
+            s.shutdown(socket.SHUT_WR)
+        got = bytearray()
+        try:
+            while True:
+                b = s.recv(65536)
+                if not b:
+                    break
+                got += b
+        except socket.timeout:
+            pass
+        return bytes(got)
+
+
+def get(port, path, headers="", version="1.1"):
+    req = f"GET {path} HTTP/{version}\r\nHost: x\r\nConnection: close\r\n{headers}\r\n"
+    return raw(port, req.encode())
+
+
+def split(resp):
+    head, _, body = resp.partition(b"\r\n\r\n")
+    return head.decode("latin-1"), body
+
+
+def dechunk(body):
+    out = bytearray()
+    while True:
+        line, _, body = body.partition(b"\r\n")
+        n = int(line, 16)
+        if n == 0:
+            return bytes(out)
+        out += body[:n]
+        body = body[n + 2:]
+
+
+# ---------------------------------------------------------------- parameters
+
+def dmesg_tail():
+    return subprocess.run(["dmesg"], capture_output=True, text=True).stdout[-4000:]
+
+
+@pytest.mark.parametrize("bad,message", [
+    ([], "absolute path"),
+    (["root=/nonexistent/www"], "no such directory"),
+    (["root=/etc/hostname"], "not a directory"),
+    (["root=relative/dir"], "absolute path"),
+    (["root=/tmp", "mode=sideways"], "expected unbound, bound or kthread"),
+    (["root=/tmp", "port=0"], "non-zero"),
+    (["root=/tmp", "backlog=0"], "non-zero"),
+    (["root=/tmp", "idle_timeout_ms=999999999"], "at most"),
+])
+def test_rejects_bad_parameters(bad, message):
+    r = run(["insmod", KHTTPD_KO, f"port={free_port()}"] + bad, check=False)
+    assert r.returncode != 0, f"khttpd loaded with {bad}"
+    assert not module_loaded()
+    assert message in dmesg_tail(), f"no clear message for {bad}"
+
+
+def test_parameters_visible_read_only(docroot):
+    with Khttpd(docroot, mode="bound", idle_timeout_ms=1234, max_conns=7,
+                cache_bytes=1 << 20, gzip=False) as k:
+        assert open(f"{PARAMS}/root").read().strip() == str(docroot)
+        assert open(f"{PARAMS}/mode").read().strip() == "bound"
+        assert open(f"{PARAMS}/idle_timeout_ms").read().strip() == "1234"
+        assert open(f"{PARAMS}/max_conns").read().strip() == "7"
+        assert open(f"{PARAMS}/cache_bytes").read().strip() == str(1 << 20)
+        assert open(f"{PARAMS}/gzip").read().strip() == "N"
+        assert open(f"{PARAMS}/port").read().strip() == str(k.port)
+        for p in os.listdir(PARAMS):
+            assert oct(os.stat(f"{PARAMS}/{p}").st_mode & 0o777) == "0o444", p
+
+
+# ------------------------------------------------- same bytes as user space
+
+DIFF_REQUESTS = [
+    b"GET /hello.txt HTTP/1.1\r\nHost: x\r\n\r\n",
+    b"HEAD /hello.txt HTTP/1.1\r\nHost: x\r\n\r\n",
+    b"GET /hello.txt HTTP/1.0\r\n\r\n",
+    b"GET /empty.txt HTTP/1.1\r\nHost: x\r\n\r\n",
+    b"GET /mid.bin HTTP/1.1\r\nHost: x\r\n\r\n",
+    b"GET /big.bin HTTP/1.1\r\nHost: x\r\nRange: bytes=1000-2999\r\n\r\n",
+    b"GET /big.bin HTTP/1.1\r\nHost: x\r\nRange: bytes=-10\r\n\r\n",
+    b"GET /mid.bin HTTP/1.1\r\nHost: x\r\nRange: bytes=999999999-\r\n\r\n",
+    b"GET /hello.txt HTTP/1.1\r\nHost: x\r\nRange: bytes=0-4, 6-8\r\n\r\n",
+    b"GET /nope HTTP/1.1\r\nHost: x\r\n\r\n",
+    b"GET /hello.txt/ HTTP/1.1\r\nHost: x\r\n\r\n",
+    b"GET /sub HTTP/1.1\r\nHost: x\r\n\r\n",
+    b"GET /sub?a=1&b=%20 HTTP/1.1\r\nHost: x\r\n\r\n",
+    b"GET /sub/ HTTP/1.1\r\nHost: x\r\n\r\n",
+    b"GET /dir/ HTTP/1.1\r\nHost: x\r\n\r\n",
+    b"GET /dir/ HTTP/1.0\r\n\r\n",
+    b"HEAD /dir/ HTTP/1.1\r\nHost: x\r\n\r\n",
+    b"GET /dir/nested/ HTTP/1.1\r\nHost: x\r\n\r\n",
+    b"GET /link-in.txt HTTP/1.1\r\nHost: x\r\n\r\n",
+    b"GET /link-out HTTP/1.1\r\nHost: x\r\n\r\n",
+    b"GET /link-up/passwd HTTP/1.1\r\nHost: x\r\n\r\n",
+    b"GET /link-outside HTTP/1.1\r\nHost: x\r\n\r\n",
+    b"GET /../etc/passwd HTTP/1.1\r\nHost: x\r\n\r\n",
+    b"GET /%2e%2e/%2e%2e/etc/passwd HTTP/1.1\r\nHost: x\r\n\r\n",
+    b"GET /a%2fb HTTP/1.1\r\nHost: x\r\n\r\n",
+    b"GET /a%00b HTTP/1.1\r\nHost: x\r\n\r\n",
+    b"GET /a\\b HTTP/1.1\r\nHost: x\r\n\r\n",
+    b"GET /" + b"a" * 9000 + b" HTTP/1.1\r\nHost: x\r\n\r\n",
+    b"GET / HTTP/1.1\r\nHost: x\r\n" + b"X-Long: " + b"b" * 20000 + b"\r\n\r\n",
+    b"GET / HTTP/1.1\r\n" + b"".join(b"X-%d: y\r\n" % i for i in range(120)) + b"Host: x\r\n\r\n",
+    b"GET / HTTP/1.1\r\n\r\n",
+    b"GET / HTTP/1.1\r\nHost: x\r\nHost: y\r\n\r\n",
+    b"GET / HTTP/2.0\r\nHost: x\r\n\r\n",
+    b"GET / HTTP/1.1\nHost: x\n\n",
+    b"GET / HTTP/1.1\r\nHost : x\r\n\r\n",
+    b"GET / HTTP/1.1\r\nHost: x\r\n folded\r\n\r\n",
+    b"GET / HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n",
+    b"GET / HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\n",
+    b"GET / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\n\r\n",
+    b"GET / HTTP/1.1\r\nHost: x\r\nContent-Length: 999999\r\n\r\n",
+    b"POST /hello.txt HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabc",
+    b"DELETE /hello.txt HTTP/1.1\r\nHost: x\r\n\r\n",
+    b"BREW /pot HTTP/1.1\r\nHost: x\r\n\r\n",
+    b"GET /hello.txt HTTP/1.1\r\nHost: x\r\nExpect: something\r\n\r\n",
+    b"GET /hello.txt HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\nExpect: 100-continue\r\n\r\n",
+    b"GET /hello.txt HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\n\r\nbodyGET /empty.txt HTTP/1.1\r\nHost: x\r\n\r\n",
+    b"GET /hello.txt HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+    b"3\r\nabc\r\n0\r\n\r\nGET /empty.txt HTTP/1.1\r\nHost: x\r\n\r\n",
+    b"GET /hello.txt HTTP/1.1\r\nHost: x\r\n\r\nGET /nope HTTP/1.1\r\nHost: x\r\n\r\n"
+    b"HEAD /mid.bin HTTP/1.1\r\nHost: x\r\n\r\nGET /hello.txt HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+    b"GET /hello.txt HTTP/1.1\r\nHost: x\r\n\r\nGARBAGE\r\n\r\n",
+    b"GET http://x/hello.txt HTTP/1.1\r\nHost: y\r\n\r\n",
+    b"GET /page.html HTTP/1.1\r\nHost: x\r\nAccept-Encoding: identity\r\n\r\n",
+    b"GET /page.html HTTP/1.1\r\nHost: x\r\nAccept-Encoding: gzip;q=0\r\n\r\n",
+    b"HEAD /page.html HTTP/1.1\r\nHost: x\r\nAccept-Encoding: gzip\r\nRange: bytes=0-9\r\n\r\n",
+    b"GET /big.bin HTTP/1.1\r\nHost: x\r\nIf-None-Match: *\r\n\r\n",
+    b"GET /hello.txt HTTP/1.1\r\nHost: x\r\nIf-Modified-Since: Fri, 01 Jan 2100 00:00:00 GMT\r\n\r\n",
+    b"GET /hello.txt HTTP/1.1\r\nHost: x\r\nIf-Modified-Since: Thu, 01 Jan 1970 00:00:00 GMT\r\n\r\n",
+    b"GET /hello.txt HTTP/1.1\r\nHost: x\r\nIf-Range: \"nope\"\r\nRange: bytes=0-1\r\n\r\n",
+    b"GET /hello.txt HTTP/1.1\r\nHost: x\r\nConnection: keep-alive, close\r\n\r\n",
+    b"GET /hello.txt HTTP/1.0\r\nConnection: keep-alive\r\n\r\nGET /hello.txt HTTP/1.0\r\n\r\n",
+    b"\r\n\r\nGET /hello.txt HTTP/1.1\r\nHost: x\r\n\r\n",
+    b"GET /hello.txt HTTP/1.1\r\nHost: x\r\nX: a\x00b\r\n\r\n",
+    b"GET  /hello.txt HTTP/1.1\r\nHost: x\r\n\r\n",
+]
+
+DATE = re.compile(rb"\r\nDate: [^\r]*\r\n")
+
+
+def normalise(resp):
+    return DATE.sub(b"\r\nDate: -\r\n", resp)
+
+
+@pytest.fixture(scope="module")
+def user_server(docroot, tmp_path_factory):
+    if not os.path.exists(HTTPD_BIN):
+        pytest.skip(f"{HTTPD_BIN} is not built: no reference to compare with")
+    port = free_port()
+    log = tmp_path_factory.mktemp("user") / "err"
+    with open(log, "w") as err:
+        p = subprocess.Popen([HTTPD_BIN, "--root", str(docroot), "--port", str(port),
+                              "--bind", "127.0.0.1", "--model", "epoll", "--threads", "2"],
+                             stdout=subprocess.DEVNULL, stderr=err)
+    wait_port(port, proc=p)
+    yield port
+    p.send_signal(signal.SIGTERM)
+    p.wait(timeout=15)
+
+
+@pytest.mark.parametrize("mode", ["unbound", "kthread"])
+def test_same_bytes_as_user_server(docroot, user_server, mode):
+    """Every request, raw on its own connection: khttpd's answer equals the
+    user-space server's byte for byte (Date aside)."""
+    with Khttpd(docroot, mode=mode) as k:
+        mismatches = []
+        for req in DIFF_REQUESTS:
+            want = normalise(raw(user_server, req))
+            got = normalise(raw(k.port, req))
+            if got != want:
+                mismatches.append((req[:80], want[:600], got[:600]))
+        assert not mismatches, "\n\n".join(
+            f"request {r!r}\nuser:   {w!r}\nkhttpd: {g!r}" for r, w, g in mismatches)
+
+
+# ------------------------------------------------------------ HTTP by mode
+
+@pytest.mark.parametrize("mode", ["unbound", "bound", "kthread"])
+def test_every_mode_serves_keep_alive_and_big_files(docroot, mode):
+    big = (docroot / "big.bin").read_bytes()
+    with Khttpd(docroot, mode=mode) as k:
+        with socket.create_connection(("127.0.0.1", k.port), timeout=30) as s:
+            f = s.makefile("rb")
+            for path, want in (("/hello.txt", b"hello, world\n"), ("/big.bin", big),
+                               ("/hello.txt", b"hello, world\n")):
+                s.sendall(f"GET {path} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+                status = f.readline()
+                assert status == b"HTTP/1.1 200 OK\r\n", status
+                length = None
+                while True:
+                    line = f.readline()
+                    if line == b"\r\n":
+                        break
+                    if line.lower().startswith(b"content-length:"):
+                        length = int(line.split(b":")[1])
+                assert length == len(want)
+                assert f.read(length) == want
+        st = stats()
+        assert st["requests"] >= 3 and st["status_2xx"] >= 3
+        assert st["bytes_out"] >= len(big)
+
+
+def test_slow_reader_gets_the_whole_file(docroot):
+    """A client that reads slowly holds no worker: the body continues on
+    write_space, and other clients are served meanwhile."""
+    big = (docroot / "big.bin").read_bytes()
+    with Khttpd(docroot) as k:
+        # (No tiny SO_RCVBUF: on loopback's 64 KiB MSS a window smaller than
+        # a segment leaves TCP to its backed-off zero-window probes.)
+        s = socket.create_connection(("127.0.0.1", k.port), timeout=30)
+        s.sendall(b"GET /big.bin HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        time.sleep(1)
+        for _ in range(20):  # others meanwhile
+            assert split(get(k.port, "/hello.txt"))[1] == b"hello, world\n"
+        got = bytearray()
+        while True:
+            b = s.recv(1 << 20)
+            if not b:
+                break
+            got += b
+        s.close()
+        assert split(bytes(got))[1] == big
+
+
+def test_gzip_only_when_accepted(docroot):
+    page = (docroot / "app.js").read_bytes()
+    with Khttpd(docroot) as k:
+        head, body = split(get(k.port, "/app.js", "Accept-Encoding: gzip, br\r\n"))
+        assert "Content-Encoding: gzip" in head and "Vary: Accept-Encoding" in head
+        assert gzip.decompress(body) == page
+        assert int(re.search(r"Content-Length: (\d+)", head).group(1)) == len(body)
+        etag_gz = re.search(r'ETag: ("[^"]*")', head).group(1)
+        head, body = split(get(k.port, "/app.js"))
+        assert "Content-Encoding" not in head and body == page
+        assert "Vary: Accept-Encoding" in head
+        assert re.search(r'ETag: ("[^"]*")', head).group(1) != etag_gz
+        # the compressed copy is cached: a second gzip request is a hit
+        before = stats()["cache_hits"]
+        head2, body2 = split(get(k.port, "/app.js", "Accept-Encoding: gzip\r\n"))
+        assert gzip.decompress(body2) == page
+        assert stats()["cache_hits"] > before
+        head, body = split(get(k.port, "/big.bin", "Accept-Encoding: gzip\r\n"))
+        assert "Content-Encoding" not in head  # not compressible
+    with Khttpd(docroot, gzip=False) as k:
+        head, body = split(get(k.port, "/app.js", "Accept-Encoding: gzip\r\n"))
+        assert "Content-Encoding" not in head and body == page
+
+
+def test_cache_sees_changed_files(docroot):
+    f = docroot / "changing.txt"
+    f.write_bytes(b"one\n")
+    with Khttpd(docroot) as k:
+        assert split(get(k.port, "/changing.txt"))[1] == b"one\n"
+        time.sleep(1.2)
+        f.write_bytes(b"second\n")
+        os.utime(f, (time.time() + 5, time.time() + 5))
+        time.sleep(1.2)  # entries are revalidated at most once a second
+        assert split(get(k.port, "/changing.txt"))[1] == b"second\n"
+        f.unlink()
+        time.sleep(1.2)
+        assert split(get(k.port, "/changing.txt"))[0].startswith("HTTP/1.1 404")
+
+
+def test_cache_bound_evicts(docroot, tmp_path):
+    for i in range(64):
+        (tmp_path / f"f{i}.txt").write_bytes(bytes([65 + i % 26]) * 16000)
+    bound = 256 * 1024
+    with Khttpd(tmp_path, cache_bytes=bound) as k:
+        for rnd in range(2):
+            for i in range(64):
+                body = split(get(k.port, f"/f{i}.txt"))[1]
+                assert body == bytes([65 + i % 26]) * 16000
+        st = stats()
+        assert st["cache_evictions"] > 0
+        assert st["cache_bytes"] <= bound
+
+
+# ---------------------------------------------------------------- timers
+
+def test_idle_connection_closed_by_its_timer(docroot):
+    with Khttpd(docroot, idle_timeout_ms=1000) as k:
+        s = socket.create_connection(("127.0.0.1", k.port), timeout=10)
+        t0 = time.monotonic()
+        assert s.recv(100) == b""  # closed without a word, no other traffic
+        assert 0.8 < time.monotonic() - t0 < 6
+        s.close()
+        assert stats()["timeouts"] >= 1
+
+
+def test_slow_header_gets_408(docroot):
+    with Khttpd(docroot, idle_timeout_ms=1000) as k:
+        s = socket.create_connection(("127.0.0.1", k.port), timeout=10)
+        s.sendall(b"GET /hello.txt HTTP/1.1\r\nHo")
+        t0 = time.monotonic()
+        got = b""
+        while True:
+            b = s.recv(1000)
+            if not b:
+                break
+            got += b
+        assert got.startswith(b"HTTP/1.1 408 "), got
+        assert time.monotonic() - t0 < 6
+        s.close()
+
+
+def test_max_conns_answers_503(docroot):
+    with Khttpd(docroot, max_conns=2) as k:
+        held = [socket.create_connection(("127.0.0.1", k.port)) for _ in range(2)]
+        time.sleep(0.3)
+        resp = raw(k.port, b"GET /hello.txt HTTP/1.1\r\nHost: x\r\n\r\n", shut=False)
+        assert resp.startswith(b"HTTP/1.1 503 "), resp
+        for s in held:
+            s.close()
+        assert stats()["refused"] >= 1
+
+
+# ----------------------------------------------------- unload and memory
+
+@pytest.mark.parametrize("mode", ["unbound", "kthread"])
+def test_unload_mid_download_of_50_connections(docroot, mode):
+    k = Khttpd(docroot, mode=mode)
+    socks = []
+    try:
+        for _ in range(50):
+            s = socket.create_connection(("127.0.0.1", k.port), timeout=10)
+            s.sendall(b"GET /big.bin HTTP/1.1\r\nHost: x\r\n\r\n")
+            socks.append(s)
+        for s in socks[:25]:
+            assert s.recv(4096).startswith(b"HTTP/1.1 200")
+        # mode=kthread creates a thread per accept: let the accept thread
+        # catch up (slow under emulation) before counting.
+        deadline = time.monotonic() + 20
+        while stats()["active"] < 50 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert stats()["active"] == 50
+    finally:
+        k.stop(limit=10)
+    for s in socks:
+        s.close()
+    assert not module_loaded()
+
+
+def slab_bytes():
+    exclude = ("tw_sock_TCP", "tw_sock_TCPv6", "request_sock_TCP", "request_sock_TCPv6")
+    total = 0
+    with open("/proc/slabinfo") as f:
+        for line in f.readlines()[2:]:
+            fields = line.split()
+            if fields[0] in exclude:
+                continue
+            total += int(fields[1]) * int(fields[3])
+    return total
+
+
+def test_slab_growth_bounded_by_cache(docroot):
+    """Requests over many keep-alive connections: slab memory ends within the
+    cache bound of where it started. The issue asks for 100,000 requests over
+    1,000 connections; under software emulation that takes far longer than
+    the suite's budget, so this runs 20,000 requests over 1,000 connections
+    (20 each, pipelined in batches) — the same shape, 1/5 of the volume."""
+    bound = 2 << 20
+    conns, per_conn = 1000, 20
+    paths = [b"/hello.txt", b"/page.html", b"/nope", b"/sub/", b"/mid.bin"]
+    with Khttpd(docroot, cache_bytes=bound) as k:
+        get(k.port, "/hello.txt")  # warm up the module's own slabs
+        time.sleep(0.5)
+        before = slab_bytes()
+
+        def client(first, count):
+            for c in range(first, first + count):
+                with socket.create_connection(("127.0.0.1", k.port), timeout=30) as s:
+                    req = b"".join(b"GET %s HTTP/1.1\r\nHost: x\r\n\r\n" % paths[(c + i) % len(paths)]
+                                   for i in range(per_conn - 1))
+                    req += b"GET /hello.txt HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+                    s.sendall(req)
+                    while s.recv(1 << 16):
+                        pass
+        threads = [threading.Thread(target=client, args=(i * 100, 100)) for i in range(conns // 100)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        st = stats()
+        assert st["requests"] >= conns * per_conn
+        deadline = time.monotonic() + 10
+        while stats()["active"] and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert stats()["active"] == 0
+        time.sleep(1)
+        growth = slab_bytes() - before
+        assert growth < bound + (1 << 20), f"slab grew {growth} bytes"
+    with open("/proc/slabinfo") as f:
+        assert "khttpd_conn" not in f.read()
+
+
+def test_counters_move(docroot):
+    with Khttpd(docroot) as k:
+        st0 = stats()
+        get(k.port, "/hello.txt")
+        get(k.port, "/nope")
+        raw(k.port, b"BAD\r\n\r\n")
+        st1 = stats()
+        assert st1["accepted"] - st0["accepted"] == 3
+        assert st1["status_2xx"] - st0["status_2xx"] == 1
+        assert st1["status_4xx"] - st0["status_4xx"] == 2
+        assert st1["requests"] - st0["requests"] == 3
+        assert st1["bytes_out"] > st0["bytes_out"]
+        assert st1["cache_misses"] + st1["cache_hits"] > st0["cache_misses"] + st0["cache_hits"]

@@ -144,6 +144,7 @@ static bool khttpd_send_regular(struct khttpd_req *r,
     u64 first = 0, last = e->size ? e->size - 1 : 0, len = e->size;
     const char *etag;
     struct file *f;
+    bool ok;
     int cond;
 
     /* Representation: gzip when accepted and worth it; Range applies to
@@ -235,19 +236,23 @@ static bool khttpd_send_regular(struct khttpd_req *r,
 
     /* Large file: head with MSG_MORE, then page-cache pages. */
     f = khttpd_open_beneath(rel);
-    khttpd_cache_put(e);
-    if (IS_ERR(f))
+    if (IS_ERR(f)) {
+        khttpd_cache_put(e);
         return khttpd_send_error(r, khttpd_errno_status(PTR_ERR(f)));
+    }
     if (!khttpd_send_head(r, &h)) {
         fput(f);
-        return false;
+        goto fail;
     }
+    khttpd_cache_put(e); /* h.etag pointed into e: only now */
     khttpd_send_file(r, f, first, len);
     return true;
 
 head_only:
+    /* The head is built from e (its ETag) before e may go. */
+    ok = khttpd_send_head(r, &h);
     khttpd_cache_put(e);
-    return khttpd_send_head(r, &h);
+    return ok;
 fail:
     khttpd_cache_put(e);
     return false;

@@ -1,0 +1,395 @@
+"""The message-server suite: ktcp-kcm-server (AF_KCM) and its plain-TCP twin
+ktcp-msg-server pass the same tests.
+
+A frame is a 4-byte big-endian length and a body whose first 4 bytes ask for
+work_us of work; the server answers with the frame unchanged (docs/kcm.md).
+The twin answers each connection in order at any thread count. KCM spreads
+one connection's messages over its workers, so with more than one worker its
+answers to pipelined requests may come in another order: the tests that
+check order run every engine with one worker, and the others check that
+every frame comes back whole, exactly once, on its own connection.
+
+On the host (KTCP_ENGINES=user) the twin runs and the KCM engine skips: the
+host kernel has no AF_KCM. Inside the VM (KTCP_ENGINES=kernel) both run.
+"""
+import os
+import random
+import selectors
+import signal
+import socket
+import struct
+import subprocess
+import threading
+import time
+
+import pytest
+
+from conftest import BUILD, free_port, in_vm, run, selected_kinds, wait_port
+
+MAX_MSG = 4096  # the suite runs the servers with --max-msg 4096
+
+
+class MsgEngine:
+    def __init__(self, name, exe, kind):
+        self.name, self.exe, self.kind = name, exe, kind
+        self.proc = None
+
+    def available(self):
+        """None when this engine can run here, else why not."""
+        if self.kind == "user":
+            if "user" in selected_kinds() or in_vm():
+                return None
+            return "the plain twin runs on the host or in the VM"
+        if "kernel" not in selected_kinds():
+            return (f"AF_KCM needs the guest kernel's kcm module: runs inside the VM "
+                    f"(make check-vm); KTCP_ENGINES={os.environ.get('KTCP_ENGINES', 'user')}")
+        if not in_vm():
+            return "AF_KCM is used only inside the project VM (scripts/vm)"
+        subprocess.run(["modprobe", "kcm"], capture_output=True)
+        try:
+            socket.socket(41, socket.SOCK_SEQPACKET, 0).close()
+        except OSError as e:
+            return f"socket(AF_KCM) fails in this guest: {e}"
+        return None
+
+    def start(self, threads=2, max_msg=MAX_MSG, tmpdir="/tmp"):
+        self.port = free_port()
+        self.stats_file = os.path.join(tmpdir, f"{self.name}.stats")
+        self.proc = subprocess.Popen(
+            [self.exe, "--port", str(self.port), "--bind", "127.0.0.1",
+             "--threads", str(threads), "--max-msg", str(max_msg),
+             "--stats-file", self.stats_file],
+            stderr=subprocess.PIPE, text=True)
+        wait_port(self.port, proc=self.proc)
+        self.threads = threads
+        return self
+
+    def ordered(self):
+        """Does this engine answer one connection's requests in order?"""
+        return self.kind == "user" or self.threads == 1
+
+    def alive(self):
+        return self.proc.poll() is None
+
+    def counters(self):
+        try:
+            os.unlink(self.stats_file)
+        except FileNotFoundError:
+            pass
+        self.proc.send_signal(signal.SIGUSR1)
+        deadline = time.monotonic() + 5
+        while not os.path.exists(self.stats_file):
+            assert time.monotonic() < deadline, f"{self.name} wrote no counters"
+            time.sleep(0.01)
+        return {k: int(v) for k, v in
+                (line.split() for line in open(self.stats_file).read().splitlines())}
+
+    def stop(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                rc = self.proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                raise AssertionError(f"{self.name} did not exit within 20 s of SIGTERM")
+            assert rc == 0, f"{self.name} exited {rc}: {self.proc.stderr.read()}"
+        self.proc = None
+
+
+ENGINES = {
+    "msg": lambda: MsgEngine("ktcp-msg-server", os.path.join(BUILD, "ktcp-msg-server"), "user"),
+    "kcm": lambda: MsgEngine("ktcp-kcm-server", os.path.join(BUILD, "ktcp-kcm-server"), "kernel"),
+}
+
+
+@pytest.fixture(params=sorted(ENGINES))
+def msg_engine(request, tmp_path):
+    engine = ENGINES[request.param]()
+    why = engine.available()
+    if why:
+        pytest.skip(why)
+    engine.tmpdir = str(tmp_path)
+    yield engine
+    engine.stop()
+
+
+@pytest.fixture
+def server(msg_engine):
+    return msg_engine.start(threads=2, tmpdir=msg_engine.tmpdir)
+
+
+@pytest.fixture
+def server1(msg_engine):
+    """One worker: every engine promises order."""
+    return msg_engine.start(threads=1, tmpdir=msg_engine.tmpdir)
+
+
+def frame(body):
+    return struct.pack(">I", len(body)) + body
+
+
+def request(tag, payload=b"", work_us=0):
+    return frame(struct.pack(">II", work_us, tag) + payload)
+
+
+def connect(engine, timeout=20):
+    s = socket.create_connection(("127.0.0.1", engine.port), timeout=timeout)
+    s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    return s
+
+
+def recv_exact(s, n):
+    chunks, got = [], 0
+    while got < n:
+        b = s.recv(min(1 << 20, n - got))
+        if not b:
+            raise AssertionError(f"EOF after {got} of {n} bytes")
+        chunks.append(b)
+        got += len(b)
+    return b"".join(chunks)
+
+
+def recv_frames(s, count):
+    out = []
+    for _ in range(count):
+        (n,) = struct.unpack(">I", recv_exact(s, 4))
+        out.append(struct.pack(">I", n) + recv_exact(s, n))
+    return out
+
+
+def expect_closed(s, timeout=20):
+    """The server ends this connection: EOF or reset, with no reply."""
+    s.settimeout(timeout)
+    try:
+        data = s.recv(65536)
+    except ConnectionResetError:
+        return
+    assert data == b"", f"expected the connection closed, got {data[:40]!r}"
+
+
+def check_answers(engine, sent, got):
+    if engine.ordered():
+        assert got == sent
+    else:
+        assert sorted(got) == sorted(sent)
+
+
+def test_one_message(server):
+    with connect(server) as s:
+        req = request(1, b"hello")
+        s.sendall(req)
+        assert recv_frames(s, 1) == [req]
+
+
+def test_empty_and_short_bodies(server):
+    """A body shorter than the 4-byte work field asks for no work."""
+    with connect(server) as s:
+        sent = [frame(b""), frame(b"a"), frame(b"abc"), frame(b"abcd"), request(7)]
+        for f in sent:
+            s.sendall(f)
+            assert recv_frames(s, 1) == [f]
+
+
+def test_largest_message(server):
+    with connect(server) as s:
+        req = frame(struct.pack(">II", 0, 9) + bytes(range(256)) * ((MAX_MSG - 8) // 256)
+                    + b"z" * ((MAX_MSG - 8) % 256))
+        assert len(req) == 4 + MAX_MSG
+        s.sendall(req)
+        assert recv_frames(s, 1) == [req]
+
+
+def test_message_sent_byte_by_byte(server1):
+    """Every byte in its own segment, header bytes included."""
+    with connect(server1) as s:
+        sent = [request(i, bytes([i]) * (i * 5)) for i in range(3)]
+        for f in sent:
+            for b in f:
+                s.send(bytes([b]))
+                time.sleep(0.002)
+        assert recv_frames(s, 3) == sent
+
+
+def test_odd_splits(server1):
+    """Frames cut at random places: a segment ends inside a header, inside a
+    body, or just after a frame; the next one starts mid-frame."""
+    rng = random.Random(6)
+    sent = [request(i, bytes(rng.randrange(256) for _ in range(rng.randrange(0, 300))))
+            for i in range(40)]
+    stream = b"".join(sent)
+    with connect(server1) as s:
+        pos = 0
+        while pos < len(stream):
+            n = rng.choice([1, 2, 3, 5, 7, 13, 61, 250, 777])
+            s.send(stream[pos:pos + n])
+            pos += n
+            time.sleep(0.001)
+        assert recv_frames(s, len(sent)) == sent
+
+
+def test_many_messages_in_one_segment(server1):
+    """Fifty frames of different lengths in one send (one segment on
+    loopback), then more that start in the middle of a segment: each is
+    delivered whole and answered in order."""
+    sent = [request(i, b"x" * (i % 11)) for i in range(50)]
+    with connect(server1) as s:
+        s.sendall(b"".join(sent))
+        assert recv_frames(s, 50) == sent
+        tail = [request(100 + i, b"y" * i) for i in range(5)]
+        blob = b"".join(tail)
+        s.sendall(blob[:7])
+        time.sleep(0.05)
+        s.sendall(blob[7:])
+        assert recv_frames(s, 5) == tail
+
+
+def test_pipelined_with_workers(server):
+    """Two workers: every frame comes back whole and exactly once (in order
+    for the twin)."""
+    sent = [request(i, bytes([i % 256]) * (i % 37), work_us=200 if i % 3 == 0 else 0)
+            for i in range(200)]
+    with connect(server) as s:
+        s.sendall(b"".join(sent))
+        got = recv_frames(s, len(sent))
+    check_answers(server, sent, got)
+
+
+def test_work_is_done(server):
+    """work_us is spent before the answer (a lower bound only)."""
+    with connect(server) as s:
+        t0 = time.monotonic()
+        req = request(1, b"w", work_us=100_000)
+        s.sendall(req)
+        assert recv_frames(s, 1) == [req]
+        assert time.monotonic() - t0 >= 0.1
+
+
+def test_kcm_spreads_one_connection_over_workers(server):
+    """The point of KCM: one client's messages reach every worker. The twin
+    keeps a connection on one worker."""
+    with connect(server) as s:
+        sent = [request(i, b"", work_us=2000) for i in range(100)]
+        s.sendall(b"".join(sent))
+        got = recv_frames(s, len(sent))
+    check_answers(server, sent, got)
+    c = server.counters()
+    per_worker = [c[f"worker{i}_messages"] for i in range(2)]
+    assert sum(per_worker) >= 100
+    if server.kind == "kernel":
+        assert min(per_worker) > 0, per_worker
+    else:
+        assert min(per_worker) == 0, per_worker
+
+
+def test_hundred_clients_get_only_their_own_replies(server):
+    clients, per_client = 100, 10
+    socks = [connect(server) for _ in range(clients)]
+    sel = selectors.DefaultSelector()
+    expected, got, pending = {}, {}, {}
+    try:
+        for cid, s in enumerate(socks):
+            msgs = [request(cid * 1000 + k, f"client {cid} msg {k}".encode()) for k in range(per_client)]
+            expected[cid] = msgs
+            got[cid] = b""
+            pending[cid] = b"".join(msgs)
+            s.setblocking(False)
+            sel.register(s, selectors.EVENT_READ | selectors.EVENT_WRITE, cid)
+        deadline = time.monotonic() + 60
+        want = {cid: len(pending[cid]) for cid in pending}
+        while any(len(got[c]) < want[c] for c in got):
+            assert time.monotonic() < deadline, "replies did not all come back"
+            for key, ev in sel.select(timeout=1):
+                cid, s = key.data, key.fileobj
+                if ev & selectors.EVENT_WRITE and pending[cid]:
+                    n = s.send(pending[cid])
+                    pending[cid] = pending[cid][n:]
+                    if not pending[cid]:
+                        sel.modify(s, selectors.EVENT_READ, cid)
+                if ev & selectors.EVENT_READ:
+                    data = s.recv(65536)
+                    assert data, f"client {cid} closed by the server"
+                    got[cid] += data
+        for cid in got:
+            frames, buf = [], got[cid]
+            while buf:
+                (n,) = struct.unpack(">I", buf[:4])
+                frames.append(buf[:4 + n])
+                buf = buf[4 + n:]
+            check_answers(server, expected[cid], frames)
+    finally:
+        sel.close()
+        for s in socks:
+            s.close()
+
+
+def test_oversized_frame_closes_only_that_connection(server):
+    with connect(server) as good:
+        good.sendall(request(1, b"before"))
+        assert recv_frames(good, 1) == [request(1, b"before")]
+        with connect(server) as bad:
+            bad.sendall(struct.pack(">I", MAX_MSG + 1) + b"\0" * 64)
+            expect_closed(bad)
+        with connect(server) as bad2:  # served first, then a huge frame
+            bad2.sendall(request(5, b"ok"))
+            assert recv_frames(bad2, 1) == [request(5, b"ok")]
+            bad2.sendall(struct.pack(">I", 0xFFFFFFF0) + b"\1" * 10)
+            expect_closed(bad2)
+        good.sendall(request(2, b"after"))
+        assert recv_frames(good, 1) == [request(2, b"after")]
+    assert server.counters()["too_big"] == 2
+    with connect(server) as s:
+        s.sendall(request(3, b"new client"))
+        assert recv_frames(s, 1) == [request(3, b"new client")]
+
+
+@pytest.mark.parametrize("how", ["close", "reset"])
+def test_client_vanishing_mid_message(server, how):
+    with connect(server) as other:
+        for i in range(5):
+            gone = connect(server)
+            gone.sendall(request(9, b"complete"))
+            assert recv_frames(gone, 1) == [request(9, b"complete")]
+            gone.sendall(struct.pack(">I", 1000) + b"half a message")
+            time.sleep(0.02)
+            if how == "reset":
+                gone.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            gone.close()
+            other.sendall(request(i, b"still here"))
+            assert recv_frames(other, 1) == [request(i, b"still here")]
+    deadline = time.monotonic() + 20
+    while server.counters()["active"] != 0:
+        assert time.monotonic() < deadline, "vanished clients were never closed"
+        time.sleep(0.05)
+    assert server.alive()
+
+
+def test_server_closes_everything_on_sigterm(server):
+    socks = [connect(server) for _ in range(10)]
+    for i, s in enumerate(socks):
+        s.sendall(request(i))
+        assert recv_frames(s, 1) == [request(i)]
+    server.stop()  # asserts exit status 0 within 20 s
+    for s in socks:
+        expect_closed(s)
+        s.close()
+
+
+def test_help_and_bad_arguments(msg_engine):
+    r = run([msg_engine.exe, "--help"])
+    for flag in ("--port", "--threads", "--max-msg", "--bind", "--stats-file"):
+        assert flag in r.stdout
+    assert "default 65536" in r.stdout and "default 12346" in r.stdout
+    r = run([msg_engine.exe, "--max-msg", "nope"], check=False)
+    assert r.returncode == 2 and "--max-msg nope" in r.stderr
+
+
+def test_kcm_unavailable_is_named():
+    """Where socket(AF_KCM) fails (the host kernel), the server says why."""
+    try:
+        socket.socket(41, socket.SOCK_SEQPACKET, 0).close()
+        pytest.skip("AF_KCM works here: nothing to report")
+    except OSError:
+        pass
+    r = run([os.path.join(BUILD, "ktcp-kcm-server"), "--port", str(free_port())], check=False)
+    assert r.returncode == 1
+    assert "AF_KCM unavailable: modprobe kcm (EAFNOSUPPORT" in r.stderr

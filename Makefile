@@ -57,6 +57,8 @@ run: deps all
 
 bench-echo: deps all
 	scripts/vm --timeout 3000 -- scripts/bench-echo
+bench-kcm: deps user
+	scripts/vm --timeout 1800 -- user/kcm/experiment.sh
 
 # make bench: every engine beside nginx, host then one VM boot, <= 15 min
 # (bench-quick <= 3 min); results/<timestamp>/ (see BENCHMARKS.md).

@@ -268,7 +268,7 @@ def run_lat(run, port):
     if run["mode"] == "echo":
         argv += ["echo", f"127.0.0.1:{port}"]
     else:
-        argv += ["--same-core", run["mode"]]
+        argv += (["--same-core"] if run.get("same_core") else []) + [run["mode"]]
     raw, err, _ = run_tool(argv, run["duration"] + 30)
     if raw is None:
         return {"status": "failed", "reason": err}
@@ -298,7 +298,9 @@ def run_phase(env, profile, out, budget_s):
     eng.raise_nofile()
     start = time.monotonic()
     deadline = start + budget_s
-    cond = conditions(env, os.environ.get("KTCP_BENCH_VM_MODE"))
+    accel = {"tcg": "TCG software emulation", "kvm": "KVM"}.get(
+        os.environ.get("KTCP_VM_ACCEL", ""), os.environ.get("KTCP_VM_ACCEL"))
+    cond = conditions(env, accel if env == "vm" else None)
     cond["profile"] = profile
 
     skipped = []
@@ -447,44 +449,52 @@ def run_phase(env, profile, out, budget_s):
 
 # ---------------------------------------------------------------- VM phase
 
-def run_vm(profile, out, budget_s):
-    """Boot the VM once and run the VM phase inside; returns a skip reason
-    or None."""
-    guest_budget = budget_s - 75  # boot and shutdown under emulation
-    if guest_budget < 30:
-        return f"not enough of the time budget left for a VM boot ({budget_s:.0f} s)"
+def run_vm(profile, out, deadline_epoch):
+    """Boot the VM once and run the VM phase inside, its runs ending by
+    deadline_epoch (the guest's clock starts from the host's); returns a
+    skip reason or None. The guest sees only the repository writable, so it
+    writes under build/ and the host moves the files into out."""
+    left = deadline_epoch - time.time()
+    if left < 90:
+        return f"not enough of the time budget left for a VM boot ({left:.0f} s)"
     for ko in (eng.KECHO_KO, eng.DROP_KO):
         if not os.path.exists(ko):
             return f"{os.path.relpath(ko, TOP)} not built (make modules)"
-    argv = [os.path.join(TOP, "scripts", "vm"), "--timeout", str(int(budget_s)), "--",
+    stage = tempfile.mkdtemp(prefix="bench-vm-", dir=os.path.join(TOP, "build"))
+    argv = [os.path.join(TOP, "scripts", "vm"), "--timeout", str(int(left + 60)), "--",
             os.path.join(TOP, ".venv", "bin", "python"), os.path.abspath(__file__),
-            "--phase", "vm", "--profile", profile, "--out", os.path.abspath(out),
-            "--budget", str(int(guest_budget))]
-    log(f"bench: vm: booting ({' '.join(argv[:3])} ...), guest budget {fmt_s(guest_budget)}")
+            "--phase", "vm", "--profile", profile, "--out", stage,
+            "--deadline", f"{deadline_epoch:.0f}"]
+    log(f"bench: vm: booting scripts/vm (one boot for every kernel and user engine), "
+        f"runs end by {time.strftime('%H:%M:%S', time.localtime(deadline_epoch))}")
     t0 = time.monotonic()
-    vm_mode = None
+    load0 = loadavg()
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            cwd=TOP, env=dict(os.environ, KTCP_BENCH_VM_MODE=""))
+                            cwd=TOP)
+    tail = []
     for line in proc.stdout:
         line = line.rstrip("\n")
-        m = re.search(r"scripts/vm: kernel (\S+), (KVM|software emulation)", line)
-        if m:
-            vm_mode = m.group(2)
-        if line.startswith("bench") or line.startswith("scripts/vm") or "Traceback" in line \
-                or line.startswith("  ") or "Error" in line:
+        tail = (tail + [line])[-20:]
+        if line.startswith(("bench", "scripts/vm")):
             log(line)
     rc = proc.wait()
     log(f"bench: vm: done in {fmt_s(time.monotonic() - t0)} (exit {rc})")
-    path = os.path.join(out, "vm.json")
+    path = os.path.join(stage, "vm.json")
     if not os.path.exists(path):
+        log("\n".join("  | " + t for t in tail))
         return f"the VM phase wrote no vm.json (scripts/vm exit {rc})"
     with open(path) as f:
         doc = json.load(f)
-    doc["conditions"]["vm_mode"] = "TCG software emulation" if vm_mode == "software emulation" \
-        else (vm_mode or "unknown")
     doc["conditions"]["vm_exit"] = rc
-    with open(path, "w") as f:
+    doc["conditions"]["host_loadavg_start"] = load0
+    doc["conditions"]["host_loadavg_end"] = loadavg()
+    doc["conditions"]["boot_and_phase_s"] = round(time.monotonic() - t0, 1)
+    with open(os.path.join(out, "vm.json"), "w") as f:
         json.dump(doc, f, indent=1)
+    os.makedirs(os.path.join(out, "samples"), exist_ok=True)
+    for name in os.listdir(os.path.join(stage, "samples")):
+        os.replace(os.path.join(stage, "samples", name), os.path.join(out, "samples", name))
+    subprocess.run(["rm", "-rf", stage], timeout=60)
     return None
 
 
@@ -495,13 +505,13 @@ def main():
     ap.add_argument("--no-vm", action="store_true", help="host phase only")
     ap.add_argument("--no-host", action="store_true", help="VM phase only")
     ap.add_argument("--phase", choices=["vm"], help=argparse.SUPPRESS)
-    ap.add_argument("--budget", type=float, help=argparse.SUPPRESS)
+    ap.add_argument("--deadline", type=float, help=argparse.SUPPRESS)
     a = ap.parse_args()
     prof = plan.PROFILES[a.profile]
 
     if a.phase == "vm":
         os.makedirs(a.out, exist_ok=True)
-        run_phase("vm", a.profile, a.out, a.budget or 300)
+        run_phase("vm", a.profile, a.out, (a.deadline or time.time() + 300) - time.time())
         return 0
 
     t0 = time.monotonic()
@@ -519,8 +529,8 @@ def main():
     if not a.no_host:
         run_phase("host", a.profile, out, prof["host"]["budget_s"])
     if "vm" in prof and not a.no_vm:
-        left = total - (time.monotonic() - t0) - 20
-        why = run_vm(a.profile, out, left)
+        # the VM's runs end 25 s before the total budget: shutdown and report
+        why = run_vm(a.profile, out, time.time() + total - (time.monotonic() - t0) - 25)
         if why:
             envs_skipped["vm"] = why
             log(f"bench: vm: skipped: {why}")

@@ -29,31 +29,34 @@ PROFILES = {
             "sweep": [1, 10, 100, 1000], "single_c": 10, "duration": 4.0, "timeout_ms": 5000,
             "echo_clients": [1, 10, 100, 1000], "echo_total": 20000,
             "lat_count": 20000, "lat_duration": 2.0,
-            "memory_conns": 10000, "engines": None, "budget_s": 430,
+            "memory_conns": 10000, "engines": None, "budget_s": 400,
         },
         "vm": {
-            "sweep": [1, 10, 100, 1000], "single_c": 10, "duration": 3.0, "timeout_ms": 10000,
-            "echo_clients": [1, 10, 100, 1000], "echo_total": 1000,
-            "lat_count": 2000, "lat_duration": 2.0,
-            "memory_conns": 0, "engines": None, "budget_s": None,
+            "sweep": [1, 10, 100, 1000], "single_c": 10, "duration": 2.5, "timeout_ms": 10000,
+            "echo_clients": [1, 10, 100, 1000], "echo_total": 600,
+            "lat_count": 1000, "lat_duration": 1.5,
+            "memory_conns": 0, "engines": None,
         },
         "total_budget_s": 900,
     },
+    # <= 3 min with make's own start: the VM boot alone takes 40-95 s under
+    # emulation on a loaded host, so the guest gets one point per suite.
     "quick": {
         "host": {
-            "sweep": [10, 100], "close_sweep": [10], "single_c": 10, "duration": 1.5,
+            "sweep": [10, 100], "close_sweep": [10], "single_c": 10, "duration": 0.8,
             "timeout_ms": 5000, "echo_clients": [10, 100], "echo_total": 5000,
             "lat_count": 5000, "lat_duration": 1.0,
-            "memory_conns": 10000, "engines": None, "budget_s": 75,
+            "memory_conns": 10000, "engines": None, "budget_s": 50,
         },
         "vm": {
-            "sweep": [10], "single_c": 10, "duration": 2.0, "timeout_ms": 10000,
-            "echo_clients": [100], "echo_total": 400, "lat_count": 500, "lat_duration": 1.0,
-            "memory_conns": 0, "budget_s": None,
+            "sweep": [10], "single_c": None, "duration": 1.5, "timeout_ms": 10000,
+            "workloads": ["small-keepalive"],
+            "echo_clients": [100], "echo_total": 300, "lat_count": 300, "lat_duration": 1.0,
+            "lat_modes": ["tcp-loopback"], "memory_conns": 0,
             "engines": ["nginx", "ktcp-httpd-epoll", "khttpd-unbound", "ktcp-echo",
                         "kecho-unbound", "lwan"],
         },
-        "total_budget_s": 180,
+        "total_budget_s": 165,
     },
     # For tests/test_bench.py: host only, one engine beside nginx, seconds.
     "smoke": {
@@ -106,11 +109,15 @@ def build(profile, env, http_names, echo_names):
                          "label": f"echo, {c} clients x {rounds} rounds, 1..1024 B",
                          "planned_s": 2.0 if env == "host" else 4.0})
     if p["lat_count"]:
-        for mode in ("tcp", "pipe", "unix"):
-            name = "tcp-loopback" if mode == "tcp" else mode
+        for name, mode, pin in (("tcp-loopback", "tcp", True), ("pipe", "pipe", True),
+                                ("unix", "unix", True), ("tcp-unpinned", "tcp", False)):
+            if name not in p.get("lat_modes", [name]):
+                continue
             runs.append({"suite": "lat", "workload": "lat", "engine": name, "concurrency": 1,
-                         "mode": mode, "count": p["lat_count"], "duration": p["lat_duration"],
-                         "label": f"lat {mode}, 1 B, both ends on one core",
+                         "mode": mode, "same_core": pin, "count": p["lat_count"],
+                         "duration": p["lat_duration"],
+                         "label": f"lat {mode}, 1 B, " + ("both ends on one core" if pin
+                                                          else "unpinned"),
                          "planned_s": p["lat_duration"]})
         for name in echo_names:
             runs.append({"suite": "lat", "workload": "lat", "engine": f"echo:{name}",

@@ -303,8 +303,9 @@ def memory_table(er, tag):
 
 # ---------------------------------------------------------------- plots
 
-def panels(docs):
-    envs = [e for e in ENV_ORDER if e in docs]
+def panels(docs, rs):
+    """One panel per environment that has data in rs."""
+    envs = [e for e in ENV_ORDER if e in docs and any(r["env"] == e for r in rs)]
     fig, axes = plt.subplots(1, len(envs), figsize=(6.2 * len(envs), 4.6), squeeze=False)
     return envs, fig, axes[0]
 
@@ -325,9 +326,11 @@ def save(fig, out, name, title, plots):
 def sweep_plot(out, docs, runs, suite, workload, name, title, ylabel, plots):
     rs = [r for r in runs if r["suite"] == suite and r["workload"] == workload and
           r.get("status") == "ok"]
-    if not rs or len({r["concurrency"] for r in rs}) < 2:
+    # a sweep needs two points in some environment
+    rs = [r for r in rs if len({x["concurrency"] for x in rs if x["env"] == r["env"]}) > 1]
+    if not rs:
         return
-    envs, fig, axes = panels(docs)
+    envs, fig, axes = panels(docs, rs)
     for ax, env in zip(axes, envs):
         er = [r for r in rs if r["env"] == env]
         for eng in engines_of(er):
@@ -352,7 +355,7 @@ def ratio_bars(out, docs, runs, plots):
           r["workload"] not in ("small-keepalive", "small-close")]
     if not rs:
         return
-    envs, fig, axes = panels(docs)
+    envs, fig, axes = panels(docs, rs)
     for ax, env in zip(axes, envs):
         er = [r for r in rs if r["env"] == env]
         wls = [w for w in plan.HTTP_WORKLOADS if any(r["workload"] == w for r in er)]
@@ -365,7 +368,10 @@ def ratio_bars(out, docs, runs, plots):
                 if r and r.get("ratio") is not None:
                     xs.append(i + (j - (len(names) - 1) / 2) * width)
                     ys.append(r["ratio"])
-            ax.bar(xs, ys, width, label=n, color=COLORS.get(n))
+            bars = ax.bar(xs, ys, width, label=n, color=COLORS.get(n))
+            for b, y in zip(bars, ys):
+                ax.text(b.get_x() + b.get_width() / 2, y, f"{y:.2f}" if y < 10 else f"{y:.0f}",
+                        ha="center", va="bottom", fontsize=6)
         labels = []
         for w in wls:
             ng = next((x for x in er if x["engine"] == "nginx" and x["workload"] == w), None)
@@ -374,7 +380,8 @@ def ratio_bars(out, docs, runs, plots):
         ax.set_xticks(range(len(wls)))
         ax.set_xticklabels(labels, fontsize=8)
         ax.axhline(1.0, color="black", linewidth=1)
-        ax.set_ylabel("throughput ÷ nginx (same run)")
+        ax.set_yscale("log")
+        ax.set_ylabel("throughput ÷ nginx (same run, log)")
         ax.set_title(env_title(docs, env) + f", keep-alive, {er[0]['concurrency'] if er else '?'} "
                      "conn.", fontsize=9)
         ax.grid(True, axis="y", alpha=0.3)
@@ -389,7 +396,7 @@ def latency_bars(out, docs, runs, plots):
           r.get("status") == "ok"]
     if not rs:
         return
-    envs, fig, axes = panels(docs)
+    envs, fig, axes = panels(docs, rs)
     for ax, env in zip(axes, envs):
         er = [r for r in rs if r["env"] == env]
         if not er:
@@ -420,7 +427,7 @@ def echo_cdf(out, docs, runs, plots):
           r.get("samples")]
     if not rs:
         return
-    envs, fig, axes = panels(docs)
+    envs, fig, axes = panels(docs, rs)
     for ax, env in zip(axes, envs):
         er = [r for r in rs if r["env"] == env]
         if not er:

@@ -48,8 +48,12 @@ check-unit: $(UNIT_TESTS)
 check-host: user
 	$(PYTHON) -m pytest -q tests $(PYTEST_ARGS)
 
+# The suites that have kernel engines; host-only tests (core differential,
+# tools, bench) are not repeated under emulation.
+VM_TESTS = $(wildcard tests/test_echo.py tests/test_kernel_modules.py tests/http \
+	tests/test_khttpd_kernel.py tests/test_kcm.py)
 check-vm: all
-	scripts/vm --timeout 2400 -- env KTCP_ENGINES=kernel $(CURDIR)/$(PYTHON) -m pytest -q tests $(PYTEST_ARGS)
+	scripts/vm --timeout 2400 -- env KTCP_ENGINES=kernel $(CURDIR)/$(PYTHON) -m pytest -q -rs $(VM_TESTS) $(PYTEST_ARGS)
 
 # make run: serve over the VM with a port forwarded to the host's loopback.
 run: deps all

@@ -20,7 +20,8 @@ import pytest
 
 from conftest import BUILD, ROOT, free_port, run, wait_port
 
-HTTPD_BIN = os.path.join(BUILD, "ktcp-httpd")
+# KTCP_HTTPD_BIN runs the suite against another build (sanitizers, ...).
+HTTPD_BIN = os.environ.get("KTCP_HTTPD_BIN", os.path.join(BUILD, "ktcp-httpd"))
 KHTTPD_KO = os.path.join(ROOT, "kernel", "khttpd", "khttpd.ko")
 
 

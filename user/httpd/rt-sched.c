@@ -375,12 +375,17 @@ static void *worker_main(void *arg)
             timeout = 50;
         if (timeout && model_mn)
             atomic_fetch_add(&shared_idle_workers, 1);
+        /* The read-side section spans the wait too: an event names a
+         * coroutine that another worker may close and free (call_rcu) at
+         * any moment after the kernel queued the event, so the grace period
+         * must cover the whole time we may hold that pointer. A sleeping
+         * worker delays frees by at most its timeout (1 s). */
+        urcu_memb_read_lock();
         int n = epoll_wait(w->epfd, ev, RT_EVENTS, timeout);
         if (timeout && model_mn)
             atomic_fetch_sub(&shared_idle_workers, 1);
 
         int queued = 0;
-        urcu_memb_read_lock(); /* event pointers outlive their coroutines */
         for (int i = 0; i < n; i++) {
             void *p = ev[i].data.ptr;
             if (p == &tag_listen) {

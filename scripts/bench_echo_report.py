@@ -24,14 +24,14 @@ def main():
         rows[name] = json.load(open(path))
     peer = rows.get("ktcp-echo")
     lines = [f"# Echo bench\n", f"Conditions: {a.conditions}\n",
-             "| engine | req/s | × ktcp-echo | p50 µs | p90 µs | p99 µs | max µs | ok | mismatches | errors |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+             "| engine | req/s | × ktcp-echo | p50 µs | p90 µs | p99 µs | max µs | ok | mismatches | failed clients | errors by kind |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     for name, r in rows.items():
         lat = r["latency_us"]
         ratio = f"{r['req_per_s'] / peer['req_per_s']:.2f}" if peer and peer["req_per_s"] else "-"
-        errors = sum(r["errors"].values())
+        errors = ", ".join(f"{k} {v}" for k, v in r["errors"].items() if v) or "0"
         lines.append(f"| {name} | {r['req_per_s']:.0f} | {ratio} | {lat['p50']:.0f} | {lat['p90']:.0f} | "
-                     f"{lat['p99']:.0f} | {lat['max']:.0f} | {r['ok']} | {r['mismatches']} | {errors} |")
+                     f"{lat['p99']:.0f} | {lat['max']:.0f} | {r['ok']} | {r['mismatches']} | {r['failed_clients']} | {errors} |")
     open(os.path.join(a.out, "results.md"), "w").write("\n".join(lines) + "\n")
     json.dump({"conditions": a.conditions, "runs": rows}, open(os.path.join(a.out, "results.json"), "w"), indent=1)
 

@@ -8,6 +8,7 @@ Options use khttpd's module parameter names:
   max_conns        refuse connections beyond this many
   gzip             serve gzip copies of compressible files (default True)
   access_log       file to log requests to (user engines only)
+  cache_size       content cache limit in bytes (user engines only)
 
 An engine that cannot honour an option skips the test that asked for it.
 """
@@ -35,7 +36,7 @@ class UserHttpd:
         self.port = None
 
     def start(self, root, idle_timeout_ms=30000, max_conns=0, gzip=True,
-              access_log=None, threads=2):
+              access_log=None, threads=2, cache_size=None):
         if not os.path.exists(HTTPD_BIN):
             pytest.fail(f"{HTTPD_BIN} is not built (run make)")
         self.port = free_port()
@@ -47,6 +48,8 @@ class UserHttpd:
                "--gzip" if gzip else "--no-gzip"]
         if access_log:
             cmd += ["--access-log", access_log]
+        if cache_size is not None:
+            cmd += ["--cache-size", str(cache_size)]
         self.stderr_path = os.path.join(self.logdir, f"httpd-{self.model}-{self.port}.err")
         self.stderr = open(self.stderr_path, "w")
         self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=self.stderr)

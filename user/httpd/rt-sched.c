@@ -361,15 +361,18 @@ static void *worker_main(void *arg)
         }
 
         uint64_t now = rt_now_ms();
-        int timeout = 1000;
+        /* mn workers sleep at most 100 ms: a stop or a kick reaches only
+         * one sleeper of the shared set, the others notice on their own */
+        int max_sleep = model_mn ? 100 : 1000;
+        int timeout = max_sleep;
         if (!runq_empty(w)) {
             timeout = 0;
         } else {
             const struct rt_timer_entry *t = rt_timer_top(&w->timers);
-            if (t)
-                timeout = t->deadline <= now         ? 0
-                          : t->deadline - now < 1000 ? (int) (t->deadline - now)
-                                                     : 1000;
+            if (t && t->deadline <= now)
+                timeout = 0;
+            else if (t && t->deadline - now < (uint64_t) max_sleep)
+                timeout = (int) (t->deadline - now);
         }
         if (saw_stop && timeout > 50)
             timeout = 50;

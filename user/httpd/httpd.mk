@@ -13,3 +13,9 @@ $(BUILD)/user/httpd/%.o: user/httpd/%.c $(wildcard user/httpd/*.h) $(wildcard co
 
 $(BUILD)/ktcp-httpd: $(HTTPD_OBJS) $(BUILD)/libktcpcore.a
 	$(CC) $(LDFLAGS) -o $@ $(HTTPD_OBJS) $(BUILD)/libktcpcore.a $(HTTPD_LIBS)
+
+# Unit test of the runtime (timer heap, coroutine switch), run by make check.
+UNIT_TESTS += $(BUILD)/test-httpd-rt
+
+$(BUILD)/test-httpd-rt: user/httpd/tests/test-rt.c $(BUILD)/user/httpd/rt-coro.o $(BUILD)/user/httpd/rt-timer.o
+	$(CC) $(CFLAGS) -Iuser/httpd -o $@ $^ $(LDFLAGS) $(HTTPD_LIBS)

@@ -28,7 +28,8 @@
 #define ENTRY_OVERHEAD 256 /* charged per entry besides path and body */
 #define EVICT_BATCH 64
 
-static struct cds_lfht *table;
+/* the lock-free hash table every worker reads under RCU */
+static struct cds_lfht *table_rcu;
 static _Atomic size_t cache_bytes_shared;
 static pthread_mutex_t evict_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -57,10 +58,10 @@ static int match(struct cds_lfht_node *node, const void *k)
 
 int httpd_cache_init(void)
 {
-    table = cds_lfht_new_flavor(1024, 1024, 0,
-                                CDS_LFHT_AUTO_RESIZE | CDS_LFHT_ACCOUNTING,
-                                &urcu_memb_flavor, NULL);
-    return table ? 0 : -ENOMEM;
+    table_rcu = cds_lfht_new_flavor(1024, 1024, 0,
+                                    CDS_LFHT_AUTO_RESIZE | CDS_LFHT_ACCOUNTING,
+                                    &urcu_memb_flavor, NULL);
+    return table_rcu ? 0 : -ENOMEM;
 }
 
 static void file_free_rcu(struct rcu_head *head)
@@ -90,7 +91,7 @@ static bool get_unless_zero(struct httpd_file *f)
  * read lock. The winner drops the table's reference. */
 static void unpublish(struct httpd_file *f)
 {
-    if (cds_lfht_del(table, &f->node) == 0) {
+    if (cds_lfht_del(table_rcu, &f->node) == 0) {
         atomic_store(&f->in_table, false);
         atomic_fetch_sub(&cache_bytes_shared, atomic_load(&f->charge));
         httpd_cache_put(f);
@@ -111,7 +112,7 @@ static void evict(void)
         struct cds_lfht_iter it;
         struct httpd_file *f;
         urcu_memb_read_lock();
-        cds_lfht_for_each_entry(table, &it, f, node)
+        cds_lfht_for_each_entry(table_rcu, &it, f, node)
         {
             uint64_t u = atomic_load(&f->used_ms);
             int i;
@@ -250,7 +251,7 @@ int httpd_cache_get(const char *rel, size_t len, struct httpd_file **out)
     uint64_t now = rt_now_ms();
 
     urcu_memb_read_lock();
-    cds_lfht_lookup(table, hash, match, &key, &it);
+    cds_lfht_lookup(table_rcu, hash, match, &key, &it);
     struct cds_lfht_node *node = cds_lfht_iter_get_node(&it);
     if (node) {
         f = caa_container_of(node, struct httpd_file, node);
@@ -282,7 +283,7 @@ int httpd_cache_get(const char *rel, size_t len, struct httpd_file **out)
     atomic_fetch_add(&f->refs, 1); /* the table's */
     atomic_store(&f->in_table, true);
     urcu_memb_read_lock();
-    node = cds_lfht_add_replace(table, hash, match, &key, &f->node);
+    node = cds_lfht_add_replace(table_rcu, hash, match, &key, &f->node);
     if (node) {
         /* a concurrent load of the same path lost the race to us */
         struct httpd_file *old =

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "httpd.h"
@@ -98,18 +99,29 @@ static void send_error_close(struct conn *cs, int status)
 
 void httpd_conn_refuse(int fd)
 {
-    static const char resp[] =
-        "HTTP/1.1 503 Service Unavailable\r\n"
-        "Server: ktcp\r\n"
-        "Content-Type: text/plain; charset=utf-8\r\n"
-        "Content-Length: 24\r\n"
-        "Connection: close\r\n"
-        "\r\n"
-        "503 Service Unavailable\n";
+    /* Called from accept paths, outside any worker's request handling: no
+     * cached Date here, core formats the current second itself. */
+    char head[512];
+    static const char body[] = "503 Service Unavailable\n";
+    struct http_buf b;
+    struct http_response_head h = {
+        .status = 503,
+        .version = 11,
+        .now_seconds = (int64_t) time(NULL),
+        .content_type = "text/plain; charset=utf-8",
+        .content_length = sizeof(body) - 1,
+        .keep_alive = false,
+    };
+    http_buf_init(&b, head, sizeof(head));
+    int n = http_response_build(&b, &h);
+    if (n < 0)
+        return;
+    struct iovec iov[2] = {{head, (size_t) n},
+                           {(void *) body, sizeof(body) - 1}};
+    struct msghdr m = {.msg_iov = iov, .msg_iovlen = 2};
     /* best effort: a fresh socket's send buffer is empty */
-    ssize_t n = send(fd, resp, sizeof(resp) - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
-    (void) n;
-    shutdown(fd, SHUT_WR);
+    if (sendmsg(fd, &m, MSG_NOSIGNAL | MSG_DONTWAIT) > 0)
+        shutdown(fd, SHUT_WR);
 }
 
 /* Make room for more bytes: slide the current request to the front, or

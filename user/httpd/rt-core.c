@@ -16,7 +16,7 @@
 #include "rt-internal.h"
 
 struct rt_global rt_g = {.stop_fd = -1};
-static _Atomic long live_conns;
+static _Atomic long live_conns_shared;
 
 /* The worker of the calling thread. noinline and never cached by callers
  * across a wait: in the mn model the thread can change (rt.h). */
@@ -51,14 +51,14 @@ bool rt_stopping(void)
 
 long rt_live_conns(void)
 {
-    return atomic_load(&live_conns);
+    return atomic_load(&live_conns_shared);
 }
 
 bool rt_conn_admit(int fd)
 {
-    long n = atomic_fetch_add(&live_conns, 1);
+    long n = atomic_fetch_add(&live_conns_shared, 1);
     if (rt_g.cfg->max_conns > 0 && n >= rt_g.cfg->max_conns) {
-        atomic_fetch_sub(&live_conns, 1);
+        atomic_fetch_sub(&live_conns_shared, 1);
         if (rt_g.cfg->refuse)
             rt_g.cfg->refuse(fd);
         return false;
@@ -68,7 +68,7 @@ bool rt_conn_admit(int fd)
 
 void rt_conn_release(void)
 {
-    atomic_fetch_sub(&live_conns, 1);
+    atomic_fetch_sub(&live_conns_shared, 1);
 }
 
 void rt_conn_set_peer(struct rt_conn *c, const struct sockaddr *sa)
@@ -253,7 +253,7 @@ void rt_stop(void)
 void rt_finish(void)
 {
     /* in-flight responses finish; each wait is bounded by the timeouts */
-    while (atomic_load(&live_conns) > 0)
+    while (atomic_load(&live_conns_shared) > 0)
         usleep(10000);
     atomic_store(&rt_g.exiting, true);
     if (rt_g.cfg->model == RT_MODEL_THREADS) {

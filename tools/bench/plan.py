@@ -27,13 +27,13 @@ PROFILES = {
     "full": {
         "host": {
             "sweep": [1, 10, 100, 1000], "single_c": 10, "duration": 4.0, "timeout_ms": 5000,
-            "echo_clients": [1, 10, 100, 1000], "echo_total": 20000,
+            "echo_clients": [1, 10, 100, 1000], "echo_total": 60000,
             "lat_count": 20000, "lat_duration": 2.0,
             "memory_conns": 10000, "engines": None, "budget_s": 400,
         },
         "vm": {
-            "sweep": [1, 10, 100, 1000], "single_c": 10, "duration": 2.5, "timeout_ms": 10000,
-            "echo_clients": [1, 10, 100, 1000], "echo_total": 600,
+            "sweep": [1, 10, 100, 1000], "single_c": 10, "duration": 2.0, "timeout_ms": 10000,
+            "echo_clients": [1, 10, 100, 1000], "echo_total": 400,
             "lat_count": 1000, "lat_duration": 1.5,
             "memory_conns": 0, "engines": None,
         },

@@ -82,8 +82,11 @@ def cond_line(c):
     where = c["where"]
     if c.get("vm_mode"):
         where += f", {c['vm_mode']}"
-    return (f"{where}; kernel {c['kernel']}; {c['cores']} cores ({c['cpu']}); "
-            f"load average {c['loadavg_start']} → {c.get('loadavg_end', '?')}; "
+    load = f"load average {c['loadavg_start']} → {c.get('loadavg_end', '?')}"
+    if c.get("host_loadavg_start"):
+        load = (f"guest {load}, host load average {c['host_loadavg_start']} → "
+                f"{c.get('host_loadavg_end', '?')} meanwhile")
+    return (f"{where}; kernel {c['kernel']}; {c['cores']} cores ({c['cpu']}); {load}; "
             f"{c.get('nginx', 'nginx ?')}")
 
 
@@ -323,7 +326,8 @@ def save(fig, out, name, title, plots):
     plots.append((name, title))
 
 
-def sweep_plot(out, docs, runs, suite, workload, name, title, ylabel, plots):
+def sweep_plot(out, docs, runs, suite, workload, name, title, ylabel, plots,
+               xlabel="concurrency (connections, log)"):
     rs = [r for r in runs if r["suite"] == suite and r["workload"] == workload and
           r.get("status") == "ok"]
     # a sweep needs two points in some environment
@@ -340,7 +344,7 @@ def sweep_plot(out, docs, runs, suite, workload, name, title, ylabel, plots):
                     linestyle="--" if eng == "nginx" else "-")
         ax.set_xscale("log")
         ax.set_yscale("log")
-        ax.set_xlabel("concurrency (connections, log)")
+        ax.set_xlabel(xlabel)
         ax.set_ylabel(ylabel)
         ax.set_title(env_title(docs, env), fontsize=9)
         ax.grid(True, which="both", alpha=0.3)
@@ -486,7 +490,8 @@ def make_plots(out, docs, runs):
     ratio_bars(out, docs, runs, plots)
     latency_bars(out, docs, runs, plots)
     sweep_plot(out, docs, runs, "echo", "echo", "throughput-echo.png",
-               "Echo bench: req/s against clients released together", "req/s (log)", plots)
+               "Echo bench: req/s against clients released together", "req/s (log)", plots,
+               xlabel="clients, each its own connection (log)")
     echo_cdf(out, docs, runs, plots)
     memory_plot(out, docs, runs, plots)
     return plots

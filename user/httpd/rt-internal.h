@@ -96,6 +96,11 @@ struct rt_worker {
     void *sched_sp;
     struct rt_coro *rq_head, *rq_tail; /* local run queue (epoll model) */
     struct rt_timer_heap timers;
+    /* closed coroutines whose timer entry is in this worker's heap, handed
+     * over by other workers (mn) so the entry goes now, not at its
+     * deadline; linked through rt_coro.next */
+    pthread_mutex_t cancel_lock;
+    struct rt_coro *cancel_inbox_locked;
     uint64_t last_log_flush_ms;
 };
 

@@ -142,16 +142,50 @@ static void timer_arm(struct rt_worker *w, struct rt_coro *co, uint64_t dl)
     rt_coro_put(co);
 }
 
-/* A closed connection leaves its timer at once if this worker holds it;
- * otherwise the owner drops the entry when it comes due. */
-static void timer_cancel(struct rt_worker *w, struct rt_coro *co)
+/* A closed connection's timer entry goes at once: removed here if this
+ * worker's heap holds it, else handed to the owner's inbox (mn), which the
+ * owner drains on its next loop. Without this, a closed connection's
+ * header would live until its idle deadline. */
+static void timer_remove_owned(struct rt_worker *w, struct rt_coro *co)
 {
     if (atomic_load(&co->heap_owner) != w)
-        return;
+        return; /* already popped by us */
     atomic_store(&co->heap_owner, NULL);
     rt_timer_remove(&w->timers, co->heap_idx);
     atomic_store(&co->in_heap, 0);
     rt_coro_put(co);
+}
+
+static void timer_cancel(struct rt_worker *w, struct rt_coro *co)
+{
+    struct rt_worker *owner = atomic_load(&co->heap_owner);
+    if (!owner)
+        return;
+    if (owner == w) {
+        timer_remove_owned(w, co);
+        return;
+    }
+    rt_coro_get(co); /* the inbox's; co is DEAD, so next is free */
+    pthread_mutex_lock(&owner->cancel_lock);
+    co->next = owner->cancel_inbox_locked;
+    owner->cancel_inbox_locked = co;
+    pthread_mutex_unlock(&owner->cancel_lock);
+}
+
+static void cancel_inbox_drain(struct rt_worker *w)
+{
+    if (!__atomic_load_n(&w->cancel_inbox_locked, __ATOMIC_RELAXED))
+        return;
+    pthread_mutex_lock(&w->cancel_lock);
+    struct rt_coro *list = w->cancel_inbox_locked;
+    w->cancel_inbox_locked = NULL;
+    pthread_mutex_unlock(&w->cancel_lock);
+    while (list) {
+        struct rt_coro *co = list;
+        list = co->next;
+        timer_remove_owned(w, co);
+        rt_coro_put(co);
+    }
 }
 
 /* Called on the scheduler stack after co switched out asking to park. */
@@ -416,6 +450,7 @@ static void *worker_main(void *arg)
         }
 
         now = rt_now_ms();
+        cancel_inbox_drain(w);
         timers_expire(w, now);
         if (rt_stopping()) {
             saw_stop = true;
@@ -463,6 +498,7 @@ int rt_run_coro(const struct rt_config *cfg)
     for (int i = 0; i < nworkers; i++) {
         struct rt_worker *w = &workers[i];
         w->pub.id = i;
+        pthread_mutex_init(&w->cancel_lock, NULL);
         w->listen_fd = -1;
         if (model_mn) {
             w->epfd = shared_epfd;

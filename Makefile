@@ -16,7 +16,7 @@ KDIR     ?= /lib/modules/$(KVER)/build
 BINS        :=   # user-space programs, each $(BUILD)/<name>
 UNIT_TESTS  :=   # C test programs run by make check, each exits non-zero on failure
 
-.PHONY: all modules user check check-unit check-host check-vm run bench bench-echo fmt fmt-check deps clean
+.PHONY: all modules user check check-unit check-host check-vm run bench bench-quick bench-echo bench-kcm fmt fmt-check deps clean
 all: user modules
 
 include $(sort $(wildcard core/*.mk user/*/*.mk tools/*.mk tests/*/*.mk))

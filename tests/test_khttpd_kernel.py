@@ -497,6 +497,12 @@ def test_slab_growth_bounded_by_cache(docroot):
 
 def test_counters_move(docroot):
     with Khttpd(docroot) as k:
+        # The readiness probe's connection must be accepted and gone first,
+        # or it lands between the two snapshots.
+        deadline = time.monotonic() + 10
+        while not (stats()["accepted"] >= 1 and stats()["active"] == 0):
+            assert time.monotonic() < deadline, "readiness probe never settled"
+            time.sleep(0.05)
         st0 = stats()
         get(k.port, "/hello.txt")
         get(k.port, "/nope")

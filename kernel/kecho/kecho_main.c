@@ -34,6 +34,8 @@
 #include <net/sock.h>
 #include <net/tcp.h>
 
+#include "ktcp_sock.h"
+
 MODULE_LICENSE("Dual MIT/GPL");
 MODULE_AUTHOR("ktcp authors");
 MODULE_DESCRIPTION("In-kernel TCP echo server on CMWQ");
@@ -87,10 +89,8 @@ struct kecho_conn {
     struct timer_list idle_timer;
     struct list_head node;     /* in kecho_conns, under kecho_conns_lock */
     unsigned long last_active; /* jiffies, written by the work only */
-    void (*saved_data_ready)(struct sock *sk);
-    void (*saved_write_space)(struct sock *sk);
-    void (*saved_state_change)(struct sock *sk);
-    unsigned int out_off, out_len; /* pending echo in buf */
+    struct ktcp_sock_callbacks saved; /* the socket's own */
+    unsigned int out_off, out_len;    /* pending echo in buf */
     bool peer_closed;
     bool dead; /* set once by the work; later runs return at once */
     u8 buf[KECHO_BUF_SIZE];
@@ -134,7 +134,7 @@ static void kecho_write_space(struct sock *sk)
     conn = sk->sk_user_data;
     if (conn) {
         /* TCP's own handler keeps SOCK_NOSPACE accounting right. */
-        conn->saved_write_space(sk);
+        conn->saved.write_space(sk);
         if (sk_stream_is_writeable(sk))
             queue_work(kecho_wq, &conn->work);
     }
@@ -154,32 +154,11 @@ static void kecho_idle_timer_fn(struct timer_list *t)
     queue_work(kecho_wq, &conn->work);
 }
 
-static void kecho_attach(struct kecho_conn *conn)
-{
-    struct sock *sk = conn->sock->sk;
-
-    write_lock_bh(&sk->sk_callback_lock);
-    conn->saved_data_ready = sk->sk_data_ready;
-    conn->saved_write_space = sk->sk_write_space;
-    conn->saved_state_change = sk->sk_state_change;
-    sk->sk_user_data = conn;
-    sk->sk_data_ready = kecho_data_ready;
-    sk->sk_write_space = kecho_write_space;
-    sk->sk_state_change = kecho_state_change;
-    write_unlock_bh(&sk->sk_callback_lock);
-}
-
-static void kecho_detach(struct kecho_conn *conn)
-{
-    struct sock *sk = conn->sock->sk;
-
-    write_lock_bh(&sk->sk_callback_lock);
-    sk->sk_user_data = NULL;
-    sk->sk_data_ready = conn->saved_data_ready;
-    sk->sk_write_space = conn->saved_write_space;
-    sk->sk_state_change = conn->saved_state_change;
-    write_unlock_bh(&sk->sk_callback_lock);
-}
+static const struct ktcp_sock_callbacks kecho_callbacks = {
+    .data_ready = kecho_data_ready,
+    .write_space = kecho_write_space,
+    .state_change = kecho_state_change,
+};
 
 static void kecho_release_fn(struct work_struct *w)
 {
@@ -207,7 +186,7 @@ static void kecho_release_fn(struct work_struct *w)
 static void kecho_close(struct kecho_conn *conn)
 {
     conn->dead = true;
-    kecho_detach(conn);
+    ktcp_sock_detach(conn->sock->sk, &conn->saved);
     queue_work(kecho_wq, &conn->release);
 }
 
@@ -319,7 +298,7 @@ static int kecho_serve(struct socket *sock)
     list_add_tail(&conn->node, &kecho_conns);
     spin_unlock(&kecho_conns_lock);
 
-    kecho_attach(conn);
+    ktcp_sock_attach(sock->sk, conn, &kecho_callbacks, &conn->saved);
     /* Data may have arrived before the callbacks were in place. */
     queue_work(kecho_wq, &conn->work);
     return 0;
@@ -352,66 +331,8 @@ static int kecho_accept_loop(void *unused)
         }
         kecho_count(accepted, 1);
     }
-    /* kthread_stop() must find us alive; wait for it. */
-    while (!kthread_should_stop()) {
-        set_current_state(TASK_INTERRUPTIBLE);
-        if (!kthread_should_stop())
-            schedule();
-        __set_current_state(TASK_RUNNING);
-    }
+    ktcp_kthread_wait_for_stop();
     return 0;
-}
-
-static int kecho_open_listen(struct socket **res)
-{
-    struct sockaddr_in6 sin6 = {
-        .sin6_family = AF_INET6,
-        .sin6_addr = IN6ADDR_ANY_INIT,
-        .sin6_port = htons(port),
-    };
-    struct sockaddr_in sin = {
-        .sin_family = AF_INET,
-        .sin_addr.s_addr = htonl(INADDR_ANY),
-        .sin_port = htons(port),
-    };
-    struct sockaddr *addr = (struct sockaddr *) &sin6;
-    int addrlen = sizeof(sin6);
-    struct socket *sock;
-    int err;
-
-    /* Dual-stack when the kernel has IPv6; plain IPv4 otherwise. */
-    err =
-        sock_create_kern(&init_net, PF_INET6, SOCK_STREAM, IPPROTO_TCP, &sock);
-    if (err == -EAFNOSUPPORT) {
-        err = sock_create_kern(&init_net, PF_INET, SOCK_STREAM, IPPROTO_TCP,
-                               &sock);
-        addr = (struct sockaddr *) &sin;
-        addrlen = sizeof(sin);
-    }
-    if (err < 0) {
-        pr_err("cannot create socket: %d\n", err);
-        goto out;
-    }
-    sock_set_reuseaddr(sock->sk);
-    tcp_sock_set_nodelay(sock->sk);
-
-    err = kernel_bind(sock, addr, addrlen);
-    if (err < 0) {
-        pr_err("cannot bind port %u: %d\n", port, err);
-        goto out_release;
-    }
-    err = kernel_listen(sock, backlog);
-    if (err < 0) {
-        pr_err("cannot listen on port %u: %d\n", port, err);
-        goto out_release;
-    }
-    *res = sock;
-    return 0;
-
-out_release:
-    sock_release(sock);
-out:
-    return err;
 }
 
 static int kecho_stats_show(struct seq_file *m, void *v)
@@ -497,7 +418,7 @@ static int __init kecho_init(void)
         goto out_cache;
     }
 
-    err = kecho_open_listen(&kecho_listen_sock);
+    err = ktcp_listen(port, backlog, &kecho_listen_sock);
     if (err < 0)
         goto out_wq;
 

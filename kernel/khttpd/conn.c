@@ -106,7 +106,7 @@ static void khttpd_write_space(struct sock *sk)
     conn = sk->sk_user_data;
     if (conn) {
         /* TCP's own handler keeps SOCK_NOSPACE accounting right. */
-        conn->saved_write_space(sk);
+        conn->saved.write_space(sk);
         if (sk_stream_is_writeable(sk))
             khttpd_kick(conn);
     }
@@ -126,32 +126,11 @@ static void khttpd_timer_fn(struct timer_list *t)
     khttpd_kick(conn);
 }
 
-static void khttpd_attach(struct khttpd_conn *conn)
-{
-    struct sock *sk = conn->sock->sk;
-
-    write_lock_bh(&sk->sk_callback_lock);
-    conn->saved_data_ready = sk->sk_data_ready;
-    conn->saved_write_space = sk->sk_write_space;
-    conn->saved_state_change = sk->sk_state_change;
-    sk->sk_user_data = conn;
-    sk->sk_data_ready = khttpd_data_ready;
-    sk->sk_write_space = khttpd_write_space;
-    sk->sk_state_change = khttpd_state_change;
-    write_unlock_bh(&sk->sk_callback_lock);
-}
-
-static void khttpd_detach(struct khttpd_conn *conn)
-{
-    struct sock *sk = conn->sock->sk;
-
-    write_lock_bh(&sk->sk_callback_lock);
-    sk->sk_user_data = NULL;
-    sk->sk_data_ready = conn->saved_data_ready;
-    sk->sk_write_space = conn->saved_write_space;
-    sk->sk_state_change = conn->saved_state_change;
-    write_unlock_bh(&sk->sk_callback_lock);
-}
+static const struct ktcp_sock_callbacks khttpd_callbacks = {
+    .data_ready = khttpd_data_ready,
+    .write_space = khttpd_write_space,
+    .state_change = khttpd_state_change,
+};
 
 /* ---- the response being sent ---- */
 
@@ -640,7 +619,7 @@ static void khttpd_response_done(struct khttpd_conn *conn)
 static void khttpd_close(struct khttpd_conn *conn)
 {
     conn->dead = true;
-    khttpd_detach(conn);
+    ktcp_sock_detach(conn->sock->sk, &conn->saved);
     /* mode=kthread: the thread sees ->dead and frees the connection. */
     if (!conn->thread)
         queue_work(khttpd_wq, &conn->release);
@@ -852,7 +831,7 @@ int khttpd_conn_start(struct socket *sock)
     list_add_tail(&conn->node, &khttpd_conns);
     spin_unlock(&khttpd_conns_lock);
 
-    khttpd_attach(conn);
+    ktcp_sock_attach(conn->sock->sk, conn, &khttpd_callbacks, &conn->saved);
     if (conn->thread)
         wake_up_process(conn->thread);
     else

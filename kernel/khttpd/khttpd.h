@@ -18,6 +18,7 @@
 #include <linux/workqueue.h>
 
 #include "http_core.h"
+#include "ktcp_sock.h"
 
 struct seq_file;
 struct sock;
@@ -147,9 +148,7 @@ struct khttpd_conn {
     bool kicked;                /* mode=kthread: run the step again */
     struct timer_list timer;    /* idle, head, body and linger deadlines */
     struct list_head node;      /* in khttpd_conns */
-    void (*saved_data_ready)(struct sock *sk);
-    void (*saved_write_space)(struct sock *sk);
-    void (*saved_state_change)(struct sock *sk);
+    struct ktcp_sock_callbacks saved; /* the socket's own */
 
     /* Below: touched only by the connection's step (work or thread). */
     enum khttpd_conn_state state;

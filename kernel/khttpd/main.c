@@ -108,66 +108,8 @@ static int khttpd_accept_loop(void *unused)
         }
         khttpd_count(accepted, 1);
     }
-    /* kthread_stop() must find us alive; wait for it. */
-    while (!kthread_should_stop()) {
-        set_current_state(TASK_INTERRUPTIBLE);
-        if (!kthread_should_stop())
-            schedule();
-        __set_current_state(TASK_RUNNING);
-    }
+    ktcp_kthread_wait_for_stop();
     return 0;
-}
-
-static int khttpd_open_listen(struct socket **res)
-{
-    struct sockaddr_in6 sin6 = {
-        .sin6_family = AF_INET6,
-        .sin6_addr = IN6ADDR_ANY_INIT,
-        .sin6_port = htons(port),
-    };
-    struct sockaddr_in sin = {
-        .sin_family = AF_INET,
-        .sin_addr.s_addr = htonl(INADDR_ANY),
-        .sin_port = htons(port),
-    };
-    struct sockaddr *addr = (struct sockaddr *) &sin6;
-    int addrlen = sizeof(sin6);
-    struct socket *sock;
-    int err;
-
-    /* Dual-stack when the kernel has IPv6; plain IPv4 otherwise. */
-    err =
-        sock_create_kern(&init_net, PF_INET6, SOCK_STREAM, IPPROTO_TCP, &sock);
-    if (err == -EAFNOSUPPORT) {
-        err = sock_create_kern(&init_net, PF_INET, SOCK_STREAM, IPPROTO_TCP,
-                               &sock);
-        addr = (struct sockaddr *) &sin;
-        addrlen = sizeof(sin);
-    }
-    if (err < 0) {
-        pr_err("cannot create socket: %d\n", err);
-        goto out;
-    }
-    sock_set_reuseaddr(sock->sk);
-    tcp_sock_set_nodelay(sock->sk);
-
-    err = kernel_bind(sock, addr, addrlen);
-    if (err < 0) {
-        pr_err("cannot bind port %u: %d\n", port, err);
-        goto out_release;
-    }
-    err = kernel_listen(sock, backlog);
-    if (err < 0) {
-        pr_err("cannot listen on port %u: %d\n", port, err);
-        goto out_release;
-    }
-    *res = sock;
-    return 0;
-
-out_release:
-    sock_release(sock);
-out:
-    return err;
 }
 
 /* Parameters are checked before anything is allocated. */
@@ -228,7 +170,7 @@ static int __init khttpd_init(void)
     if (err < 0)
         goto out_stats;
 
-    err = khttpd_open_listen(&khttpd_listen_sock);
+    err = ktcp_listen(port, backlog, &khttpd_listen_sock);
     if (err < 0)
         goto out_conns;
 

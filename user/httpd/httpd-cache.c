@@ -262,7 +262,11 @@ int httpd_cache_get(const char *rel, size_t len, struct httpd_file **out)
 
     if (f) {
         if (still_fresh(f, rel, now)) {
-            atomic_store_explicit(&f->used_ms, now, memory_order_relaxed);
+            /* LRU clock: a coarse stamp, written rarely, so hot entries do
+             * not bounce their cache line between workers on every hit */
+            if (now - atomic_load_explicit(&f->used_ms, memory_order_relaxed) >
+                100)
+                atomic_store_explicit(&f->used_ms, now, memory_order_relaxed);
             *out = f;
             return 0;
         }

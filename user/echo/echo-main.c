@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "echo.h"
+#include "ktcp-net.h"
 
 static void usage(FILE *f)
 {
@@ -44,17 +45,7 @@ static void usage(FILE *f)
 
 static long parse_num(const char *flag, const char *s, long min, long max)
 {
-    char *end;
-    long v;
-
-    errno = 0;
-    v = strtol(s, &end, 10);
-    if (errno || *s == '\0' || *end != '\0' || v < min || v > max) {
-        fprintf(stderr, "ktcp-echo: %s %s: expected a number in %ld..%ld\n",
-                flag, s, min, max);
-        exit(2);
-    }
-    return v;
+    return ktcp_parse_long("ktcp-echo", flag, s, min, max);
 }
 
 static void write_counters(const struct echo_options *opt,

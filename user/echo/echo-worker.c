@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "echo.h"
+#include "ktcp-net.h"
 
 #define ECHO_BUF_SIZE 16384
 /* Receives per event before other connections get their turn. */
@@ -305,55 +306,5 @@ void *echo_worker_run(void *arg)
 
 int echo_listen(const struct echo_options *opt)
 {
-    struct sockaddr_storage ss = {0};
-    socklen_t len;
-    int fd, one = 1, zero = 0;
-    int family = AF_INET6;
-
-    if (opt->bind_addr && strchr(opt->bind_addr, ':') == NULL)
-        family = AF_INET;
-    fd = socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (fd < 0 && family == AF_INET6 && !opt->bind_addr) {
-        family = AF_INET; /* a kernel without IPv6 */
-        fd = socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    }
-    if (fd < 0)
-        return -errno;
-    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-    setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one));
-    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-    if (family == AF_INET6) {
-        struct sockaddr_in6 *a = (struct sockaddr_in6 *) &ss;
-
-        setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof(zero));
-        a->sin6_family = AF_INET6;
-        a->sin6_port = htons(opt->port);
-        a->sin6_addr = in6addr_any;
-        if (opt->bind_addr &&
-            inet_pton(AF_INET6, opt->bind_addr, &a->sin6_addr) != 1) {
-            close(fd);
-            return -EINVAL;
-        }
-        len = sizeof(*a);
-    } else {
-        struct sockaddr_in *a = (struct sockaddr_in *) &ss;
-
-        a->sin_family = AF_INET;
-        a->sin_port = htons(opt->port);
-        a->sin_addr.s_addr = htonl(INADDR_ANY);
-        if (opt->bind_addr &&
-            inet_pton(AF_INET, opt->bind_addr, &a->sin_addr) != 1) {
-            close(fd);
-            return -EINVAL;
-        }
-        len = sizeof(*a);
-    }
-    if (bind(fd, (struct sockaddr *) &ss, len) < 0 ||
-        listen(fd, opt->backlog) < 0) {
-        int err = -errno;
-
-        close(fd);
-        return err;
-    }
-    return fd;
+    return ktcp_listen_tcp(opt->bind_addr, opt->port, opt->backlog, true);
 }

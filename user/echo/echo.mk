@@ -3,9 +3,9 @@ ECHO_SRCS := user/echo/echo-main.c user/echo/echo-worker.c
 ECHO_OBJS := $(ECHO_SRCS:%.c=$(BUILD)/%.o)
 BINS += $(BUILD)/ktcp-echo
 
-$(BUILD)/ktcp-echo: $(ECHO_OBJS)
+$(BUILD)/ktcp-echo: $(ECHO_OBJS) $(KTCP_USER_COMMON)
 	$(CC) $(LDFLAGS) -o $@ $^
 
-$(BUILD)/user/echo/%.o: user/echo/%.c user/echo/echo.h
+$(BUILD)/user/echo/%.o: user/echo/%.c user/echo/echo.h user/common/ktcp-net.h
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -c -o $@ $<
+	$(CC) $(CFLAGS) -Iuser/common -c -o $@ $<

@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "ktcp-net.h"
 #include "msg.h"
 
 static void usage(const struct msg_options *opt, const char *what, FILE *f)
@@ -50,17 +51,7 @@ static long parse_num(const struct msg_options *opt,
                       long min,
                       long max)
 {
-    char *end;
-    long v;
-
-    errno = 0;
-    v = strtol(s, &end, 10);
-    if (errno || *s == '\0' || *end != '\0' || v < min || v > max) {
-        fprintf(stderr, "%s: %s %s: expected a number in %ld..%ld\n", opt->prog,
-                flag, s, min, max);
-        exit(2);
-    }
-    return v;
+    return ktcp_parse_long(opt->prog, flag, s, min, max);
 }
 
 void msg_parse_options(struct msg_options *opt,
@@ -124,59 +115,7 @@ void msg_parse_options(struct msg_options *opt,
 
 int msg_listen(const struct msg_options *opt, bool reuseport)
 {
-    struct sockaddr_storage ss = {0};
-    socklen_t len;
-    int fd, one = 1, zero = 0;
-    int family = AF_INET6;
-
-    if (opt->bind_addr && strchr(opt->bind_addr, ':') == NULL)
-        family = AF_INET;
-    fd = socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (fd < 0 && family == AF_INET6 && !opt->bind_addr) {
-        family = AF_INET; /* a kernel without IPv6 */
-        fd = socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    }
-    if (fd < 0)
-        return -errno;
-    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-    if (reuseport)
-        setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one));
-    /* Inherited by accepted sockets: replies leave at once. */
-    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-    if (family == AF_INET6) {
-        struct sockaddr_in6 *a = (struct sockaddr_in6 *) &ss;
-
-        setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof(zero));
-        a->sin6_family = AF_INET6;
-        a->sin6_port = htons(opt->port);
-        a->sin6_addr = in6addr_any;
-        if (opt->bind_addr &&
-            inet_pton(AF_INET6, opt->bind_addr, &a->sin6_addr) != 1) {
-            close(fd);
-            return -EINVAL;
-        }
-        len = sizeof(*a);
-    } else {
-        struct sockaddr_in *a = (struct sockaddr_in *) &ss;
-
-        a->sin_family = AF_INET;
-        a->sin_port = htons(opt->port);
-        a->sin_addr.s_addr = htonl(INADDR_ANY);
-        if (opt->bind_addr &&
-            inet_pton(AF_INET, opt->bind_addr, &a->sin_addr) != 1) {
-            close(fd);
-            return -EINVAL;
-        }
-        len = sizeof(*a);
-    }
-    if (bind(fd, (struct sockaddr *) &ss, len) < 0 ||
-        listen(fd, opt->backlog) < 0) {
-        int err = -errno;
-
-        close(fd);
-        return err;
-    }
-    return fd;
+    return ktcp_listen_tcp(opt->bind_addr, opt->port, opt->backlog, reuseport);
 }
 
 static uint64_t now_ns(void)

@@ -1,0 +1,86 @@
+#include "ktcp-net.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+int ktcp_listen_tcp(const char *bind_addr,
+                    int port,
+                    int backlog,
+                    bool reuseport)
+{
+    struct sockaddr_storage ss = {0};
+    socklen_t len;
+    int fd, one = 1, zero = 0;
+    int family = AF_INET6;
+
+    if (bind_addr && strchr(bind_addr, ':') == NULL)
+        family = AF_INET;
+    fd = socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0 && family == AF_INET6 && !bind_addr) {
+        family = AF_INET; /* a kernel without IPv6 */
+        fd = socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    }
+    if (fd < 0)
+        return -errno;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    if (reuseport)
+        setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one));
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    if (family == AF_INET6) {
+        struct sockaddr_in6 *a = (struct sockaddr_in6 *) &ss;
+
+        setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof(zero));
+        a->sin6_family = AF_INET6;
+        a->sin6_port = htons(port);
+        a->sin6_addr = in6addr_any;
+        if (bind_addr && inet_pton(AF_INET6, bind_addr, &a->sin6_addr) != 1)
+            goto einval;
+        len = sizeof(*a);
+    } else {
+        struct sockaddr_in *a = (struct sockaddr_in *) &ss;
+
+        a->sin_family = AF_INET;
+        a->sin_port = htons(port);
+        a->sin_addr.s_addr = htonl(INADDR_ANY);
+        if (bind_addr && inet_pton(AF_INET, bind_addr, &a->sin_addr) != 1)
+            goto einval;
+        len = sizeof(*a);
+    }
+    if (bind(fd, (struct sockaddr *) &ss, len) < 0 || listen(fd, backlog) < 0) {
+        int err = -errno;
+
+        close(fd);
+        return err;
+    }
+    return fd;
+
+einval:
+    close(fd);
+    return -EINVAL;
+}
+
+long ktcp_parse_long(const char *prog,
+                     const char *flag,
+                     const char *s,
+                     long min,
+                     long max)
+{
+    char *end;
+    long v;
+
+    errno = 0;
+    v = strtol(s, &end, 10);
+    if (errno || *s == '\0' || *end != '\0' || v < min || v > max) {
+        fprintf(stderr, "%s: %s %s: expected a number in %ld..%ld\n", prog,
+                flag, s, min, max);
+        exit(2);
+    }
+    return v;
+}

@@ -1,0 +1,26 @@
+/* ktcp-net.h — what every user-space ktcp server does the same way. */
+#pragma once
+
+#include <stdbool.h>
+
+/*
+ * A non-blocking listening TCP socket on @port, TCP_NODELAY inherited by
+ * accepted sockets. @bind_addr NULL means every address, dual-stack (plain
+ * IPv4 on a kernel without IPv6); an address with a ':' is IPv6. @reuseport
+ * sets SO_REUSEPORT, for one listener per worker. Returns the fd or -errno
+ * (-EINVAL for an address that does not parse).
+ */
+int ktcp_listen_tcp(const char *bind_addr,
+                    int port,
+                    int backlog,
+                    bool reuseport);
+
+/*
+ * A command-line number in [min, max]; anything else exits 2 after
+ * "PROG: FLAG VALUE: expected a number in MIN..MAX" on stderr.
+ */
+long ktcp_parse_long(const char *prog,
+                     const char *flag,
+                     const char *s,
+                     long min,
+                     long max);

@@ -308,6 +308,10 @@ const struct httpd_gz *httpd_cache_gzip(struct httpd_file *f)
     struct httpd_gz *gz = atomic_load(&f->gz);
     if (gz)
         return gz;
+    /* An entry the cache could not keep would be compressed again by every
+     * request: send identity instead (never recompress per request). */
+    if (!atomic_load(&f->in_table))
+        return NULL;
     char *src = f->body;
     char *tmp = NULL;
     if (!src) {

@@ -123,7 +123,8 @@ int httpd_cache_init(void);
  * the root, -EACCES, ...). */
 int httpd_cache_get(const char *rel, size_t len, struct httpd_file **out);
 void httpd_cache_put(struct httpd_file *f);
-/* The gzip copy of f, made once (NULL if it cannot be made). */
+/* The gzip copy of f, made once; NULL if it cannot be made or f is not in
+ * the cache (too big for it), so a copy is never made per request. */
 const struct httpd_gz *httpd_cache_gzip(struct httpd_file *f);
 
 /* ---- gzip (httpd-gzip.c) ---- */

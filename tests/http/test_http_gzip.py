@@ -64,3 +64,16 @@ def test_no_gzip_option(http_engine, docroot):
         r = get(srv.port, "/text.txt", [("Accept-Encoding", "gzip")])
     assert r.header("Content-Encoding") is None
     assert r.body == docroot.read("text.txt")
+
+
+def test_no_cache_means_identity_not_per_request_gzip(http_engine, docroot):
+    """A gzip copy lives in the cache; with no room for it the server sends
+    identity rather than compressing for every request."""
+    with http_engine.spawn(cache_size=0) as srv:
+        for _ in range(2):
+            r = get(srv.port, "/text.txt", [("Accept-Encoding", "gzip")])
+            assert r.status == 200
+            assert r.header("Content-Encoding") is None
+            assert r.body == docroot.read("text.txt")
+        r = get(srv.port, "/mib.bin")
+        assert r.body == docroot.read("mib.bin")

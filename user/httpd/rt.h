@@ -35,7 +35,7 @@ struct rt_coro;
 struct rt_worker;
 
 /* One accepted connection. In the coroutine models it lives inside the
- * coroutine's allocation; in the threads model on the thread's stack. */
+ * coroutine header; in the threads model on the thread's stack. */
 struct rt_conn {
     int fd;
     struct rt_coro *coro; /* NULL in the threads model */
@@ -56,7 +56,7 @@ struct rt_config {
     const char *bind; /* numeric IPv4/IPv6 address */
     int port;
     int max_conns;       /* live connections; excess get 503 and close */
-    int idle_timeout_ms; /* every wait's deadline, see rt_wait */
+    int idle_timeout_ms; /* RT_IDLE connections are closed after this */
     rt_handler_fn handler;
     void (*refuse)(int fd); /* answer a connection over max_conns */
 };

@@ -2,13 +2,13 @@
 
 Every engine has the same face: start(root, **options) -> self (serving
 root on self.port), stop() -> None (asserts a clean exit), and kind.
-Options use khttpd's module parameter names:
+Options use khttpd's module parameter names (cache_size is its cache_bytes):
 
   idle_timeout_ms  close idle connections and unfinished heads after this
   max_conns        refuse connections beyond this many
   gzip             serve gzip copies of compressible files (default True)
   access_log       file to log requests to (user engines only)
-  cache_size       content cache limit in bytes (user engines only)
+  cache_size       content cache limit in bytes
 
 An engine that cannot honour an option skips the test that asked for it.
 """
@@ -86,9 +86,12 @@ class UserHttpd:
 class KernelHttpd:
     """khttpd.ko, loaded inside the project VM. One instance at a time."""
     kind = "kernel"
-    params = {"idle_timeout_ms", "max_conns", "gzip"}
+    # suite option -> module parameter
+    params = {"idle_timeout_ms": "idle_timeout_ms", "max_conns": "max_conns",
+              "gzip": "gzip", "cache_size": "cache_bytes"}
 
-    def __init__(self):
+    def __init__(self, mode=None):
+        self.mode = mode  # None: the module's default (unbound CMWQ)
         self.loaded = False
         self.port = None
 
@@ -99,10 +102,12 @@ class KernelHttpd:
             pytest.skip("khttpd has no access log")
         self.port = free_port()
         args = [f"root={root}", f"port={self.port}"]
+        if self.mode:
+            args.append(f"mode={self.mode}")
         for k, v in options.items():
             if k not in self.params:
-                pytest.skip(f"khttpd has no parameter {k}")
-            args.append(f"{k}={int(v) if isinstance(v, bool) else v}")
+                pytest.skip(f"khttpd has no parameter for {k}")
+            args.append(f"{self.params[k]}={int(v) if isinstance(v, bool) else v}")
         run(["insmod", KHTTPD_KO, *args])
         self.loaded = True
         wait_port(self.port)

@@ -9,7 +9,7 @@ import signal
 import subprocess
 import time
 
-from conftest import BUILD, ROOT, free_port, run, wait_port
+from testlib import BUILD, ROOT, free_port, run, wait_port
 
 KECHO_KO = os.path.join(ROOT, "kernel", "kecho", "kecho.ko")
 

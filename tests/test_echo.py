@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from conftest import require_kind
+from testlib import require_kind
 from echo_engines import ENGINES
 
 

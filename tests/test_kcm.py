@@ -24,7 +24,7 @@ import time
 
 import pytest
 
-from conftest import BUILD, free_port, in_vm, run, selected_kinds, wait_port
+from testlib import BUILD, free_port, in_vm, run, selected_kinds, wait_port
 
 MAX_MSG = 4096  # the suite runs the servers with --max-msg 4096
 

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from conftest import ROOT, free_port, require_kind, run, wait_port
+from testlib import ROOT, free_port, require_kind, run, wait_port
 from echo_engines import KECHO_KO, KernelEcho
 
 DROP_KO = os.path.join(ROOT, "kernel", "drop_tcp_socket", "drop_tcp_socket.ko")

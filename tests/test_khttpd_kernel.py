@@ -16,7 +16,7 @@ import time
 
 import pytest
 
-from conftest import BUILD, ROOT, free_port, require_kind, run, wait_port
+from testlib import BUILD, ROOT, free_port, require_kind, run, wait_port
 
 KHTTPD_KO = os.path.join(ROOT, "kernel", "khttpd", "khttpd.ko")
 HTTPD_BIN = os.path.join(BUILD, "ktcp-httpd")

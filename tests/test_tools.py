@@ -19,7 +19,7 @@ import time
 
 import pytest
 
-from conftest import BUILD, ROOT, free_port, run, wait_port
+from testlib import BUILD, ROOT, free_port, run, wait_port
 
 HTSTRESS = os.path.join(BUILD, "htstress")
 LAT = os.path.join(BUILD, "lat")

@@ -63,7 +63,7 @@ static void khttpd_unpublish_locked(struct khttpd_entry *e)
     if (!e->in_table)
         return;
     hash_del_rcu(&e->node);
-    e->in_table = false;
+    WRITE_ONCE(e->in_table, false);
     khttpd_cache_total -= e->charge;
     khttpd_cache_entries--;
     khttpd_cache_put(e);
@@ -257,7 +257,7 @@ int khttpd_cache_get(const char *rel, size_t len, struct khttpd_entry **out)
         }
     }
     refcount_inc(&e->refs); /* the table's */
-    e->in_table = true;
+    WRITE_ONCE(e->in_table, true);
     hash_add_rcu(khttpd_cache, &e->node, hash);
     khttpd_cache_total += charge;
     khttpd_cache_entries++;
@@ -278,6 +278,10 @@ const struct khttpd_gz *khttpd_cache_gzip(struct khttpd_entry *e)
 
     if (gz)
         return gz;
+    /* An entry the cache could not keep would be compressed again by every
+     * request: send identity instead (never recompress per request). */
+    if (!READ_ONCE(e->in_table))
+        return NULL;
     src = e->body;
     if (!src) {
         struct file *f = khttpd_open_beneath(e->path);

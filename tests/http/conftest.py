@@ -7,28 +7,12 @@ shared docroot for the whole session; a test that needs other options
 (a short idle timeout, max_conns...) asks http_engine.spawn(...) for its own.
 """
 import contextlib
-import importlib.util
-import os
-import sys
 
 import pytest
 
-# This file is imported as module "conftest" too, and shadows tests/conftest.py
-# in sys.modules for every file collected after it; so it re-exports the
-# shared helpers, loaded from their file, under their usual names.
-_spec = importlib.util.spec_from_file_location(
-    "ktcp_shared_conftest",
-    os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "conftest.py"))
-_shared = sys.modules.get("ktcp_shared_conftest")
-if _shared is None:
-    _shared = importlib.util.module_from_spec(_spec)
-    sys.modules["ktcp_shared_conftest"] = _shared
-    _spec.loader.exec_module(_shared)
-globals().update({k: v for k, v in vars(_shared).items()
-                  if not k.startswith("_") and not k.startswith("pytest_")})
-
-from docroot import build_docroot  # noqa: E402
-from http_engines import ENGINES  # noqa: E402
+from docroot import build_docroot
+from testlib import require_kind
+from http_engines import ENGINES
 
 
 class Served:
@@ -74,7 +58,7 @@ def http_engine(request, docroot, tmp_path_factory):
     factory = ENGINES[name]
     tmpdir = str(tmp_path_factory.mktemp(name))
     engine = factory(tmpdir)
-    _shared.require_kind(engine.kind)
+    require_kind(engine.kind)
     engine.start(docroot.root)
     try:
         yield Served(name, engine, docroot.root, factory, tmpdir)

@@ -19,7 +19,7 @@ import time
 
 import pytest
 
-from conftest import BUILD, ROOT, free_port, run, wait_port
+from testlib import BUILD, ROOT, free_port, run, wait_port
 
 # KTCP_HTTPD_BIN runs the suite against another build (sanitizers, ...).
 HTTPD_BIN = os.environ.get("KTCP_HTTPD_BIN", os.path.join(BUILD, "ktcp-httpd"))

@@ -5,7 +5,7 @@ import subprocess
 
 import pytest
 
-from conftest import require_kind
+from testlib import require_kind
 from http_engines import HTTPD_BIN, UserHttpd
 from rawhttp import get
 

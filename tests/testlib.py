@@ -1,0 +1,63 @@
+"""Shared test helpers (imported as `testlib`): an engine is a fixture.
+
+A test file asks for an engine fixture (echo_engine, http_engine, ...) that is
+parametrised over every engine of that protocol. Which engines run is chosen
+by KTCP_ENGINES: "user" (the default: user-space engines on the host) or
+"kernel" (kernel engines; set by scripts/vm inside the guest), or "all".
+An engine that is not selected is skipped with the reason written out.
+"""
+import os
+import socket
+import subprocess
+import time
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BUILD = os.path.join(ROOT, "build")
+
+
+def selected_kinds():
+    v = os.environ.get("KTCP_ENGINES", "user")
+    return {"user", "kernel"} if v == "all" else {v}
+
+
+def in_vm():
+    return os.environ.get("KTCP_IN_VM") == "1"
+
+
+def require_kind(kind):
+    """Skip the calling test unless engines of this kind were selected."""
+    if kind not in selected_kinds():
+        where = "inside the VM (make check-vm)" if kind == "kernel" else "on the host (make check-host)"
+        pytest.skip(f"{kind} engines run {where}; KTCP_ENGINES={os.environ.get('KTCP_ENGINES', 'user')}")
+    if kind == "kernel" and not in_vm():
+        pytest.skip("kernel engines are loaded only inside the project VM (scripts/vm)")
+
+
+def free_port():
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_port(port, host="127.0.0.1", timeout=20.0, proc=None):
+    """Wait until something accepts on host:port; fail early if proc died."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc is not None and proc.poll() is not None:
+            raise RuntimeError(f"server exited with {proc.returncode} before listening on {port}")
+        try:
+            with socket.create_connection((host, port), timeout=1):
+                return
+        except OSError:
+            time.sleep(0.05)
+    raise TimeoutError(f"nothing listening on {host}:{port} after {timeout}s")
+
+
+def run(cmd, check=True, **kw):
+    """Run a command, showing its output in the test log when it fails."""
+    r = subprocess.run(cmd, capture_output=True, text=True, **kw)
+    if check and r.returncode != 0:
+        raise AssertionError(f"{cmd} exited {r.returncode}\nstdout:\n{r.stdout}\nstderr:\n{r.stderr}")
+    return r

@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from testlib import require_kind
+from testlib import connect as connect_port, recv_exact, require_kind
 from echo_engines import ENGINES
 
 
@@ -32,21 +32,12 @@ def echo(echo_engine):
     return echo_engine.start()
 
 
+
+
+
+
 def connect(engine, timeout=10):
-    s = socket.create_connection(("127.0.0.1", engine.port), timeout=timeout)
-    s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    return s
-
-
-def recv_exact(s, n):
-    chunks, got = [], 0
-    while got < n:
-        b = s.recv(min(1 << 20, n - got))
-        if not b:
-            raise AssertionError(f"EOF after {got} of {n} bytes")
-        chunks.append(b)
-        got += len(b)
-    return b"".join(chunks)
+    return connect_port(engine.port, timeout)
 
 
 def echo_roundtrip(s, data):

@@ -24,7 +24,7 @@ import time
 
 import pytest
 
-from testlib import BUILD, free_port, in_vm, run, selected_kinds, wait_port
+from testlib import BUILD, connect as connect_port, free_port, in_vm, recv_exact, run, selected_kinds, wait_port
 
 MAX_MSG = 4096  # the suite runs the servers with --max-msg 4096
 
@@ -132,21 +132,12 @@ def request(tag, payload=b"", work_us=0):
     return frame(struct.pack(">II", work_us, tag) + payload)
 
 
+
+
+
+
 def connect(engine, timeout=20):
-    s = socket.create_connection(("127.0.0.1", engine.port), timeout=timeout)
-    s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    return s
-
-
-def recv_exact(s, n):
-    chunks, got = [], 0
-    while got < n:
-        b = s.recv(min(1 << 20, n - got))
-        if not b:
-            raise AssertionError(f"EOF after {got} of {n} bytes")
-        chunks.append(b)
-        got += len(b)
-    return b"".join(chunks)
+    return connect_port(engine.port, timeout)
 
 
 def recv_frames(s, count):

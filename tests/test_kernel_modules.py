@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from testlib import ROOT, free_port, require_kind, run, wait_port
+from testlib import ROOT, free_port, require_kind, run, slab_bytes, wait_port
 from echo_engines import KECHO_KO, KernelEcho
 
 DROP_KO = os.path.join(ROOT, "kernel", "drop_tcp_socket", "drop_tcp_socket.ko")
@@ -28,17 +28,6 @@ def module_loaded(name):
         return any(line.split()[0] == name for line in f)
 
 
-def slab_bytes(exclude=("tw_sock_TCP", "tw_sock_TCPv6", "request_sock_TCP")):
-    """Bytes held by slab objects, TIME-WAIT buckets excepted: those belong to
-    the clients of a test and the kernel frees them on its own schedule."""
-    total = 0
-    with open("/proc/slabinfo") as f:
-        for line in f.readlines()[2:]:
-            fields = line.split()
-            if fields[0] in exclude:
-                continue
-            total += int(fields[1]) * int(fields[3])
-    return total
 
 
 def slab_active(cache):

@@ -16,7 +16,7 @@ import time
 
 import pytest
 
-from testlib import BUILD, ROOT, free_port, require_kind, run, wait_port
+from testlib import BUILD, ROOT, free_port, require_kind, run, slab_bytes, wait_port
 
 KHTTPD_KO = os.path.join(ROOT, "kernel", "khttpd", "khttpd.ko")
 HTTPD_BIN = os.path.join(BUILD, "ktcp-httpd")
@@ -442,16 +442,6 @@ def test_unload_mid_download_of_50_connections(docroot, mode):
     assert not module_loaded()
 
 
-def slab_bytes():
-    exclude = ("tw_sock_TCP", "tw_sock_TCPv6", "request_sock_TCP", "request_sock_TCPv6")
-    total = 0
-    with open("/proc/slabinfo") as f:
-        for line in f.readlines()[2:]:
-            fields = line.split()
-            if fields[0] in exclude:
-                continue
-            total += int(fields[1]) * int(fields[3])
-    return total
 
 
 def test_slab_growth_bounded_by_cache(docroot):

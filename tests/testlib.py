@@ -61,3 +61,36 @@ def run(cmd, check=True, **kw):
     if check and r.returncode != 0:
         raise AssertionError(f"{cmd} exited {r.returncode}\nstdout:\n{r.stdout}\nstderr:\n{r.stderr}")
     return r
+
+
+def connect(port, timeout=10):
+    """A client socket to 127.0.0.1:port with Nagle off."""
+    s = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+    s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    return s
+
+
+def recv_exact(s, n):
+    """Exactly n bytes from s; EOF before that fails the test."""
+    chunks, got = [], 0
+    while got < n:
+        b = s.recv(min(1 << 20, n - got))
+        if not b:
+            raise AssertionError(f"EOF after {got} of {n} bytes")
+        chunks.append(b)
+        got += len(b)
+    return b"".join(chunks)
+
+
+def slab_bytes(exclude=("tw_sock_TCP", "tw_sock_TCPv6", "request_sock_TCP", "request_sock_TCPv6")):
+    """Bytes held by slab objects (/proc/slabinfo, root only), TIME-WAIT and
+    request buckets excepted: those belong to a test's clients and the kernel
+    frees them on its own schedule."""
+    total = 0
+    with open("/proc/slabinfo") as f:
+        for line in f.readlines()[2:]:
+            fields = line.split()
+            if fields[0] in exclude:
+                continue
+            total += int(fields[1]) * int(fields[3])
+    return total

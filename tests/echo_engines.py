@@ -5,6 +5,7 @@ port. Options use the module parameter names (idle_timeout_ms, max_conns,
 wq_mode).
 """
 import os
+import resource
 import signal
 import subprocess
 import time
@@ -32,7 +33,7 @@ class UserEcho(EchoEngine):
         self.tmpdir = tmpdir
         self.proc = None
 
-    def start(self, idle_timeout_ms=30000, max_conns=10000, threads=2, **_):
+    def start(self, idle_timeout_ms=30000, max_conns=10000, threads=2, nofile=None, **_):
         self.port = free_port()
         self.stats_file = os.path.join(self.tmpdir, "echo-stats")
         self.proc = subprocess.Popen(
@@ -40,7 +41,8 @@ class UserEcho(EchoEngine):
              "--bind", "127.0.0.1", "--threads", str(threads),
              "--idle-timeout-ms", str(idle_timeout_ms),
              "--max-conns", str(max_conns), "--stats-file", self.stats_file],
-            stderr=subprocess.PIPE, text=True)
+            stderr=subprocess.PIPE, text=True,
+            preexec_fn=(lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, nofile))) if nofile else None)
         wait_port(self.port, proc=self.proc)
         return self.settle()
 

@@ -217,3 +217,38 @@ def test_max_conns_refuses_excess(echo_engine):
     finally:
         for s in kept:
             s.close()
+
+
+def cpu_seconds(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def test_out_of_descriptors_pauses_accept_without_spinning(tmp_path):
+    """User engine only (a module has no descriptor limit): with the fd limit
+    reached, the server neither spins on its listener nor stops serving, and
+    queued clients are served once others leave."""
+    require_kind("user")
+    from echo_engines import UserEcho
+    echo = UserEcho(str(tmp_path)).start(threads=1, nofile=24)
+    try:
+        first = [connect(echo) for _ in range(12)]
+        for s in first:
+            s.sendall(b"a")
+            assert recv_exact(s, 1) == b"a"
+        queued = [connect(echo) for _ in range(12)]  # past the limit: in the backlog
+        time.sleep(0.3)
+        t0 = cpu_seconds(echo.proc.pid)
+        time.sleep(1.0)
+        assert cpu_seconds(echo.proc.pid) - t0 < 0.3, "server spins while out of descriptors"
+        for s in first:
+            s.close()
+        for s in queued:
+            s.sendall(b"q")
+            assert recv_exact(s, 1) == b"q"
+        assert echo.counters()["errors"] >= 1  # EMFILE was counted
+        for s in queued:
+            s.close()
+    finally:
+        echo.stop()

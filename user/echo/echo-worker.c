@@ -41,7 +41,11 @@ struct echo_loop {
     struct echo_worker *worker;
     struct echo_conn *idle_head, *idle_tail;
     struct echo_conn *ready_head, *ready_tail;
+    uint64_t accept_resume_ms; /* 0: accepting; else paused until then */
 };
+
+/* How long accepting pauses when the process is out of descriptors. */
+#define ECHO_ACCEPT_PAUSE_MS 100
 
 atomic_uint echo_active_conns;
 static const struct echo_options *echo_opt;
@@ -203,8 +207,22 @@ static void accept_all(struct echo_loop *loop)
         if (fd < 0) {
             if (errno == EINTR || errno == ECONNABORTED)
                 continue;
-            if (errno != EAGAIN)
-                count(w, errors, 1); /* EMFILE, ENOBUFS: retry later */
+            if (errno == EAGAIN)
+                return;
+            count(w, errors, 1);
+            if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS ||
+                errno == ENOMEM) {
+                /*
+                 * The listener is level-triggered: left armed it would wake
+                 * us at once, forever, while nothing can be accepted. Mute it
+                 * for a moment; connections closing meanwhile free room.
+                 */
+                struct epoll_event ev = {.events = 0,
+                                         .data.ptr = &w->listen_fd};
+
+                epoll_ctl(w->epoll_fd, EPOLL_CTL_MOD, w->listen_fd, &ev);
+                loop->accept_resume_ms = now_ms() + ECHO_ACCEPT_PAUSE_MS;
+            }
             return;
         }
         if (atomic_fetch_add(&echo_active_conns, 1) >= echo_opt->max_conns) {
@@ -268,6 +286,20 @@ void *echo_worker_run(void *arg)
         int wait_ms = expire_idle(&loop);
         int n;
 
+        if (loop.accept_resume_ms) {
+            uint64_t now = now_ms();
+
+            if (now >= loop.accept_resume_ms) {
+                struct epoll_event ev = {.events = EPOLLIN,
+                                         .data.ptr = &w->listen_fd};
+
+                epoll_ctl(w->epoll_fd, EPOLL_CTL_MOD, w->listen_fd, &ev);
+                loop.accept_resume_ms = 0;
+            } else if (wait_ms < 0 ||
+                       (uint64_t) wait_ms > loop.accept_resume_ms - now) {
+                wait_ms = (int) (loop.accept_resume_ms - now);
+            }
+        }
         if (loop.ready_head)
             wait_ms = 0;
         else if (wait_ms < 0 || wait_ms > 1000)

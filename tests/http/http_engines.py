@@ -9,10 +9,12 @@ Options use khttpd's module parameter names (cache_size is its cache_bytes):
   gzip             serve gzip copies of compressible files (default True)
   access_log       file to log requests to (user engines only)
   cache_size       content cache limit in bytes
+  nofile           RLIMIT_NOFILE of the server process (user engines only)
 
 An engine that cannot honour an option skips the test that asked for it.
 """
 import os
+import resource
 import signal
 import subprocess
 import time
@@ -36,7 +38,7 @@ class UserHttpd:
         self.port = None
 
     def start(self, root, idle_timeout_ms=30000, max_conns=0, gzip=True,
-              access_log=None, threads=2, cache_size=None):
+              access_log=None, threads=2, cache_size=None, nofile=None):
         if not os.path.exists(HTTPD_BIN):
             pytest.fail(f"{HTTPD_BIN} is not built (run make)")
         self.port = free_port()
@@ -52,7 +54,9 @@ class UserHttpd:
             cmd += ["--cache-size", str(cache_size)]
         self.stderr_path = os.path.join(self.logdir, f"httpd-{self.model}-{self.port}.err")
         self.stderr = open(self.stderr_path, "w")
-        self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=self.stderr)
+        limit = (lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, nofile))) if nofile else None
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=self.stderr,
+                                     preexec_fn=limit)
         wait_port(self.port, proc=self.proc)
         return self
 
@@ -95,7 +99,9 @@ class KernelHttpd:
         self.loaded = False
         self.port = None
 
-    def start(self, root, access_log=None, threads=None, **options):
+    def start(self, root, access_log=None, threads=None, nofile=None, **options):
+        if nofile:
+            pytest.skip("a module has no descriptor limit")
         if not os.path.exists(KHTTPD_KO):
             pytest.skip(f"khttpd.ko is not built ({KHTTPD_KO} missing)")
         if access_log:

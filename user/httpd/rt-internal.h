@@ -102,6 +102,10 @@ struct rt_worker {
     pthread_mutex_t cancel_lock;
     struct rt_coro *cancel_inbox_locked;
     uint64_t last_log_flush_ms;
+    /* Out of descriptors, accept stopped at EMFILE; the edge-triggered
+     * listener will not fire again for the connections already queued, so
+     * retry at this time (0: not waiting). */
+    uint64_t accept_retry_ms;
 };
 
 /* Process-wide runtime state. Every field is either set before the worker

@@ -332,6 +332,9 @@ static void timers_stop_sweep(struct rt_worker *w)
     }
 }
 
+/* How long accepting pauses when the process is out of descriptors. */
+#define RT_ACCEPT_RETRY_MS 100
+
 static int accept_all(struct rt_worker *w, int lfd)
 {
     int queued = 0;
@@ -343,8 +346,17 @@ static int accept_all(struct rt_worker *w, int lfd)
         if (fd < 0) {
             if (errno == EINTR || errno == ECONNABORTED)
                 continue;
-            if (errno == EMFILE || errno == ENFILE)
-                fprintf(stderr, "ktcp-httpd: accept: %s\n", strerror(errno));
+            if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS ||
+                errno == ENOMEM) {
+                static atomic_bool warned;
+
+                if (!atomic_exchange(&warned, true))
+                    fprintf(stderr,
+                            "ktcp-httpd: accept: %s (retrying every %d ms "
+                            "while it lasts)\n",
+                            strerror(errno), RT_ACCEPT_RETRY_MS);
+                w->accept_retry_ms = rt_now_ms() + RT_ACCEPT_RETRY_MS;
+            }
             return queued; /* EAGAIN, or the listener was shut down */
         }
         if (rt_stopping() || !rt_conn_admit(fd)) {
@@ -408,6 +420,12 @@ static void *worker_main(void *arg)
             else if (t && t->deadline - now < (uint64_t) max_sleep)
                 timeout = (int) (t->deadline - now);
         }
+        if (w->accept_retry_ms) {
+            if (w->accept_retry_ms <= now)
+                timeout = 0;
+            else if (w->accept_retry_ms - now < (uint64_t) timeout)
+                timeout = (int) (w->accept_retry_ms - now);
+        }
         if (saw_stop && timeout > 50)
             timeout = 50;
         if (timeout && model_mn)
@@ -442,6 +460,12 @@ static void *worker_main(void *arg)
             }
         }
         urcu_memb_read_unlock();
+        if (w->accept_retry_ms && w->accept_retry_ms <= rt_now_ms() &&
+            !saw_stop) {
+            w->accept_retry_ms = 0;
+            queued +=
+                accept_all(w, model_mn ? rt_g.listen_fds[0] : w->listen_fd);
+        }
         if (model_mn && queued > 1 && atomic_load(&shared_idle_workers) > 0) {
             uint64_t one = 1;
             if (write(shared_kick_fd, &one, sizeof(one)) < 0) {

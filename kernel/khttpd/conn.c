@@ -732,17 +732,19 @@ void khttpd_conn_step(struct khttpd_conn *conn)
 static void khttpd_conn_free(struct khttpd_conn *conn)
 {
     /*
-     * Callbacks are detached, so only the timer and an already queued run
-     * of the step can still reach conn: stop the one, then wait out the
+     * Off the registry first: unload kicks every listed connection, and a
+     * kick after cancel_work_sync would queue the work of a freed conn.
+     * Callbacks are detached, so then only the timer and an already queued
+     * run of the step can still reach conn: stop the one, then wait out the
      * other (it sees ->dead and returns without re-arming the timer).
      */
-    del_timer_sync(&conn->timer);
-    if (!conn->thread)
-        cancel_work_sync(&conn->work);
-
     spin_lock(&khttpd_conns_lock);
     list_del(&conn->node);
     spin_unlock(&khttpd_conns_lock);
+
+    del_timer_sync(&conn->timer);
+    if (!conn->thread)
+        cancel_work_sync(&conn->work);
 
     khttpd_out_reset(conn);
     sock_release(conn->sock);

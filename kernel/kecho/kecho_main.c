@@ -165,16 +165,18 @@ static void kecho_release_fn(struct work_struct *w)
     struct kecho_conn *conn = container_of(w, struct kecho_conn, release);
 
     /*
-     * Callbacks are detached, so only the timer and an already queued run of
-     * the work can still reach conn: stop the one, then wait out the other
-     * (it sees ->dead and returns).
+     * Off the registry first: unload queues the work of every listed
+     * connection, and doing so after cancel_work_sync would run it on a
+     * freed conn. Callbacks are detached, so then only the timer and an
+     * already queued run of the work can still reach conn: stop the one,
+     * then wait out the other (it sees ->dead and returns).
      */
-    del_timer_sync(&conn->idle_timer);
-    cancel_work_sync(&conn->work);
-
     spin_lock(&kecho_conns_lock);
     list_del(&conn->node);
     spin_unlock(&kecho_conns_lock);
+
+    del_timer_sync(&conn->idle_timer);
+    cancel_work_sync(&conn->work);
 
     kernel_sock_shutdown(conn->sock, SHUT_RDWR);
     sock_release(conn->sock);

@@ -24,6 +24,7 @@
 #include <linux/jhash.h>
 #include <linux/jiffies.h>
 #include <linux/mm.h>
+#include <linux/mutex.h>
 #include <linux/rcupdate.h>
 #include <linux/seq_file.h>
 #include <linux/slab.h>
@@ -41,6 +42,10 @@ static DEFINE_HASHTABLE(khttpd_cache, 10);
 static DEFINE_SPINLOCK(khttpd_cache_lock);
 static size_t khttpd_cache_total;
 static unsigned int khttpd_cache_entries;
+/* One gzip copy is made at a time: each holds the file, the output and the
+ * zlib workspace (about 3 x 4 MiB at most), so concurrent first requests
+ * must not make one each. */
+static DEFINE_MUTEX(khttpd_gzip_lock);
 
 static void khttpd_entry_free_rcu(struct rcu_head *head)
 {
@@ -282,16 +287,25 @@ const struct khttpd_gz *khttpd_cache_gzip(struct khttpd_entry *e)
      * request: send identity instead (never recompress per request). */
     if (!READ_ONCE(e->in_table))
         return NULL;
+    mutex_lock(&khttpd_gzip_lock);
+    gz = READ_ONCE(e->gz);
+    if (gz) {
+        mutex_unlock(&khttpd_gzip_lock);
+        return gz; /* made while we waited */
+    }
     src = e->body;
     if (!src) {
         struct file *f = khttpd_open_beneath(e->path);
 
-        if (IS_ERR(f))
+        if (IS_ERR(f)) {
+            mutex_unlock(&khttpd_gzip_lock);
             return NULL;
+        }
         tmp = kvmalloc(e->size, GFP_KERNEL);
         if (!tmp || khttpd_read_whole(f, tmp, e->size) < 0) {
             kvfree(tmp);
             fput(f);
+            mutex_unlock(&khttpd_gzip_lock);
             return NULL;
         }
         fput(f);
@@ -299,13 +313,16 @@ const struct khttpd_gz *khttpd_cache_gzip(struct khttpd_entry *e)
     }
     gz = khttpd_gzip(src, e->size);
     kvfree(tmp);
-    if (!gz)
+    if (!gz) {
+        mutex_unlock(&khttpd_gzip_lock);
         return NULL;
+    }
     /* the gzip variant needs its own strong validator */
     el = strlen(e->etag);
     memcpy(gz->etag, e->etag, el - 1);
     memcpy(gz->etag + el - 1, "-gz\"", 5);
     old = cmpxchg(&e->gz, NULL, gz);
+    mutex_unlock(&khttpd_gzip_lock);
     if (old) {
         kvfree(gz); /* someone else compressed it first */
         return old;

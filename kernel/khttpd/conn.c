@@ -829,15 +829,16 @@ int khttpd_conn_start(struct socket *sock)
     }
 
     atomic_inc(&khttpd_active);
+    /*
+     * Attach and first kick under the registry lock: once attached, a
+     * callback can run the step, which can close the connection, but
+     * khttpd_conn_free() unlists it under this lock before freeing it.
+     */
     spin_lock(&khttpd_conns_lock);
     list_add_tail(&conn->node, &khttpd_conns);
-    spin_unlock(&khttpd_conns_lock);
-
     ktcp_sock_attach(conn->sock->sk, conn, &khttpd_callbacks, &conn->saved);
-    if (conn->thread)
-        wake_up_process(conn->thread);
-    else
-        queue_work(khttpd_wq, &conn->work);
+    khttpd_kick(conn);
+    spin_unlock(&khttpd_conns_lock);
     return 0;
 
 out_buf:

@@ -296,13 +296,17 @@ static int kecho_serve(struct socket *sock)
     tcp_sock_set_nodelay(sock->sk);
 
     atomic_inc(&kecho_active);
+    /*
+     * Attach and first queue under the registry lock: once attached, a
+     * callback can run the work, which can close the connection, but
+     * kecho_release_fn() unlists it under this lock before freeing it.
+     */
     spin_lock(&kecho_conns_lock);
     list_add_tail(&conn->node, &kecho_conns);
-    spin_unlock(&kecho_conns_lock);
-
     ktcp_sock_attach(sock->sk, conn, &kecho_callbacks, &conn->saved);
     /* Data may have arrived before the callbacks were in place. */
     queue_work(kecho_wq, &conn->work);
+    spin_unlock(&kecho_conns_lock);
     return 0;
 }
 

@@ -95,6 +95,27 @@ static enum http_method method_from_token(const char *m, size_t len)
     return HTTP_METHOD_OTHER;
 }
 
+bool http_head_buffered(const char *buf, size_t len)
+{
+    size_t i = 0;
+
+    while (i + 1 < len && buf[i] == '\r' && buf[i + 1] == '\n')
+        i += 2; /* empty lines before a request (RFC 9112 2.2) */
+    while (i < len) {
+        const char *nl = memchr(buf + i, '\n', len - i);
+        size_t at;
+
+        if (!nl)
+            return false;
+        at = (size_t) (nl - buf);
+        if (at >= 1 && buf[at - 1] == '\r' && at + 2 < len &&
+            buf[at + 1] == '\r' && buf[at + 2] == '\n')
+            return true;
+        i = at + 1;
+    }
+    return false;
+}
+
 const char *http_method_name(enum http_method m)
 {
     switch (m) {

@@ -222,6 +222,14 @@ const struct http_header *http_request_find_header(const struct http_parser *p,
 
 const char *http_method_name(enum http_method m);
 
+/* Whether buf[0..len) holds a whole request head (up to its blank line),
+ * after any empty lines a client may send first. Engines cork a response
+ * (MSG_MORE) only when this says the next request can be answered at once:
+ * corked behind a partial head, a response would wait in the socket until
+ * TCP's probe timer (~200 ms). Whether the head is valid is the parser's
+ * business; an invalid one gets an error response, which pushes anyway. */
+bool http_head_buffered(const char *buf, size_t len);
+
 /* Incremental chunked-body decoder. It keeps no pointer into the input, so
  * each call may get any piece of the stream: it consumes bytes and, when
  * chunk data is available, hands back where it is in this piece. */

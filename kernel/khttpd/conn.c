@@ -417,11 +417,14 @@ static void khttpd_answer(struct khttpd_conn *conn, size_t head_len)
      * only framing-safe end if it sends the body anyway). */
     if (has_body && req->expect_continue)
         r.keep_alive = false;
-    /* A next request already here: keep the tail of this response corked
-     * so both leave together. */
+    /* A whole next request head already here: keep the tail of this
+     * response corked so both leave together. Chunked bodies: unknown,
+     * assume not (as ktcp-httpd). */
     if (req->body_framing == HTTP_BODY_CONTENT_LENGTH)
         after -= min(after, req->content_length);
-    conn->out.more = r.keep_alive && after > 0;
+    conn->out.more = r.keep_alive && after > 0 &&
+                     req->body_framing != HTTP_BODY_CHUNKED &&
+                     http_head_buffered(conn->rbuf + conn->rlen - after, after);
 
     if (req->expect_unknown) {
         r.keep_alive = false;

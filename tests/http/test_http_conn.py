@@ -264,3 +264,17 @@ def test_out_of_descriptors_queued_clients_served(http_engine):
         finally:
             for c in conns:
                 c.close()
+
+
+def test_response_not_held_for_a_partial_next_request(http_engine):
+    """A response followed in the buffer by only part of the next request
+    must leave at once: the client may wait for it before sending the rest
+    (corked, it sits in the socket until TCP's probe timer fires)."""
+    with Conn(http_engine.port) as c:
+        t0 = time.monotonic()
+        c.send(b"GET /a.txt HTTP/1.1\r\nHost: x\r\n\r\nGET /p3.txt HTTP/1.1\r\nHost: x\r\n")
+        assert c.read_response(timeout=2).status == 200
+        # Corked, it would wait for TCP's probe timer (~200 ms, measured).
+        assert time.monotonic() - t0 < 0.15, "response held behind a partial head"
+        c.send(b"\r\n")
+        assert c.read_response(timeout=5).status == 200

@@ -706,6 +706,21 @@ static void test_chunked(void)
     CHECK_INT(http_parse_error_status(HTTP_PARSE_ERR_CHUNK_SIZE), 400);
 }
 
+static void test_head_buffered(void)
+{
+#define HB(str) http_head_buffered(str, sizeof(str) - 1)
+    CHECK(HB("GET / HTTP/1.1\r\nHost: x\r\n\r\n"));
+    CHECK(HB("GET / HTTP/1.0\r\n\r\n"));
+    CHECK(HB("\r\n\r\nGET / HTTP/1.0\r\n\r\nGET"));
+    CHECK(!HB(""));
+    CHECK(!HB("GET / HTTP/1.1\r\nHost: x\r\n"));
+    CHECK(!HB("GET / HTTP/1.1\r\nHost: x\r\n\r"));
+    CHECK(!HB("\r\n\r\n")); /* only empty lines: no request yet */
+    CHECK(!HB("\r\n\r\nGET / HTTP/1.1\r\n"));
+    CHECK(!HB("GET / HTTP/1.1\nHost: x\n\n")); /* bare LF: not corked */
+#undef HB
+}
+
 static void test_error_names(void)
 {
     int e;
@@ -733,6 +748,7 @@ int main(void)
     test_smuggling();
     test_body_framing();
     test_chunked();
+    test_head_buffered();
     test_error_names();
     UNIT_DONE();
 }

@@ -230,14 +230,17 @@ static bool answer(struct conn *cs, size_t head_len, bool *linger)
      * framing-safe end). */
     if (has_body && req->expect_continue)
         r.keep_alive = false;
-    /* Another request already buffered behind this one (and its body)?
-     * Then the response may wait in the socket for the next (MSG_MORE);
-     * otherwise it must leave now. Chunked bodies: unknown, assume not. */
+    /* Another whole request head already buffered behind this one (and its
+     * body)? Then the response may wait in the socket for the next
+     * (MSG_MORE); otherwise it must leave now. Chunked bodies: unknown,
+     * assume not. */
     uint64_t after = head_len;
     if (req->body_framing == HTTP_BODY_CONTENT_LENGTH)
         after += req->content_length;
     r.more_pending = r.keep_alive && req->body_framing != HTTP_BODY_CHUNKED &&
-                     cs->len - cs->start > after;
+                     cs->len - cs->start > after &&
+                     http_head_buffered(cs->buf + cs->start + after,
+                                        cs->len - cs->start - after);
 
     bool ok;
     if (req->expect_unknown) {

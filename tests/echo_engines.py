@@ -10,9 +10,9 @@ import signal
 import subprocess
 import time
 
-from testlib import BUILD, ROOT, free_port, run, wait_port
+from testlib import BUILD, ROOT, free_port, run, wait_port, module_path
 
-KECHO_KO = os.path.join(ROOT, "kernel", "kecho", "kecho.ko")
+KECHO_KO = module_path("kecho")
 
 
 class EchoEngine:

@@ -11,10 +11,10 @@ import time
 
 import pytest
 
-from testlib import ROOT, free_port, require_kind, run, slab_bytes, wait_port
+from testlib import ROOT, free_port, require_kind, run, slab_bytes, wait_port, module_path
 from echo_engines import KECHO_KO, KernelEcho
 
-DROP_KO = os.path.join(ROOT, "kernel", "drop_tcp_socket", "drop_tcp_socket.ko")
+DROP_KO = module_path("drop_tcp_socket")
 DROP_PROC = "/proc/net/drop_tcp_sock"
 
 

@@ -16,9 +16,9 @@ import time
 
 import pytest
 
-from testlib import BUILD, ROOT, free_port, require_kind, run, slab_bytes, wait_port
+from testlib import BUILD, ROOT, free_port, require_kind, run, slab_bytes, wait_port, module_path
 
-KHTTPD_KO = os.path.join(ROOT, "kernel", "khttpd", "khttpd.ko")
+KHTTPD_KO = module_path("khttpd")
 HTTPD_BIN = os.path.join(BUILD, "ktcp-httpd")
 PARAMS = "/sys/module/khttpd/parameters"
 BIG = 16 * 1024 * 1024

@@ -17,6 +17,12 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BUILD = os.path.join(ROOT, "build")
 
 
+def module_path(name):
+    """The .ko of kernel/<name>/ built for the running kernel (make modules
+    writes build/modules/<release>/kernel/<name>/<name>.ko)."""
+    return os.path.join(BUILD, "modules", os.uname().release, "kernel", name, name + ".ko")
+
+
 def selected_kinds():
     v = os.environ.get("KTCP_ENGINES", "user")
     return {"user", "kernel"} if v == "all" else {v}

@@ -676,7 +676,7 @@ static bool khttpd_wait(struct khttpd_conn *conn)
     return false;
 }
 
-void khttpd_conn_step(struct khttpd_conn *conn)
+static void khttpd_conn_step(struct khttpd_conn *conn)
 {
     int budget = KHTTPD_BUDGET;
     int err;

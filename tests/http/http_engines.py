@@ -21,11 +21,11 @@ import time
 
 import pytest
 
-from testlib import BUILD, ROOT, free_port, run, wait_port
+from testlib import BUILD, ROOT, free_port, run, wait_port, module_path
 
 # KTCP_HTTPD_BIN runs the suite against another build (sanitizers, ...).
 HTTPD_BIN = os.environ.get("KTCP_HTTPD_BIN", os.path.join(BUILD, "ktcp-httpd"))
-KHTTPD_KO = os.path.join(ROOT, "kernel", "khttpd", "khttpd.ko")
+KHTTPD_KO = module_path("khttpd")
 
 
 class UserHttpd:

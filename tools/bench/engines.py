@@ -15,9 +15,11 @@ import time
 
 TOP = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 BUILD = os.path.join(TOP, "build")
-KHTTPD_KO = os.path.join(TOP, "kernel", "khttpd", "khttpd.ko")
-KECHO_KO = os.path.join(TOP, "kernel", "kecho", "kecho.ko")
-DROP_KO = os.path.join(TOP, "kernel", "drop_tcp_socket", "drop_tcp_socket.ko")
+# make modules builds into build/modules/<release>/; the VM's running kernel picks.
+MODDIR = os.path.join(TOP, "build", "modules", os.uname().release, "kernel")
+KHTTPD_KO = os.path.join(MODDIR, "khttpd", "khttpd.ko")
+KECHO_KO = os.path.join(MODDIR, "kecho", "kecho.ko")
+DROP_KO = os.path.join(MODDIR, "drop_tcp_socket", "drop_tcp_socket.ko")
 
 HTTPD_MODELS = ("threads", "epoll", "mn")
 KHTTPD_MODES = ("unbound", "bound", "kthread")

@@ -66,187 +66,184 @@ static bool khttpd_stop_flag;
 
 bool khttpd_stopping(void)
 {
-    return READ_ONCE(khttpd_stop_flag);
+	return READ_ONCE(khttpd_stop_flag);
 }
 
 unsigned int khttpd_conns_active(void)
 {
-    return atomic_read(&khttpd_active);
+	return atomic_read(&khttpd_active);
 }
 
 static void khttpd_kick(struct khttpd_conn *conn)
 {
-    if (conn->thread) {
-        /* xchg orders the flag before the wake-up the thread checks. */
-        xchg(&conn->kicked, true);
-        wake_up_process(conn->thread);
-    } else {
-        queue_work(khttpd_wq, &conn->work);
-    }
+	if (conn->thread) {
+		/* xchg orders the flag before the wake-up the thread checks. */
+		xchg(&conn->kicked, true);
+		wake_up_process(conn->thread);
+	} else {
+		queue_work(khttpd_wq, &conn->work);
+	}
 }
 
 /* ---- socket callbacks (softirq context, under sk_callback_lock) ---- */
 
 static void khttpd_data_ready(struct sock *sk)
 {
-    struct khttpd_conn *conn;
+	struct khttpd_conn *conn;
 
-    read_lock_bh(&sk->sk_callback_lock);
-    conn = sk->sk_user_data;
-    if (conn)
-        khttpd_kick(conn);
-    read_unlock_bh(&sk->sk_callback_lock);
+	read_lock_bh(&sk->sk_callback_lock);
+	conn = sk->sk_user_data;
+	if (conn)
+		khttpd_kick(conn);
+	read_unlock_bh(&sk->sk_callback_lock);
 }
 
 static void khttpd_write_space(struct sock *sk)
 {
-    struct khttpd_conn *conn;
+	struct khttpd_conn *conn;
 
-    read_lock_bh(&sk->sk_callback_lock);
-    conn = sk->sk_user_data;
-    if (conn) {
-        /* TCP's own handler keeps SOCK_NOSPACE accounting right. */
-        conn->saved.write_space(sk);
-        if (sk_stream_is_writeable(sk))
-            khttpd_kick(conn);
-    }
-    read_unlock_bh(&sk->sk_callback_lock);
+	read_lock_bh(&sk->sk_callback_lock);
+	conn = sk->sk_user_data;
+	if (conn) {
+		/* TCP's own handler keeps SOCK_NOSPACE accounting right. */
+		conn->saved.write_space(sk);
+		if (sk_stream_is_writeable(sk))
+			khttpd_kick(conn);
+	}
+	read_unlock_bh(&sk->sk_callback_lock);
 }
 
 static void khttpd_state_change(struct sock *sk)
 {
-    khttpd_data_ready(sk);
+	khttpd_data_ready(sk);
 }
 
 static void khttpd_timer_fn(struct timer_list *t)
 {
-    struct khttpd_conn *conn = from_timer(conn, t, timer);
+	struct khttpd_conn *conn = from_timer(conn, t, timer);
 
-    /* The step decides which deadline passed, if any. */
-    khttpd_kick(conn);
+	/* The step decides which deadline passed, if any. */
+	khttpd_kick(conn);
 }
 
 static const struct ktcp_sock_callbacks khttpd_callbacks = {
-    .data_ready = khttpd_data_ready,
-    .write_space = khttpd_write_space,
-    .state_change = khttpd_state_change,
+	.data_ready = khttpd_data_ready,
+	.write_space = khttpd_write_space,
+	.state_change = khttpd_state_change,
 };
 
 /* ---- the response being sent ---- */
 
 static void khttpd_out_reset(struct khttpd_conn *conn)
 {
-    struct khttpd_out *o = &conn->out;
+	struct khttpd_out *o = &conn->out;
 
-    if (o->ref)
-        khttpd_cache_put(o->ref);
-    if (o->file)
-        fput(o->file);
-    if (o->listing)
-        khttpd_listing_free(o->listing);
-    memset(o, 0, sizeof(*o));
+	if (o->ref)
+		khttpd_cache_put(o->ref);
+	if (o->file)
+		fput(o->file);
+	if (o->listing)
+		khttpd_listing_free(o->listing);
+	memset(o, 0, sizeof(*o));
 }
 
-void khttpd_head_init(struct khttpd_req *r,
-                      struct http_response_head *h,
-                      int status)
+void khttpd_head_init(struct khttpd_req *r, struct http_response_head *h,
+		      int status)
 {
-    memset(h, 0, sizeof(*h));
-    h->status = status;
-    h->version = 11;
-    h->now_seconds = ktime_get_real_seconds();
-    h->content_length = -1;
-    h->keep_alive = r->keep_alive;
-    r->status = status;
+	memset(h, 0, sizeof(*h));
+	h->status = status;
+	h->version = 11;
+	h->now_seconds = ktime_get_real_seconds();
+	h->content_length = -1;
+	h->keep_alive = r->keep_alive;
+	r->status = status;
 }
 
 bool khttpd_send_head(struct khttpd_req *r, const struct http_response_head *h)
 {
-    struct khttpd_conn *conn = r->conn;
-    struct http_buf b;
-    int n;
+	struct khttpd_conn *conn = r->conn;
+	struct http_buf b;
+	int n;
 
-    http_buf_init(&b, conn->hbuf, sizeof(conn->hbuf));
-    n = http_response_build(&b, h);
-    if (n < 0)
-        return false;
-    conn->out.head_off = 0;
-    conn->out.head_len = n;
-    r->status = h->status;
-    khttpd_count_status(h->status);
-    return true;
+	http_buf_init(&b, conn->hbuf, sizeof(conn->hbuf));
+	n = http_response_build(&b, h);
+	if (n < 0)
+		return false;
+	conn->out.head_off = 0;
+	conn->out.head_len = n;
+	r->status = h->status;
+	khttpd_count_status(h->status);
+	return true;
 }
 
-void khttpd_send_mem(struct khttpd_req *r,
-                     const char *mem,
-                     size_t len,
-                     struct khttpd_entry *ref)
+void khttpd_send_mem(struct khttpd_req *r, const char *mem, size_t len,
+		     struct khttpd_entry *ref)
 {
-    struct khttpd_out *o = &r->conn->out;
+	struct khttpd_out *o = &r->conn->out;
 
-    if (r->head || !len) {
-        if (ref)
-            khttpd_cache_put(ref);
-        return;
-    }
-    o->mem = mem;
-    o->mem_off = 0;
-    o->mem_len = len;
-    o->ref = ref;
+	if (r->head || !len) {
+		if (ref)
+			khttpd_cache_put(ref);
+		return;
+	}
+	o->mem = mem;
+	o->mem_off = 0;
+	o->mem_len = len;
+	o->ref = ref;
 }
 
 void khttpd_send_file(struct khttpd_req *r, struct file *f, loff_t pos, u64 len)
 {
-    struct khttpd_out *o = &r->conn->out;
+	struct khttpd_out *o = &r->conn->out;
 
-    if (r->head || !len) {
-        fput(f);
-        return;
-    }
-    o->file = f;
-    o->pos = pos;
-    o->file_left = len;
+	if (r->head || !len) {
+		fput(f);
+		return;
+	}
+	o->file = f;
+	o->pos = pos;
+	o->file_left = len;
 }
 
 bool khttpd_send_error(struct khttpd_req *r, int status)
 {
-    struct khttpd_conn *conn = r->conn;
-    struct http_response_head h;
-    struct http_buf b;
+	struct khttpd_conn *conn = r->conn;
+	struct http_response_head h;
+	struct http_buf b;
 
-    http_buf_init(&b, conn->ebuf, sizeof(conn->ebuf));
-    http_buf_append_u64(&b, (uint64_t) status);
-    http_buf_append_char(&b, ' ');
-    http_buf_append_str(&b, http_status_reason(status));
-    http_buf_append_char(&b, '\n');
-    khttpd_head_init(r, &h, status);
-    h.content_type = "text/plain; charset=utf-8";
-    h.content_length = (int64_t) b.len;
-    if (status == 405)
-        h.allow = "GET, HEAD";
-    if (!khttpd_send_head(r, &h))
-        return false;
-    khttpd_send_mem(r, conn->ebuf, b.len, NULL);
-    return h.keep_alive;
+	http_buf_init(&b, conn->ebuf, sizeof(conn->ebuf));
+	http_buf_append_u64(&b, (uint64_t)status);
+	http_buf_append_char(&b, ' ');
+	http_buf_append_str(&b, http_status_reason(status));
+	http_buf_append_char(&b, '\n');
+	khttpd_head_init(r, &h, status);
+	h.content_type = "text/plain; charset=utf-8";
+	h.content_length = (int64_t)b.len;
+	if (status == 405)
+		h.allow = "GET, HEAD";
+	if (!khttpd_send_head(r, &h))
+		return false;
+	khttpd_send_mem(r, conn->ebuf, b.len, NULL);
+	return h.keep_alive;
 }
 
 void khttpd_refuse(struct socket *sock)
 {
-    static const char resp[] =
-        "HTTP/1.1 503 Service Unavailable\r\n"
-        "Server: ktcp\r\n"
-        "Content-Type: text/plain; charset=utf-8\r\n"
-        "Content-Length: 24\r\n"
-        "Connection: close\r\n"
-        "\r\n"
-        "503 Service Unavailable\n";
-    struct kvec vec = {.iov_base = (void *) resp, .iov_len = sizeof(resp) - 1};
-    struct msghdr msg = {.msg_flags = MSG_DONTWAIT | MSG_NOSIGNAL};
+	static const char resp[] = "HTTP/1.1 503 Service Unavailable\r\n"
+				   "Server: ktcp\r\n"
+				   "Content-Type: text/plain; charset=utf-8\r\n"
+				   "Content-Length: 24\r\n"
+				   "Connection: close\r\n"
+				   "\r\n"
+				   "503 Service Unavailable\n";
+	struct kvec vec = { .iov_base = (void *)resp,
+			    .iov_len = sizeof(resp) - 1 };
+	struct msghdr msg = { .msg_flags = MSG_DONTWAIT | MSG_NOSIGNAL };
 
-    /* Best effort: a fresh socket's send buffer is empty. */
-    kernel_sendmsg(sock, &msg, &vec, 1, vec.iov_len);
-    kernel_sock_shutdown(sock, SHUT_WR);
-    sock_release(sock);
+	/* Best effort: a fresh socket's send buffer is empty. */
+	kernel_sendmsg(sock, &msg, &vec, 1, vec.iov_len);
+	kernel_sock_shutdown(sock, SHUT_WR);
+	sock_release(sock);
 }
 
 /* ---- zero-copy file bodies ---- */
@@ -261,224 +258,230 @@ void khttpd_refuse(struct socket *sock)
  * the next piece (splice_direct_to_actor's partial-transfer contract).
  */
 static int khttpd_pipe_buf_send(struct pipe_inode_info *pipe,
-                                struct pipe_buffer *buf,
-                                struct splice_desc *sd)
+				struct pipe_buffer *buf, struct splice_desc *sd)
 {
-    struct khttpd_conn *conn = sd->u.data;
-    int flags = MSG_DONTWAIT | MSG_NOSIGNAL;
+	struct khttpd_conn *conn = sd->u.data;
+	int flags = MSG_DONTWAIT | MSG_NOSIGNAL;
 
-    if ((sd->flags & SPLICE_F_MORE) || sd->len < sd->total_len)
-        flags |= MSG_MORE;
-    return kernel_sendpage(conn->sock, buf->page, buf->offset, sd->len, flags);
+	if ((sd->flags & SPLICE_F_MORE) || sd->len < sd->total_len)
+		flags |= MSG_MORE;
+	return kernel_sendpage(conn->sock, buf->page, buf->offset, sd->len,
+			       flags);
 }
 
 static int khttpd_splice_actor(struct pipe_inode_info *pipe,
-                               struct splice_desc *sd)
+			       struct splice_desc *sd)
 {
-    struct splice_desc out = {
-        .total_len = sd->total_len,
-        .flags = sd->flags,
-        .u.data = sd->u.data,
-    };
-    ssize_t ret;
+	struct splice_desc out = {
+		.total_len = sd->total_len,
+		.flags = sd->flags,
+		.u.data = sd->u.data,
+	};
+	ssize_t ret;
 
-    pipe_lock(pipe);
-    ret = __splice_from_pipe(pipe, &out, khttpd_pipe_buf_send);
-    pipe_unlock(pipe);
-    return ret;
+	pipe_lock(pipe);
+	ret = __splice_from_pipe(pipe, &out, khttpd_pipe_buf_send);
+	pipe_unlock(pipe);
+	return ret;
 }
 
 static int khttpd_send_file_piece(struct khttpd_conn *conn)
 {
-    struct khttpd_out *o = &conn->out;
-    size_t piece = min_t(u64, o->file_left, KHTTPD_SPLICE_PIECE);
-    struct splice_desc sd = {
-        .total_len = piece,
-        .flags = (o->file_left > piece || o->more) ? SPLICE_F_MORE : 0,
-        .pos = o->pos,
-        .u.data = conn,
-    };
-    ssize_t ret;
+	struct khttpd_out *o = &conn->out;
+	size_t piece = min_t(u64, o->file_left, KHTTPD_SPLICE_PIECE);
+	struct splice_desc sd = {
+		.total_len = piece,
+		.flags = (o->file_left > piece || o->more) ? SPLICE_F_MORE : 0,
+		.pos = o->pos,
+		.u.data = conn,
+	};
+	ssize_t ret;
 
-    ret = splice_direct_to_actor(o->file, &sd, khttpd_splice_actor);
-    if (ret == 0)
-        return -EIO; /* the file shrank under us: the framing is lost */
-    if (ret < 0)
-        return ret;
-    o->pos += ret;
-    o->file_left -= ret;
-    khttpd_count(bytes_out, ret);
-    conn->last_active = jiffies;
-    return 0;
+	ret = splice_direct_to_actor(o->file, &sd, khttpd_splice_actor);
+	if (ret == 0)
+		return -EIO; /* the file shrank under us: the framing is lost */
+	if (ret < 0)
+		return ret;
+	o->pos += ret;
+	o->file_left -= ret;
+	khttpd_count(bytes_out, ret);
+	conn->last_active = jiffies;
+	return 0;
 }
 
 /* Send what the socket takes: 0 when the response is out, -EAGAIN (wait
  * for write_space), -EINPROGRESS (yield, more to do) or an error. */
 static int khttpd_out_flush(struct khttpd_conn *conn)
 {
-    struct khttpd_out *o = &conn->out;
-    int pieces = 4;
-    int ret;
+	struct khttpd_out *o = &conn->out;
+	int pieces = 4;
+	int ret;
 
-    for (;;) {
-        if (o->head_off < o->head_len || o->mem_off < o->mem_len) {
-            struct kvec vec[2];
-            struct msghdr msg = {};
-            size_t total = 0;
-            int n = 0;
+	for (;;) {
+		if (o->head_off < o->head_len || o->mem_off < o->mem_len) {
+			struct kvec vec[2];
+			struct msghdr msg = {};
+			size_t total = 0;
+			int n = 0;
 
-            if (o->head_off < o->head_len) {
-                vec[n].iov_base = conn->hbuf + o->head_off;
-                vec[n].iov_len = o->head_len - o->head_off;
-                total += vec[n++].iov_len;
-            }
-            if (o->mem_off < o->mem_len) {
-                vec[n].iov_base = (void *) (o->mem + o->mem_off);
-                vec[n].iov_len = o->mem_len - o->mem_off;
-                total += vec[n++].iov_len;
-            }
-            /* The head leaves with MSG_MORE when a body follows it, so
+			if (o->head_off < o->head_len) {
+				vec[n].iov_base = conn->hbuf + o->head_off;
+				vec[n].iov_len = o->head_len - o->head_off;
+				total += vec[n++].iov_len;
+			}
+			if (o->mem_off < o->mem_len) {
+				vec[n].iov_base = (void *)(o->mem + o->mem_off);
+				vec[n].iov_len = o->mem_len - o->mem_off;
+				total += vec[n++].iov_len;
+			}
+			/* The head leaves with MSG_MORE when a body follows it, so
              * head and first body bytes share a segment. */
-            msg.msg_flags = MSG_DONTWAIT | MSG_NOSIGNAL;
-            if (o->file_left || (o->listing && !o->listing_last) || o->more)
-                msg.msg_flags |= MSG_MORE;
-            ret = kernel_sendmsg(conn->sock, &msg, vec, n, total);
-            if (ret < 0)
-                return ret;
-            khttpd_count(bytes_out, ret);
-            conn->last_active = jiffies;
-            if (o->head_off < o->head_len) {
-                u32 h = min_t(u32, ret, o->head_len - o->head_off);
+			msg.msg_flags = MSG_DONTWAIT | MSG_NOSIGNAL;
+			if (o->file_left || (o->listing && !o->listing_last) ||
+			    o->more)
+				msg.msg_flags |= MSG_MORE;
+			ret = kernel_sendmsg(conn->sock, &msg, vec, n, total);
+			if (ret < 0)
+				return ret;
+			khttpd_count(bytes_out, ret);
+			conn->last_active = jiffies;
+			if (o->head_off < o->head_len) {
+				u32 h = min_t(u32, ret,
+					      o->head_len - o->head_off);
 
-                o->head_off += h;
-                ret -= h;
-            }
-            o->mem_off += ret;
-            continue;
-        }
-        if (o->file_left) {
-            if (pieces-- == 0)
-                return -EINPROGRESS;
-            ret = khttpd_send_file_piece(conn);
-            if (ret < 0)
-                return ret;
-            continue;
-        }
-        if (o->listing) {
-            if (pieces-- == 0)
-                return -EINPROGRESS;
-            ret = khttpd_listing_next(conn);
-            if (ret < 0)
-                return ret;
-            continue;
-        }
-        return 0;
-    }
+				o->head_off += h;
+				ret -= h;
+			}
+			o->mem_off += ret;
+			continue;
+		}
+		if (o->file_left) {
+			if (pieces-- == 0)
+				return -EINPROGRESS;
+			ret = khttpd_send_file_piece(conn);
+			if (ret < 0)
+				return ret;
+			continue;
+		}
+		if (o->listing) {
+			if (pieces-- == 0)
+				return -EINPROGRESS;
+			ret = khttpd_listing_next(conn);
+			if (ret < 0)
+				return ret;
+			continue;
+		}
+		return 0;
+	}
 }
 
 /* ---- requests ---- */
 
 static unsigned long khttpd_idle_jiffies(void)
 {
-    return msecs_to_jiffies(khttpd_idle_timeout_ms);
+	return msecs_to_jiffies(khttpd_idle_timeout_ms);
 }
 
 /* Answer with a close, outside of any parsed request (parse errors, 408). */
 static void khttpd_send_error_close(struct khttpd_conn *conn, int status)
 {
-    struct khttpd_req r = {.conn = conn};
+	struct khttpd_req r = { .conn = conn };
 
-    khttpd_count(requests, 1);
-    khttpd_send_error(&r, status);
-    conn->close_after = true;
-    conn->state = KHTTPD_SEND;
+	khttpd_count(requests, 1);
+	khttpd_send_error(&r, status);
+	conn->close_after = true;
+	conn->state = KHTTPD_SEND;
 }
 
 static void khttpd_answer(struct khttpd_conn *conn, size_t head_len)
 {
-    const struct http_request *req = &conn->parser.req;
-    const char *rb = conn->rbuf + conn->rstart;
-    bool has_body = req->body_framing != HTTP_BODY_NONE &&
-                    !(req->body_framing == HTTP_BODY_CONTENT_LENGTH &&
-                      req->content_length == 0);
-    struct khttpd_req r = {
-        .conn = conn,
-        .req = req,
-        .rb = rb,
-        .head = req->method == HTTP_METHOD_HEAD,
-        .keep_alive = req->keep_alive && !khttpd_stopping(),
-    };
-    u64 after = conn->rlen - conn->rstart - head_len;
-    bool ok;
+	const struct http_request *req = &conn->parser.req;
+	const char *rb = conn->rbuf + conn->rstart;
+	bool has_body = req->body_framing != HTTP_BODY_NONE &&
+			!(req->body_framing == HTTP_BODY_CONTENT_LENGTH &&
+			  req->content_length == 0);
+	struct khttpd_req r = {
+		.conn = conn,
+		.req = req,
+		.rb = rb,
+		.head = req->method == HTTP_METHOD_HEAD,
+		.keep_alive = req->keep_alive && !khttpd_stopping(),
+	};
+	u64 after = conn->rlen - conn->rstart - head_len;
+	bool ok;
 
-    khttpd_count(requests, 1);
-    /* With Expect: 100-continue the client waits before sending its body;
+	khttpd_count(requests, 1);
+	/* With Expect: 100-continue the client waits before sending its body;
      * we never need one, so we answer at once and close (closing is the
      * only framing-safe end if it sends the body anyway). */
-    if (has_body && req->expect_continue)
-        r.keep_alive = false;
-    /* A whole next request head already here: keep the tail of this
+	if (has_body && req->expect_continue)
+		r.keep_alive = false;
+	/* A whole next request head already here: keep the tail of this
      * response corked so both leave together. Chunked bodies: unknown,
      * assume not (as ktcp-httpd). */
-    if (req->body_framing == HTTP_BODY_CONTENT_LENGTH)
-        after -= min(after, req->content_length);
-    conn->out.more = r.keep_alive && after > 0 &&
-                     req->body_framing != HTTP_BODY_CHUNKED &&
-                     http_head_buffered(conn->rbuf + conn->rlen - after, after);
+	if (req->body_framing == HTTP_BODY_CONTENT_LENGTH)
+		after -= min(after, req->content_length);
+	conn->out.more =
+		r.keep_alive && after > 0 &&
+		req->body_framing != HTTP_BODY_CHUNKED &&
+		http_head_buffered(conn->rbuf + conn->rlen - after, after);
 
-    if (req->expect_unknown) {
-        r.keep_alive = false;
-        ok = khttpd_send_error(&r, 417);
-    } else if (req->method == HTTP_METHOD_OTHER) {
-        ok = khttpd_send_error(&r, 501);
-    } else if (req->method != HTTP_METHOD_GET &&
-               req->method != HTTP_METHOD_HEAD) {
-        ok = khttpd_send_error(&r, 405);
-    } else {
-        char *rel = kmalloc(KHTTPD_PATH_MAX, GFP_KERNEL);
-        struct http_path_info info;
-        int pr;
+	if (req->expect_unknown) {
+		r.keep_alive = false;
+		ok = khttpd_send_error(&r, 417);
+	} else if (req->method == HTTP_METHOD_OTHER) {
+		ok = khttpd_send_error(&r, 501);
+	} else if (req->method != HTTP_METHOD_GET &&
+		   req->method != HTTP_METHOD_HEAD) {
+		ok = khttpd_send_error(&r, 405);
+	} else {
+		char *rel = kmalloc(KHTTPD_PATH_MAX, GFP_KERNEL);
+		struct http_path_info info;
+		int pr;
 
-        if (!rel) {
-            ok = khttpd_send_error(&r, 500);
-        } else {
-            pr = http_path_normalize(rb + req->path.off, req->path.len, rel,
-                                     KHTTPD_PATH_MAX, &info);
-            if (pr != HTTP_PATH_OK)
-                ok = khttpd_send_error(&r, http_path_error_status(pr));
-            else
-                ok = khttpd_file_serve(&r, rel, &info);
-            kfree(rel);
-        }
-    }
+		if (!rel) {
+			ok = khttpd_send_error(&r, 500);
+		} else {
+			pr = http_path_normalize(rb + req->path.off,
+						 req->path.len, rel,
+						 KHTTPD_PATH_MAX, &info);
+			if (pr != HTTP_PATH_OK)
+				ok = khttpd_send_error(
+					&r, http_path_error_status(pr));
+			else
+				ok = khttpd_file_serve(&r, rel, &info);
+			kfree(rel);
+		}
+	}
 
-    if (!ok || !r.keep_alive) {
-        conn->close_after = true;
-    } else {
-        conn->rstart += head_len;
-        if (has_body) {
-            conn->body_deadline = jiffies + khttpd_idle_jiffies();
-            if (req->body_framing == HTTP_BODY_CONTENT_LENGTH) {
-                conn->body_left = req->content_length;
-            } else {
-                conn->body_chunked = true;
-                http_chunked_init(&conn->chunked, KHTTPD_MAX_BODY, 4096);
-            }
-        }
-    }
-    http_parser_reset(&conn->parser);
-    conn->state = KHTTPD_SEND;
+	if (!ok || !r.keep_alive) {
+		conn->close_after = true;
+	} else {
+		conn->rstart += head_len;
+		if (has_body) {
+			conn->body_deadline = jiffies + khttpd_idle_jiffies();
+			if (req->body_framing == HTTP_BODY_CONTENT_LENGTH) {
+				conn->body_left = req->content_length;
+			} else {
+				conn->body_chunked = true;
+				http_chunked_init(&conn->chunked,
+						  KHTTPD_MAX_BODY, 4096);
+			}
+		}
+	}
+	http_parser_reset(&conn->parser);
+	conn->state = KHTTPD_SEND;
 }
 
 static int khttpd_recv(struct khttpd_conn *conn, char *buf, size_t len)
 {
-    struct kvec vec = {.iov_base = buf, .iov_len = len};
-    struct msghdr msg = {.msg_flags = MSG_DONTWAIT};
-    int n = kernel_recvmsg(conn->sock, &msg, &vec, 1, len, MSG_DONTWAIT);
+	struct kvec vec = { .iov_base = buf, .iov_len = len };
+	struct msghdr msg = { .msg_flags = MSG_DONTWAIT };
+	int n = kernel_recvmsg(conn->sock, &msg, &vec, 1, len, MSG_DONTWAIT);
 
-    if (n > 0)
-        conn->last_active = jiffies;
-    return n;
+	if (n > 0)
+		conn->last_active = jiffies;
+	return n;
 }
 
 /* Make room for more bytes: slide the current request to the front, or
@@ -486,285 +489,293 @@ static int khttpd_recv(struct khttpd_conn *conn, char *buf, size_t len)
  * from rbuf + rstart, so sliding keeps them valid. */
 static bool khttpd_make_room(struct khttpd_conn *conn)
 {
-    char *nb;
+	char *nb;
 
-    if (conn->rlen < conn->rcap)
-        return true;
-    if (conn->rstart > 0) {
-        memmove(conn->rbuf, conn->rbuf + conn->rstart,
-                conn->rlen - conn->rstart);
-        conn->rlen -= conn->rstart;
-        conn->rstart = 0;
-        return true;
-    }
-    if (conn->rcap >= KHTTPD_REQ_BUF_MAX)
-        return false;
-    nb = krealloc(conn->rbuf, conn->rcap * 2, GFP_KERNEL);
-    if (!nb)
-        return false;
-    conn->rbuf = nb;
-    conn->rcap *= 2;
-    return true;
+	if (conn->rlen < conn->rcap)
+		return true;
+	if (conn->rstart > 0) {
+		memmove(conn->rbuf, conn->rbuf + conn->rstart,
+			conn->rlen - conn->rstart);
+		conn->rlen -= conn->rstart;
+		conn->rstart = 0;
+		return true;
+	}
+	if (conn->rcap >= KHTTPD_REQ_BUF_MAX)
+		return false;
+	nb = krealloc(conn->rbuf, conn->rcap * 2, GFP_KERNEL);
+	if (!nb)
+		return false;
+	conn->rbuf = nb;
+	conn->rcap *= 2;
+	return true;
 }
 
 /* 0: progress (state may have changed), -EAGAIN, or the end (EOF/error). */
 static int khttpd_read_head(struct khttpd_conn *conn)
 {
-    size_t head_len = 0;
-    int n;
+	size_t head_len = 0;
+	int n;
 
-    if (conn->rlen > conn->rstart) {
-        int pr = http_parse_request(&conn->parser, conn->rbuf + conn->rstart,
-                                    conn->rlen - conn->rstart, &head_len);
+	if (conn->rlen > conn->rstart) {
+		int pr = http_parse_request(&conn->parser,
+					    conn->rbuf + conn->rstart,
+					    conn->rlen - conn->rstart,
+					    &head_len);
 
-        if (pr == HTTP_PARSE_COMPLETE) {
-            conn->head_deadline = 0;
-            khttpd_answer(conn, head_len);
-            return 0;
-        }
-        if (pr < 0) {
-            conn->head_deadline = 0;
-            khttpd_send_error_close(conn, http_parse_error_status(pr));
-            return 0;
-        }
-        /* The first byte of a request starts its clock (slowloris). */
-        if (!conn->head_deadline)
-            conn->head_deadline = (jiffies + khttpd_idle_jiffies()) | 1;
-    } else {
-        conn->rstart = conn->rlen = 0;
-    }
-    if (!khttpd_make_room(conn)) {
-        khttpd_send_error_close(conn, 431);
-        return 0;
-    }
-    n = khttpd_recv(conn, conn->rbuf + conn->rlen, conn->rcap - conn->rlen);
-    if (n < 0)
-        return n;
-    if (n == 0)
-        return -ESHUTDOWN;
-    conn->rlen += n;
-    return 0;
+		if (pr == HTTP_PARSE_COMPLETE) {
+			conn->head_deadline = 0;
+			khttpd_answer(conn, head_len);
+			return 0;
+		}
+		if (pr < 0) {
+			conn->head_deadline = 0;
+			khttpd_send_error_close(conn,
+						http_parse_error_status(pr));
+			return 0;
+		}
+		/* The first byte of a request starts its clock (slowloris). */
+		if (!conn->head_deadline)
+			conn->head_deadline =
+				(jiffies + khttpd_idle_jiffies()) | 1;
+	} else {
+		conn->rstart = conn->rlen = 0;
+	}
+	if (!khttpd_make_room(conn)) {
+		khttpd_send_error_close(conn, 431);
+		return 0;
+	}
+	n = khttpd_recv(conn, conn->rbuf + conn->rlen, conn->rcap - conn->rlen);
+	if (n < 0)
+		return n;
+	if (n == 0)
+		return -ESHUTDOWN;
+	conn->rlen += n;
+	return 0;
 }
 
 /* Drop the body of the request just answered; 0 when it is gone. */
 static int khttpd_drain_body(struct khttpd_conn *conn)
 {
-    int n;
+	int n;
 
-    for (;;) {
-        if (conn->body_left) {
-            u64 take = min_t(u64, conn->body_left, conn->rlen - conn->rstart);
+	for (;;) {
+		if (conn->body_left) {
+			u64 take = min_t(u64, conn->body_left,
+					 conn->rlen - conn->rstart);
 
-            conn->rstart += take;
-            conn->body_left -= take;
-            if (!conn->body_left)
-                return 0;
-        } else if (conn->body_chunked) {
-            while (conn->rstart < conn->rlen) {
-                size_t used, off, len;
-                int r = http_chunked_decode(
-                    &conn->chunked, conn->rbuf + conn->rstart,
-                    conn->rlen - conn->rstart, &used, &off, &len);
+			conn->rstart += take;
+			conn->body_left -= take;
+			if (!conn->body_left)
+				return 0;
+		} else if (conn->body_chunked) {
+			while (conn->rstart < conn->rlen) {
+				size_t used, off, len;
+				int r = http_chunked_decode(
+					&conn->chunked,
+					conn->rbuf + conn->rstart,
+					conn->rlen - conn->rstart, &used, &off,
+					&len);
 
-                conn->rstart += used;
-                if (r == HTTP_CHUNKED_DONE) {
-                    conn->body_chunked = false;
-                    return 0;
-                }
-                if (r < 0)
-                    return -EPROTO; /* answered already: just close */
-            }
-        } else {
-            return 0;
-        }
-        conn->rstart = conn->rlen = 0;
-        n = khttpd_recv(conn, conn->rbuf, conn->rcap);
-        if (n < 0)
-            return n;
-        if (n == 0)
-            return -ESHUTDOWN;
-        conn->rlen = n;
-    }
+				conn->rstart += used;
+				if (r == HTTP_CHUNKED_DONE) {
+					conn->body_chunked = false;
+					return 0;
+				}
+				if (r < 0)
+					return -EPROTO; /* answered already: just close */
+			}
+		} else {
+			return 0;
+		}
+		conn->rstart = conn->rlen = 0;
+		n = khttpd_recv(conn, conn->rbuf, conn->rcap);
+		if (n < 0)
+			return n;
+		if (n == 0)
+			return -ESHUTDOWN;
+		conn->rlen = n;
+	}
 }
 
 static void khttpd_start_linger(struct khttpd_conn *conn)
 {
-    kernel_sock_shutdown(conn->sock, SHUT_WR);
-    conn->state = KHTTPD_LINGER;
-    conn->linger_deadline = jiffies + msecs_to_jiffies(KHTTPD_LINGER_MS);
-    conn->linger_reads = 0;
+	kernel_sock_shutdown(conn->sock, SHUT_WR);
+	conn->state = KHTTPD_LINGER;
+	conn->linger_deadline = jiffies + msecs_to_jiffies(KHTTPD_LINGER_MS);
+	conn->linger_reads = 0;
 }
 
 /* -EAGAIN while the peer still may send; anything else ends it. */
 static int khttpd_linger(struct khttpd_conn *conn)
 {
-    while (conn->linger_reads++ < KHTTPD_LINGER_READS) {
-        int n = khttpd_recv(conn, conn->rbuf, conn->rcap);
+	while (conn->linger_reads++ < KHTTPD_LINGER_READS) {
+		int n = khttpd_recv(conn, conn->rbuf, conn->rcap);
 
-        if (n <= 0)
-            return n ? n : -ESHUTDOWN;
-    }
-    return -ESHUTDOWN;
+		if (n <= 0)
+			return n ? n : -ESHUTDOWN;
+	}
+	return -ESHUTDOWN;
 }
 
 static void khttpd_response_done(struct khttpd_conn *conn)
 {
-    khttpd_out_reset(conn);
-    conn->last_active = jiffies;
-    if (conn->close_after)
-        khttpd_start_linger(conn);
-    else if (conn->body_left || conn->body_chunked)
-        conn->state = KHTTPD_DRAIN_BODY;
-    else
-        conn->state = KHTTPD_READ_HEAD;
+	khttpd_out_reset(conn);
+	conn->last_active = jiffies;
+	if (conn->close_after)
+		khttpd_start_linger(conn);
+	else if (conn->body_left || conn->body_chunked)
+		conn->state = KHTTPD_DRAIN_BODY;
+	else
+		conn->state = KHTTPD_READ_HEAD;
 }
 
 static void khttpd_close(struct khttpd_conn *conn)
 {
-    conn->dead = true;
-    ktcp_sock_detach(conn->sock->sk, &conn->saved);
-    /* mode=kthread: the thread sees ->dead and frees the connection. */
-    if (!conn->thread)
-        queue_work(khttpd_wq, &conn->release);
+	conn->dead = true;
+	ktcp_sock_detach(conn->sock->sk, &conn->saved);
+	/* mode=kthread: the thread sees ->dead and frees the connection. */
+	if (!conn->thread)
+		queue_work(khttpd_wq, &conn->release);
 }
 
 /* Nothing to do until an event: arm the timer for the state's deadline,
  * or act on it if it passed. Returns true if the step should go on. */
 static bool khttpd_wait(struct khttpd_conn *conn)
 {
-    unsigned long deadline;
-    bool timed = khttpd_idle_timeout_ms != 0;
+	unsigned long deadline;
+	bool timed = khttpd_idle_timeout_ms != 0;
 
-    switch (conn->state) {
-    case KHTTPD_READ_HEAD:
-        deadline = conn->head_deadline
-                       ? conn->head_deadline
-                       : conn->last_active + khttpd_idle_jiffies();
-        break;
-    case KHTTPD_DRAIN_BODY:
-        deadline = conn->body_deadline;
-        break;
-    case KHTTPD_LINGER:
-        deadline = conn->linger_deadline;
-        timed = true;
-        break;
-    case KHTTPD_SEND:
-    default:
-        deadline = conn->last_active + khttpd_idle_jiffies();
-        break;
-    }
-    if (!timed)
-        return false;
-    if (time_before(jiffies, deadline)) {
-        /* mod_timer returns at once when the deadline did not move. */
-        mod_timer(&conn->timer, deadline);
-        return false;
-    }
-    if (conn->state == KHTTPD_LINGER) {
-        khttpd_close(conn);
-        return false;
-    }
-    khttpd_count(timeouts, 1);
-    if (conn->state == KHTTPD_READ_HEAD && conn->head_deadline &&
-        conn->rlen > conn->rstart) {
-        /* A head that never completed: tell the client why we close. */
-        conn->head_deadline = 0;
-        khttpd_send_error_close(conn, 408);
-        return true;
-    }
-    khttpd_close(conn);
-    return false;
+	switch (conn->state) {
+	case KHTTPD_READ_HEAD:
+		deadline = conn->head_deadline ?
+				   conn->head_deadline :
+				   conn->last_active + khttpd_idle_jiffies();
+		break;
+	case KHTTPD_DRAIN_BODY:
+		deadline = conn->body_deadline;
+		break;
+	case KHTTPD_LINGER:
+		deadline = conn->linger_deadline;
+		timed = true;
+		break;
+	case KHTTPD_SEND:
+	default:
+		deadline = conn->last_active + khttpd_idle_jiffies();
+		break;
+	}
+	if (!timed)
+		return false;
+	if (time_before(jiffies, deadline)) {
+		/* mod_timer returns at once when the deadline did not move. */
+		mod_timer(&conn->timer, deadline);
+		return false;
+	}
+	if (conn->state == KHTTPD_LINGER) {
+		khttpd_close(conn);
+		return false;
+	}
+	khttpd_count(timeouts, 1);
+	if (conn->state == KHTTPD_READ_HEAD && conn->head_deadline &&
+	    conn->rlen > conn->rstart) {
+		/* A head that never completed: tell the client why we close. */
+		conn->head_deadline = 0;
+		khttpd_send_error_close(conn, 408);
+		return true;
+	}
+	khttpd_close(conn);
+	return false;
 }
 
 static void khttpd_conn_step(struct khttpd_conn *conn)
 {
-    int budget = KHTTPD_BUDGET;
-    int err;
+	int budget = KHTTPD_BUDGET;
+	int err;
 
-    if (conn->dead)
-        return;
-    if (khttpd_stopping()) {
-        khttpd_close(conn);
-        return;
-    }
+	if (conn->dead)
+		return;
+	if (khttpd_stopping()) {
+		khttpd_close(conn);
+		return;
+	}
 
-    while (budget-- > 0) {
-        switch (conn->state) {
-        case KHTTPD_SEND:
-            err = khttpd_out_flush(conn);
-            if (err == -EINPROGRESS)
-                continue;
-            if (!err)
-                khttpd_response_done(conn);
-            break;
-        case KHTTPD_DRAIN_BODY:
-            err = khttpd_drain_body(conn);
-            if (!err)
-                conn->state = KHTTPD_READ_HEAD;
-            break;
-        case KHTTPD_LINGER:
-            err = khttpd_linger(conn);
-            if (err != -EAGAIN) {
-                khttpd_close(conn);
-                return;
-            }
-            break;
-        case KHTTPD_READ_HEAD:
-        default:
-            err = khttpd_read_head(conn);
-            break;
-        }
-        if (err == -EAGAIN) {
-            if (khttpd_wait(conn))
-                continue;
-            return;
-        }
-        if (err < 0) {
-            if (err != -ECONNRESET && err != -EPIPE && err != -ESHUTDOWN)
-                khttpd_count(errors, 1);
-            khttpd_close(conn);
-            return;
-        }
-    }
-    /* Budget spent with work left: let other connections run. */
-    khttpd_kick(conn);
+	while (budget-- > 0) {
+		switch (conn->state) {
+		case KHTTPD_SEND:
+			err = khttpd_out_flush(conn);
+			if (err == -EINPROGRESS)
+				continue;
+			if (!err)
+				khttpd_response_done(conn);
+			break;
+		case KHTTPD_DRAIN_BODY:
+			err = khttpd_drain_body(conn);
+			if (!err)
+				conn->state = KHTTPD_READ_HEAD;
+			break;
+		case KHTTPD_LINGER:
+			err = khttpd_linger(conn);
+			if (err != -EAGAIN) {
+				khttpd_close(conn);
+				return;
+			}
+			break;
+		case KHTTPD_READ_HEAD:
+		default:
+			err = khttpd_read_head(conn);
+			break;
+		}
+		if (err == -EAGAIN) {
+			if (khttpd_wait(conn))
+				continue;
+			return;
+		}
+		if (err < 0) {
+			if (err != -ECONNRESET && err != -EPIPE &&
+			    err != -ESHUTDOWN)
+				khttpd_count(errors, 1);
+			khttpd_close(conn);
+			return;
+		}
+	}
+	/* Budget spent with work left: let other connections run. */
+	khttpd_kick(conn);
 }
 
 /* ---- lifetime ---- */
 
 static void khttpd_conn_free(struct khttpd_conn *conn)
 {
-    /*
+	/*
      * Off the registry first: unload kicks every listed connection, and a
      * kick after cancel_work_sync would queue the work of a freed conn.
      * Callbacks are detached, so then only the timer and an already queued
      * run of the step can still reach conn: stop the one, then wait out the
      * other (it sees ->dead and returns without re-arming the timer).
      */
-    spin_lock(&khttpd_conns_lock);
-    list_del(&conn->node);
-    spin_unlock(&khttpd_conns_lock);
+	spin_lock(&khttpd_conns_lock);
+	list_del(&conn->node);
+	spin_unlock(&khttpd_conns_lock);
 
-    del_timer_sync(&conn->timer);
-    if (!conn->thread)
-        cancel_work_sync(&conn->work);
+	del_timer_sync(&conn->timer);
+	if (!conn->thread)
+		cancel_work_sync(&conn->work);
 
-    khttpd_out_reset(conn);
-    sock_release(conn->sock);
-    kfree(conn->rbuf);
-    kmem_cache_free(khttpd_conn_cache, conn);
-    if (atomic_dec_and_test(&khttpd_active))
-        wake_up(&khttpd_all_released);
+	khttpd_out_reset(conn);
+	sock_release(conn->sock);
+	kfree(conn->rbuf);
+	kmem_cache_free(khttpd_conn_cache, conn);
+	if (atomic_dec_and_test(&khttpd_active))
+		wake_up(&khttpd_all_released);
 }
 
 static void khttpd_work_fn(struct work_struct *w)
 {
-    khttpd_conn_step(container_of(w, struct khttpd_conn, work));
+	khttpd_conn_step(container_of(w, struct khttpd_conn, work));
 }
 
 static void khttpd_release_fn(struct work_struct *w)
 {
-    khttpd_conn_free(container_of(w, struct khttpd_conn, release));
+	khttpd_conn_free(container_of(w, struct khttpd_conn, release));
 }
 
 /*
@@ -774,87 +785,88 @@ static void khttpd_release_fn(struct work_struct *w)
  */
 static int khttpd_conn_thread(void *data)
 {
-    struct khttpd_conn *conn = data;
+	struct khttpd_conn *conn = data;
 
-    for (;;) {
-        set_current_state(TASK_INTERRUPTIBLE);
-        if (!xchg(&conn->kicked, false)) {
-            schedule();
-            continue;
-        }
-        __set_current_state(TASK_RUNNING);
-        khttpd_conn_step(conn);
-        if (conn->dead)
-            break;
-    }
-    khttpd_conn_free(conn);
-    kthread_complete_and_exit(&khttpd_threads_exited, 0);
+	for (;;) {
+		set_current_state(TASK_INTERRUPTIBLE);
+		if (!xchg(&conn->kicked, false)) {
+			schedule();
+			continue;
+		}
+		__set_current_state(TASK_RUNNING);
+		khttpd_conn_step(conn);
+		if (conn->dead)
+			break;
+	}
+	khttpd_conn_free(conn);
+	kthread_complete_and_exit(&khttpd_threads_exited, 0);
 }
 
 int khttpd_conn_start(struct socket *sock)
 {
-    struct khttpd_conn *conn;
-    struct http_limits limits = {
-        .max_request_line = HTTP_DEFAULT_MAX_REQUEST_LINE,
-        .max_header_bytes = HTTP_DEFAULT_MAX_HEADER_BYTES,
-        .max_headers = HTTP_DEFAULT_MAX_HEADERS,
-        .max_body = KHTTPD_MAX_BODY,
-    };
-    int err = -ENOMEM;
+	struct khttpd_conn *conn;
+	struct http_limits limits = {
+		.max_request_line = HTTP_DEFAULT_MAX_REQUEST_LINE,
+		.max_header_bytes = HTTP_DEFAULT_MAX_HEADER_BYTES,
+		.max_headers = HTTP_DEFAULT_MAX_HEADERS,
+		.max_body = KHTTPD_MAX_BODY,
+	};
+	int err = -ENOMEM;
 
-    conn = kmem_cache_zalloc(khttpd_conn_cache, GFP_KERNEL);
-    if (!conn)
-        goto out;
-    conn->rcap = KHTTPD_REQ_BUF_INITIAL;
-    conn->rbuf = kmalloc(conn->rcap, GFP_KERNEL);
-    if (!conn->rbuf)
-        goto out_conn;
-    conn->sock = sock;
-    conn->state = KHTTPD_READ_HEAD;
-    conn->last_active = jiffies;
-    http_parser_init(&conn->parser, &limits);
-    http_parser_set_header_store(&conn->parser, conn->headers,
-                                 KHTTPD_MAX_STORED_HEADERS);
-    INIT_WORK(&conn->work, khttpd_work_fn);
-    INIT_WORK(&conn->release, khttpd_release_fn);
-    timer_setup(&conn->timer, khttpd_timer_fn, 0);
-    tcp_sock_set_nodelay(sock->sk);
+	conn = kmem_cache_zalloc(khttpd_conn_cache, GFP_KERNEL);
+	if (!conn)
+		goto out;
+	conn->rcap = KHTTPD_REQ_BUF_INITIAL;
+	conn->rbuf = kmalloc(conn->rcap, GFP_KERNEL);
+	if (!conn->rbuf)
+		goto out_conn;
+	conn->sock = sock;
+	conn->state = KHTTPD_READ_HEAD;
+	conn->last_active = jiffies;
+	http_parser_init(&conn->parser, &limits);
+	http_parser_set_header_store(&conn->parser, conn->headers,
+				     KHTTPD_MAX_STORED_HEADERS);
+	INIT_WORK(&conn->work, khttpd_work_fn);
+	INIT_WORK(&conn->release, khttpd_release_fn);
+	timer_setup(&conn->timer, khttpd_timer_fn, 0);
+	tcp_sock_set_nodelay(sock->sk);
 
-    if (khttpd_mode == KHTTPD_MODE_KTHREAD) {
-        /* Data may have arrived before the callbacks were in place. */
-        conn->kicked = true;
-        conn->thread = kthread_create(khttpd_conn_thread, conn, "khttpd-conn");
-        if (IS_ERR(conn->thread)) {
-            err = PTR_ERR(conn->thread);
-            goto out_buf;
-        }
-        khttpd_threads_started++;
-    }
+	if (khttpd_mode == KHTTPD_MODE_KTHREAD) {
+		/* Data may have arrived before the callbacks were in place. */
+		conn->kicked = true;
+		conn->thread =
+			kthread_create(khttpd_conn_thread, conn, "khttpd-conn");
+		if (IS_ERR(conn->thread)) {
+			err = PTR_ERR(conn->thread);
+			goto out_buf;
+		}
+		khttpd_threads_started++;
+	}
 
-    atomic_inc(&khttpd_active);
-    /*
+	atomic_inc(&khttpd_active);
+	/*
      * Attach and first kick under the registry lock: once attached, a
      * callback can run the step, which can close the connection, but
      * khttpd_conn_free() unlists it under this lock before freeing it.
      */
-    spin_lock(&khttpd_conns_lock);
-    list_add_tail(&conn->node, &khttpd_conns);
-    ktcp_sock_attach(conn->sock->sk, conn, &khttpd_callbacks, &conn->saved);
-    khttpd_kick(conn);
-    spin_unlock(&khttpd_conns_lock);
-    return 0;
+	spin_lock(&khttpd_conns_lock);
+	list_add_tail(&conn->node, &khttpd_conns);
+	ktcp_sock_attach(conn->sock->sk, conn, &khttpd_callbacks, &conn->saved);
+	khttpd_kick(conn);
+	spin_unlock(&khttpd_conns_lock);
+	return 0;
 
 out_buf:
-    kfree(conn->rbuf);
+	kfree(conn->rbuf);
 out_conn:
-    kmem_cache_free(khttpd_conn_cache, conn);
+	kmem_cache_free(khttpd_conn_cache, conn);
 out:
-    return err;
+	return err;
 }
 
 int khttpd_conns_init(enum khttpd_mode mode)
 {
-    /*
+	/*
      * unbound: workers not tied to the CPU that queued the work, so the
      * scheduler spreads connections over every core — the right default,
      * since the accept thread and the softirqs of one NIC queue would
@@ -863,40 +875,40 @@ int khttpd_conns_init(enum khttpd_mode mode)
      * page-cache miss lets another run). kthread needs no workqueue but the
      * release path of the others; it gets a small one all the same.
      */
-    unsigned int flags = mode == KHTTPD_MODE_BOUND ? 0 : WQ_UNBOUND;
+	unsigned int flags = mode == KHTTPD_MODE_BOUND ? 0 : WQ_UNBOUND;
 
-    khttpd_mode = mode;
-    khttpd_conn_cache = KMEM_CACHE(khttpd_conn, 0);
-    if (!khttpd_conn_cache)
-        return -ENOMEM;
-    khttpd_wq = alloc_workqueue("khttpd", flags | WQ_MEM_RECLAIM, 0);
-    if (!khttpd_wq) {
-        kmem_cache_destroy(khttpd_conn_cache);
-        return -ENOMEM;
-    }
-    return 0;
+	khttpd_mode = mode;
+	khttpd_conn_cache = KMEM_CACHE(khttpd_conn, 0);
+	if (!khttpd_conn_cache)
+		return -ENOMEM;
+	khttpd_wq = alloc_workqueue("khttpd", flags | WQ_MEM_RECLAIM, 0);
+	if (!khttpd_wq) {
+		kmem_cache_destroy(khttpd_conn_cache);
+		return -ENOMEM;
+	}
+	return 0;
 }
 
 void khttpd_conns_stop(void)
 {
-    WRITE_ONCE(khttpd_stop_flag, true);
+	WRITE_ONCE(khttpd_stop_flag, true);
 }
 
 void khttpd_conns_exit(void)
 {
-    struct khttpd_conn *conn;
-    unsigned long i;
+	struct khttpd_conn *conn;
+	unsigned long i;
 
-    WRITE_ONCE(khttpd_stop_flag, true);
-    /* Every live connection's step sees the flag and closes. */
-    spin_lock(&khttpd_conns_lock);
-    list_for_each_entry (conn, &khttpd_conns, node)
-        khttpd_kick(conn);
-    spin_unlock(&khttpd_conns_lock);
-    wait_event(khttpd_all_released, atomic_read(&khttpd_active) == 0);
-    for (i = 0; i < khttpd_threads_started; i++)
-        wait_for_completion(&khttpd_threads_exited);
+	WRITE_ONCE(khttpd_stop_flag, true);
+	/* Every live connection's step sees the flag and closes. */
+	spin_lock(&khttpd_conns_lock);
+	list_for_each_entry(conn, &khttpd_conns, node)
+		khttpd_kick(conn);
+	spin_unlock(&khttpd_conns_lock);
+	wait_event(khttpd_all_released, atomic_read(&khttpd_active) == 0);
+	for (i = 0; i < khttpd_threads_started; i++)
+		wait_for_completion(&khttpd_threads_exited);
 
-    destroy_workqueue(khttpd_wq);
-    kmem_cache_destroy(khttpd_conn_cache);
+	destroy_workqueue(khttpd_wq);
+	kmem_cache_destroy(khttpd_conn_cache);
 }

@@ -23,82 +23,83 @@
 #define GZIP_TRAILER_LEN 8
 
 static const u8 khttpd_gzip_header[GZIP_HEADER_LEN] = {
-    0x1f, 0x8b,       /* magic */
-    8,                /* CM = deflate */
-    0,                /* FLG: no name, no comment, no extra */
-    0,    0,    0, 0, /* MTIME: none */
-    0,                /* XFL */
-    3,                /* OS = Unix, as zlib writes it */
+	0x1f, 0x8b, /* magic */
+	8, /* CM = deflate */
+	0, /* FLG: no name, no comment, no extra */
+	0,    0,    0, 0, /* MTIME: none */
+	0, /* XFL */
+	3, /* OS = Unix, as zlib writes it */
 };
 
 static struct khttpd_gz *khttpd_gz_worthless(void)
 {
-    struct khttpd_gz *gz = kvzalloc(sizeof(*gz), GFP_KERNEL);
+	struct khttpd_gz *gz = kvzalloc(sizeof(*gz), GFP_KERNEL);
 
-    if (gz)
-        gz->worthless = true;
-    return gz;
+	if (gz)
+		gz->worthless = true;
+	return gz;
 }
 
 struct khttpd_gz *khttpd_gzip(const char *in, size_t len)
 {
-    struct z_stream_s zs = {};
-    struct khttpd_gz *gz, *out = NULL;
-    size_t cap, total;
-    u8 *tail;
-    u32 crc;
-    int ret;
+	struct z_stream_s zs = {};
+	struct khttpd_gz *gz, *out = NULL;
+	size_t cap, total;
+	u8 *tail;
+	u32 crc;
+	int ret;
 
-    /* Worth it only if the whole stream ends up smaller than the input. */
-    if (len <= GZIP_HEADER_LEN + GZIP_TRAILER_LEN + 1)
-        return khttpd_gz_worthless();
-    cap = len - 1;
+	/* Worth it only if the whole stream ends up smaller than the input. */
+	if (len <= GZIP_HEADER_LEN + GZIP_TRAILER_LEN + 1)
+		return khttpd_gz_worthless();
+	cap = len - 1;
 
-    zs.workspace = kvzalloc(
-        zlib_deflate_workspacesize(-MAX_WBITS, MAX_MEM_LEVEL), GFP_KERNEL);
-    if (!zs.workspace)
-        return NULL;
-    gz = kvmalloc(sizeof(*gz) + cap, GFP_KERNEL);
-    if (!gz)
-        goto out_ws;
-    memset(gz, 0, sizeof(*gz));
+	zs.workspace =
+		kvzalloc(zlib_deflate_workspacesize(-MAX_WBITS, MAX_MEM_LEVEL),
+			 GFP_KERNEL);
+	if (!zs.workspace)
+		return NULL;
+	gz = kvmalloc(sizeof(*gz) + cap, GFP_KERNEL);
+	if (!gz)
+		goto out_ws;
+	memset(gz, 0, sizeof(*gz));
 
-    /* Level 6: zlib's default trade-off, as the user-space server. */
-    if (zlib_deflateInit2(&zs, 6, Z_DEFLATED, -MAX_WBITS, MAX_MEM_LEVEL,
-                          Z_DEFAULT_STRATEGY) != Z_OK)
-        goto out_gz;
-    memcpy(gz->data, khttpd_gzip_header, GZIP_HEADER_LEN);
-    zs.next_in = (const u8 *) in;
-    zs.avail_in = len;
-    zs.next_out = (u8 *) gz->data + GZIP_HEADER_LEN;
-    zs.avail_out = cap - GZIP_HEADER_LEN - GZIP_TRAILER_LEN;
-    ret = zlib_deflate(&zs, Z_FINISH);
-    total = GZIP_HEADER_LEN + zs.total_out + GZIP_TRAILER_LEN;
-    zlib_deflateEnd(&zs);
-    if (ret != Z_STREAM_END) {
-        /* Out of room means "not smaller": remember that, keep nothing. */
-        if (ret == Z_OK || ret == Z_BUF_ERROR)
-            out = khttpd_gz_worthless();
-        goto out_gz;
-    }
+	/* Level 6: zlib's default trade-off, as the user-space server. */
+	if (zlib_deflateInit2(&zs, 6, Z_DEFLATED, -MAX_WBITS, MAX_MEM_LEVEL,
+			      Z_DEFAULT_STRATEGY) != Z_OK)
+		goto out_gz;
+	memcpy(gz->data, khttpd_gzip_header, GZIP_HEADER_LEN);
+	zs.next_in = (const u8 *)in;
+	zs.avail_in = len;
+	zs.next_out = (u8 *)gz->data + GZIP_HEADER_LEN;
+	zs.avail_out = cap - GZIP_HEADER_LEN - GZIP_TRAILER_LEN;
+	ret = zlib_deflate(&zs, Z_FINISH);
+	total = GZIP_HEADER_LEN + zs.total_out + GZIP_TRAILER_LEN;
+	zlib_deflateEnd(&zs);
+	if (ret != Z_STREAM_END) {
+		/* Out of room means "not smaller": remember that, keep nothing. */
+		if (ret == Z_OK || ret == Z_BUF_ERROR)
+			out = khttpd_gz_worthless();
+		goto out_gz;
+	}
 
-    crc = crc32_le(~0U, (const u8 *) in, len) ^ ~0U;
-    tail = (u8 *) gz->data + GZIP_HEADER_LEN + zs.total_out;
-    put_unaligned_le32(crc, tail);
-    put_unaligned_le32((u32) len, tail + 4); /* ISIZE: len mod 2^32 */
-    gz->len = total;
+	crc = crc32_le(~0U, (const u8 *)in, len) ^ ~0U;
+	tail = (u8 *)gz->data + GZIP_HEADER_LEN + zs.total_out;
+	put_unaligned_le32(crc, tail);
+	put_unaligned_le32((u32)len, tail + 4); /* ISIZE: len mod 2^32 */
+	gz->len = total;
 
-    /* Keep only what the stream needs. */
-    out = kvmalloc(sizeof(*gz) + total, GFP_KERNEL);
-    if (out) {
-        memcpy(out, gz, sizeof(*gz) + total);
-    } else {
-        out = gz;
-        gz = NULL;
-    }
+	/* Keep only what the stream needs. */
+	out = kvmalloc(sizeof(*gz) + total, GFP_KERNEL);
+	if (out) {
+		memcpy(out, gz, sizeof(*gz) + total);
+	} else {
+		out = gz;
+		gz = NULL;
+	}
 out_gz:
-    kvfree(gz);
+	kvfree(gz);
 out_ws:
-    kvfree(zs.workspace);
-    return out;
+	kvfree(zs.workspace);
+	return out;
 }

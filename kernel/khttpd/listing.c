@@ -25,227 +25,227 @@
 #define KHTTPD_LISTING_BUF 16384
 #define KHTTPD_NAMES_BUF 8192
 
-int vfs_path_lookup(struct dentry *dentry,
-                    struct vfsmount *mnt,
-                    const char *name,
-                    unsigned int flags,
-                    struct path *path);
+int vfs_path_lookup(struct dentry *dentry, struct vfsmount *mnt,
+		    const char *name, unsigned int flags, struct path *path);
 
 struct khttpd_name {
-    u16 len;
-    char name[]; /* NUL-terminated */
+	u16 len;
+	char name[]; /* NUL-terminated */
 };
 
 struct khttpd_listing {
-    struct dir_context ctx;
-    struct file *dir;
-    bool chunked;
-    bool eof;           /* iterate_dir has nothing more */
-    bool finished;      /* the last piece is queued */
-    bool reset_pending; /* the previous piece is out: reuse the buffer */
-    char *names;        /* batch: khttpd_name records */
-    size_t names_len, names_pos;
-    char *mem; /* [chunk header room][data][CRLF + last chunk room] */
-    struct http_buf b;
+	struct dir_context ctx;
+	struct file *dir;
+	bool chunked;
+	bool eof; /* iterate_dir has nothing more */
+	bool finished; /* the last piece is queued */
+	bool reset_pending; /* the previous piece is out: reuse the buffer */
+	char *names; /* batch: khttpd_name records */
+	size_t names_len, names_pos;
+	char *mem; /* [chunk header room][data][CRLF + last chunk room] */
+	struct http_buf b;
 };
 
 #define KHTTPD_LISTING_TAIL (2 + sizeof(HTTP_LAST_CHUNK) - 1)
 
 void khttpd_listing_free(struct khttpd_listing *l)
 {
-    if (l->dir)
-        fput(l->dir);
-    kfree(l->names);
-    kfree(l->mem);
-    kfree(l);
+	if (l->dir)
+		fput(l->dir);
+	kfree(l->names);
+	kfree(l->mem);
+	kfree(l);
 }
 
-static bool khttpd_listing_actor(struct dir_context *ctx,
-                                 const char *name,
-                                 int namelen,
-                                 loff_t off,
-                                 u64 ino,
-                                 unsigned int d_type)
+static bool khttpd_listing_actor(struct dir_context *ctx, const char *name,
+				 int namelen, loff_t off, u64 ino,
+				 unsigned int d_type)
 {
-    struct khttpd_listing *l = container_of(ctx, struct khttpd_listing, ctx);
-    size_t need = ALIGN(sizeof(struct khttpd_name) + namelen + 1, 2);
-    struct khttpd_name *n;
+	struct khttpd_listing *l =
+		container_of(ctx, struct khttpd_listing, ctx);
+	size_t need = ALIGN(sizeof(struct khttpd_name) + namelen + 1, 2);
+	struct khttpd_name *n;
 
-    if (name[0] == '.' && (namelen == 1 || (namelen == 2 && name[1] == '.')))
-        return true;
-    /* Full: stop here; iterate_dir resumes at this entry next time. */
-    if (l->names_len + need > KHTTPD_NAMES_BUF)
-        return false;
-    n = (struct khttpd_name *) (l->names + l->names_len);
-    n->len = namelen;
-    memcpy(n->name, name, namelen);
-    n->name[namelen] = '\0';
-    l->names_len += need;
-    return true;
+	if (name[0] == '.' &&
+	    (namelen == 1 || (namelen == 2 && name[1] == '.')))
+		return true;
+	/* Full: stop here; iterate_dir resumes at this entry next time. */
+	if (l->names_len + need > KHTTPD_NAMES_BUF)
+		return false;
+	n = (struct khttpd_name *)(l->names + l->names_len);
+	n->len = namelen;
+	memcpy(n->name, name, namelen);
+	n->name[namelen] = '\0';
+	l->names_len += need;
+	return true;
 }
 
 /* As the user-space server: stat following symlinks, else the link. */
-static int khttpd_listing_stat(struct khttpd_listing *l,
-                               const char *name,
-                               struct kstat *st)
+static int khttpd_listing_stat(struct khttpd_listing *l, const char *name,
+			       struct kstat *st)
 {
-    const struct path *dir = &l->dir->f_path;
-    unsigned int flags[] = {LOOKUP_FOLLOW, 0};
-    int i, err = -ENOENT;
+	const struct path *dir = &l->dir->f_path;
+	unsigned int flags[] = { LOOKUP_FOLLOW, 0 };
+	int i, err = -ENOENT;
 
-    for (i = 0; i < ARRAY_SIZE(flags); i++) {
-        struct path p;
+	for (i = 0; i < ARRAY_SIZE(flags); i++) {
+		struct path p;
 
-        err = vfs_path_lookup(dir->dentry, dir->mnt, name, flags[i], &p);
-        if (err < 0)
-            continue;
-        err = vfs_getattr(&p, st, STATX_BASIC_STATS, AT_STATX_SYNC_AS_STAT);
-        path_put(&p);
-        if (!err)
-            return 0;
-    }
-    return err;
+		err = vfs_path_lookup(dir->dentry, dir->mnt, name, flags[i],
+				      &p);
+		if (err < 0)
+			continue;
+		err = vfs_getattr(&p, st, STATX_BASIC_STATS,
+				  AT_STATX_SYNC_AS_STAT);
+		path_put(&p);
+		if (!err)
+			return 0;
+	}
+	return err;
 }
 
 /* Queue the buffer as the next piece of the body. */
 static void khttpd_listing_emit(struct khttpd_conn *conn,
-                                struct khttpd_listing *l,
-                                bool last)
+				struct khttpd_listing *l, bool last)
 {
-    char *start = l->b.data;
-    size_t n = l->b.len;
+	char *start = l->b.data;
+	size_t n = l->b.len;
 
-    if (l->chunked) {
-        if (n) {
-            char hdr[HTTP_CHUNK_HEADER_MAX];
-            size_t hl = http_chunk_header(hdr, n);
+	if (l->chunked) {
+		if (n) {
+			char hdr[HTTP_CHUNK_HEADER_MAX];
+			size_t hl = http_chunk_header(hdr, n);
 
-            start -= hl;
-            memcpy(start, hdr, hl);
-            memcpy(l->b.data + n, HTTP_CHUNK_END, 2);
-            n += hl + 2;
-        }
-        if (last) {
-            memcpy(start + n, HTTP_LAST_CHUNK, sizeof(HTTP_LAST_CHUNK) - 1);
-            n += sizeof(HTTP_LAST_CHUNK) - 1;
-        }
-    }
-    conn->out.mem = start;
-    conn->out.mem_off = 0;
-    conn->out.mem_len = n;
-    conn->out.listing_last = last;
-    l->reset_pending = true;
-    l->finished = last;
+			start -= hl;
+			memcpy(start, hdr, hl);
+			memcpy(l->b.data + n, HTTP_CHUNK_END, 2);
+			n += hl + 2;
+		}
+		if (last) {
+			memcpy(start + n, HTTP_LAST_CHUNK,
+			       sizeof(HTTP_LAST_CHUNK) - 1);
+			n += sizeof(HTTP_LAST_CHUNK) - 1;
+		}
+	}
+	conn->out.mem = start;
+	conn->out.mem_off = 0;
+	conn->out.mem_len = n;
+	conn->out.listing_last = last;
+	l->reset_pending = true;
+	l->finished = last;
 }
 
 int khttpd_listing_next(struct khttpd_conn *conn)
 {
-    struct khttpd_listing *l = conn->out.listing;
-    int err;
+	struct khttpd_listing *l = conn->out.listing;
+	int err;
 
-    if (l->finished) {
-        khttpd_listing_free(l);
-        conn->out.listing = NULL;
-        return 0;
-    }
-    if (l->reset_pending) {
-        l->b.len = 0;
-        l->reset_pending = false;
-    }
-    for (;;) {
-        if (l->names_pos < l->names_len) {
-            struct khttpd_name *n =
-                (struct khttpd_name *) (l->names + l->names_pos);
-            size_t size = ALIGN(sizeof(*n) + n->len + 1, 2);
-            struct kstat st;
+	if (l->finished) {
+		khttpd_listing_free(l);
+		conn->out.listing = NULL;
+		return 0;
+	}
+	if (l->reset_pending) {
+		l->b.len = 0;
+		l->reset_pending = false;
+	}
+	for (;;) {
+		if (l->names_pos < l->names_len) {
+			struct khttpd_name *n =
+				(struct khttpd_name *)(l->names + l->names_pos);
+			size_t size = ALIGN(sizeof(*n) + n->len + 1, 2);
+			struct kstat st;
 
-            if (khttpd_listing_stat(l, n->name, &st) == 0 &&
-                http_listing_entry(&l->b, n->name, n->len, S_ISDIR(st.mode),
-                                   st.size, st.mtime.tv_sec) < 0) {
-                /* Full: send it, render this row again next time. */
-                khttpd_listing_emit(conn, l, false);
-                return 0;
-            }
-            l->names_pos += size;
-            continue;
-        }
-        if (!l->eof) {
-            l->names_len = l->names_pos = 0;
-            err = iterate_dir(l->dir, &l->ctx);
-            if (err < 0)
-                return err;
-            if (!l->names_len)
-                l->eof = true;
-            continue;
-        }
-        if (http_listing_end(&l->b) < 0) {
-            khttpd_listing_emit(conn, l, false);
-            return 0;
-        }
-        khttpd_listing_emit(conn, l, true);
-        return 0;
-    }
+			if (khttpd_listing_stat(l, n->name, &st) == 0 &&
+			    http_listing_entry(&l->b, n->name, n->len,
+					       S_ISDIR(st.mode), st.size,
+					       st.mtime.tv_sec) < 0) {
+				/* Full: send it, render this row again next time. */
+				khttpd_listing_emit(conn, l, false);
+				return 0;
+			}
+			l->names_pos += size;
+			continue;
+		}
+		if (!l->eof) {
+			l->names_len = l->names_pos = 0;
+			err = iterate_dir(l->dir, &l->ctx);
+			if (err < 0)
+				return err;
+			if (!l->names_len)
+				l->eof = true;
+			continue;
+		}
+		if (http_listing_end(&l->b) < 0) {
+			khttpd_listing_emit(conn, l, false);
+			return 0;
+		}
+		khttpd_listing_emit(conn, l, true);
+		return 0;
+	}
 }
 
 static int khttpd_listing_status(int err)
 {
-    return err == -ENOENT ? 404 : 403;
+	return err == -ENOENT ? 404 : 403;
 }
 
 bool khttpd_listing_serve(struct khttpd_req *r, const char *rel, size_t rel_len)
 {
-    struct khttpd_listing *l;
-    struct http_response_head h;
-    struct path path;
-    struct file *dir;
-    int err;
+	struct khttpd_listing *l;
+	struct http_response_head h;
+	struct path path;
+	struct file *dir;
+	int err;
 
-    err = khttpd_lookup_beneath(rel, &path);
-    if (err < 0)
-        return khttpd_send_error(r, khttpd_listing_status(err));
-    if (!d_is_dir(path.dentry)) {
-        path_put(&path);
-        return khttpd_send_error(r, 403);
-    }
-    dir = dentry_open(&path, O_RDONLY | O_DIRECTORY, current_cred());
-    path_put(&path);
-    if (IS_ERR(dir))
-        return khttpd_send_error(r, khttpd_listing_status(PTR_ERR(dir)));
+	err = khttpd_lookup_beneath(rel, &path);
+	if (err < 0)
+		return khttpd_send_error(r, khttpd_listing_status(err));
+	if (!d_is_dir(path.dentry)) {
+		path_put(&path);
+		return khttpd_send_error(r, 403);
+	}
+	dir = dentry_open(&path, O_RDONLY | O_DIRECTORY, current_cred());
+	path_put(&path);
+	if (IS_ERR(dir))
+		return khttpd_send_error(r,
+					 khttpd_listing_status(PTR_ERR(dir)));
 
-    l = kzalloc(sizeof(*l), GFP_KERNEL);
-    if (!l)
-        goto out_dir;
-    l->dir = dir;
-    l->ctx.actor = khttpd_listing_actor;
-    l->chunked = r->req->version >= HTTP_VERSION_1_1;
-    l->names = kmalloc(KHTTPD_NAMES_BUF, GFP_KERNEL);
-    l->mem = kmalloc(
-        HTTP_CHUNK_HEADER_MAX + KHTTPD_LISTING_BUF + KHTTPD_LISTING_TAIL,
-        GFP_KERNEL);
-    if (!l->names || !l->mem) {
-        khttpd_listing_free(l);
-        return khttpd_send_error(r, 500);
-    }
-    http_buf_init(&l->b, l->mem + HTTP_CHUNK_HEADER_MAX, KHTTPD_LISTING_BUF);
+	l = kzalloc(sizeof(*l), GFP_KERNEL);
+	if (!l)
+		goto out_dir;
+	l->dir = dir;
+	l->ctx.actor = khttpd_listing_actor;
+	l->chunked = r->req->version >= HTTP_VERSION_1_1;
+	l->names = kmalloc(KHTTPD_NAMES_BUF, GFP_KERNEL);
+	l->mem = kmalloc(HTTP_CHUNK_HEADER_MAX + KHTTPD_LISTING_BUF +
+				 KHTTPD_LISTING_TAIL,
+			 GFP_KERNEL);
+	if (!l->names || !l->mem) {
+		khttpd_listing_free(l);
+		return khttpd_send_error(r, 500);
+	}
+	http_buf_init(&l->b, l->mem + HTTP_CHUNK_HEADER_MAX,
+		      KHTTPD_LISTING_BUF);
 
-    if (!l->chunked)
-        r->keep_alive = false; /* the close ends the body */
-    khttpd_head_init(r, &h, 200);
-    h.content_type = "text/html; charset=utf-8";
-    h.chunked = l->chunked;
-    if (!khttpd_send_head(r, &h)) {
-        khttpd_listing_free(l);
-        return false;
-    }
-    /* HEAD: the head alone; begin always fits an empty buffer. */
-    if (r->head || http_listing_begin(&l->b, rel, rel_len) < 0) {
-        khttpd_listing_free(l);
-        return r->head;
-    }
-    r->conn->out.listing = l;
-    return true;
+	if (!l->chunked)
+		r->keep_alive = false; /* the close ends the body */
+	khttpd_head_init(r, &h, 200);
+	h.content_type = "text/html; charset=utf-8";
+	h.chunked = l->chunked;
+	if (!khttpd_send_head(r, &h)) {
+		khttpd_listing_free(l);
+		return false;
+	}
+	/* HEAD: the head alone; begin always fits an empty buffer. */
+	if (r->head || http_listing_begin(&l->b, rel, rel_len) < 0) {
+		khttpd_listing_free(l);
+		return r->head;
+	}
+	r->conn->out.listing = l;
+	return true;
 
 out_dir:
-    fput(dir);
-    return khttpd_send_error(r, 500);
+	fput(dir);
+	return khttpd_send_error(r, 500);
 }

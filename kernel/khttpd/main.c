@@ -43,33 +43,33 @@ MODULE_PARM_DESC(backlog, "listen() backlog, 1..65535 (default 1024)");
 static char *mode = "unbound";
 module_param(mode, charp, 0444);
 MODULE_PARM_DESC(mode,
-                 "unbound (CMWQ, default), bound (per-CPU CMWQ) or kthread "
-                 "(a thread per connection, for comparison only)");
+		 "unbound (CMWQ, default), bound (per-CPU CMWQ) or kthread "
+		 "(a thread per connection, for comparison only)");
 
 uint khttpd_idle_timeout_ms = 30000;
 module_param_named(idle_timeout_ms, khttpd_idle_timeout_ms, uint, 0444);
 MODULE_PARM_DESC(idle_timeout_ms,
-                 "close a connection idle this long, and answer 408 to a "
-                 "request head not complete this long after its first byte, "
-                 "in ms; 0 = never (default 30000)");
+		 "close a connection idle this long, and answer 408 to a "
+		 "request head not complete this long after its first byte, "
+		 "in ms; 0 = never (default 30000)");
 
 static uint max_conns = 10000;
 module_param(max_conns, uint, 0444);
 MODULE_PARM_DESC(max_conns,
-                 "connections served at once; more get 503 and are closed; "
-                 "0 = no limit (default 10000)");
+		 "connections served at once; more get 503 and are closed; "
+		 "0 = no limit (default 10000)");
 
 ulong khttpd_cache_bytes = 64UL << 20;
 module_param_named(cache_bytes, khttpd_cache_bytes, ulong, 0444);
 MODULE_PARM_DESC(cache_bytes,
-                 "content cache bound in bytes (metadata, small bodies, gzip "
-                 "copies); 0 = no caching (default 64 MiB)");
+		 "content cache bound in bytes (metadata, small bodies, gzip "
+		 "copies); 0 = no caching (default 64 MiB)");
 
 bool khttpd_gzip_enabled = true;
 module_param_named(gzip, khttpd_gzip_enabled, bool, 0444);
 MODULE_PARM_DESC(gzip,
-                 "serve gzip copies of compressible files to clients that "
-                 "accept them (default Y)");
+		 "serve gzip copies of compressible files to clients that "
+		 "accept them (default Y)");
 
 /* Longest idle timeout accepted: a day, as the user-space server. */
 #define KHTTPD_IDLE_TIMEOUT_MAX (24U * 3600 * 1000)
@@ -80,135 +80,136 @@ static struct task_struct *khttpd_accept_task;
 
 static int khttpd_accept_loop(void *unused)
 {
-    while (!kthread_should_stop()) {
-        struct socket *sock;
-        int err = kernel_accept(khttpd_listen_sock, &sock, 0);
+	while (!kthread_should_stop()) {
+		struct socket *sock;
+		int err = kernel_accept(khttpd_listen_sock, &sock, 0);
 
-        if (err < 0) {
-            if (khttpd_stopping() || kthread_should_stop())
-                break;
-            /* Transient (ECONNABORTED, ENOMEM): keep accepting. */
-            khttpd_count(errors, 1);
-            cond_resched();
-            continue;
-        }
-        if (khttpd_stopping()) {
-            sock_release(sock);
-            continue;
-        }
-        if (max_conns && khttpd_conns_active() >= max_conns) {
-            khttpd_count(refused, 1);
-            khttpd_refuse(sock);
-            continue;
-        }
-        if (khttpd_conn_start(sock) < 0) {
-            khttpd_count(errors, 1);
-            sock_release(sock);
-            continue;
-        }
-        khttpd_count(accepted, 1);
-    }
-    ktcp_kthread_wait_for_stop();
-    return 0;
+		if (err < 0) {
+			if (khttpd_stopping() || kthread_should_stop())
+				break;
+			/* Transient (ECONNABORTED, ENOMEM): keep accepting. */
+			khttpd_count(errors, 1);
+			cond_resched();
+			continue;
+		}
+		if (khttpd_stopping()) {
+			sock_release(sock);
+			continue;
+		}
+		if (max_conns && khttpd_conns_active() >= max_conns) {
+			khttpd_count(refused, 1);
+			khttpd_refuse(sock);
+			continue;
+		}
+		if (khttpd_conn_start(sock) < 0) {
+			khttpd_count(errors, 1);
+			sock_release(sock);
+			continue;
+		}
+		khttpd_count(accepted, 1);
+	}
+	ktcp_kthread_wait_for_stop();
+	return 0;
 }
 
 /* Parameters are checked before anything is allocated. */
 static int khttpd_check_params(enum khttpd_mode *m)
 {
-    int err;
+	int err;
 
-    if (!strcmp(mode, "unbound")) {
-        *m = KHTTPD_MODE_UNBOUND;
-    } else if (!strcmp(mode, "bound")) {
-        *m = KHTTPD_MODE_BOUND;
-    } else if (!strcmp(mode, "kthread")) {
-        *m = KHTTPD_MODE_KTHREAD;
-    } else {
-        pr_err("mode=%s: expected unbound, bound or kthread\n", mode);
-        return -EINVAL;
-    }
-    if (!port || !backlog) {
-        pr_err("port and backlog must be non-zero\n");
-        return -EINVAL;
-    }
-    if (khttpd_idle_timeout_ms > KHTTPD_IDLE_TIMEOUT_MAX) {
-        pr_err("idle_timeout_ms=%u: at most %u\n", khttpd_idle_timeout_ms,
-               KHTTPD_IDLE_TIMEOUT_MAX);
-        return -EINVAL;
-    }
-    if (!root || root[0] != '/') {
-        pr_err("root=%s: an absolute path to a directory is required\n",
-               root ? root : "(unset)");
-        return -EINVAL;
-    }
-    err = kern_path(root, LOOKUP_FOLLOW | LOOKUP_DIRECTORY, &khttpd_root);
-    if (err < 0) {
-        pr_err("root=%s: %s (%d)\n", root,
-               err == -ENOENT    ? "no such directory"
-               : err == -ENOTDIR ? "not a directory"
-                                 : "cannot be looked up",
-               err);
-        return err;
-    }
-    return 0;
+	if (!strcmp(mode, "unbound")) {
+		*m = KHTTPD_MODE_UNBOUND;
+	} else if (!strcmp(mode, "bound")) {
+		*m = KHTTPD_MODE_BOUND;
+	} else if (!strcmp(mode, "kthread")) {
+		*m = KHTTPD_MODE_KTHREAD;
+	} else {
+		pr_err("mode=%s: expected unbound, bound or kthread\n", mode);
+		return -EINVAL;
+	}
+	if (!port || !backlog) {
+		pr_err("port and backlog must be non-zero\n");
+		return -EINVAL;
+	}
+	if (khttpd_idle_timeout_ms > KHTTPD_IDLE_TIMEOUT_MAX) {
+		pr_err("idle_timeout_ms=%u: at most %u\n",
+		       khttpd_idle_timeout_ms, KHTTPD_IDLE_TIMEOUT_MAX);
+		return -EINVAL;
+	}
+	if (!root || root[0] != '/') {
+		pr_err("root=%s: an absolute path to a directory is required\n",
+		       root ? root : "(unset)");
+		return -EINVAL;
+	}
+	err = kern_path(root, LOOKUP_FOLLOW | LOOKUP_DIRECTORY, &khttpd_root);
+	if (err < 0) {
+		pr_err("root=%s: %s (%d)\n", root,
+		       err == -ENOENT  ? "no such directory" :
+		       err == -ENOTDIR ? "not a directory" :
+					 "cannot be looked up",
+		       err);
+		return err;
+	}
+	return 0;
 }
 
 static int __init khttpd_init(void)
 {
-    enum khttpd_mode m;
-    int err;
+	enum khttpd_mode m;
+	int err;
 
-    err = khttpd_check_params(&m);
-    if (err < 0)
-        return err;
+	err = khttpd_check_params(&m);
+	if (err < 0)
+		return err;
 
-    err = khttpd_stats_init();
-    if (err < 0)
-        goto out_root;
+	err = khttpd_stats_init();
+	if (err < 0)
+		goto out_root;
 
-    err = khttpd_conns_init(m);
-    if (err < 0)
-        goto out_stats;
+	err = khttpd_conns_init(m);
+	if (err < 0)
+		goto out_stats;
 
-    err = ktcp_listen(port, backlog, &khttpd_listen_sock);
-    if (err < 0)
-        goto out_conns;
+	err = ktcp_listen(port, backlog, &khttpd_listen_sock);
+	if (err < 0)
+		goto out_conns;
 
-    khttpd_accept_task = kthread_run(khttpd_accept_loop, NULL, "khttpd-accept");
-    if (IS_ERR(khttpd_accept_task)) {
-        err = PTR_ERR(khttpd_accept_task);
-        goto out_sock;
-    }
+	khttpd_accept_task =
+		kthread_run(khttpd_accept_loop, NULL, "khttpd-accept");
+	if (IS_ERR(khttpd_accept_task)) {
+		err = PTR_ERR(khttpd_accept_task);
+		goto out_sock;
+	}
 
-    pr_info("serving %s on port %u (mode=%s, idle_timeout_ms=%u)\n", root, port,
-            mode, khttpd_idle_timeout_ms);
-    return 0;
+	pr_info("serving %s on port %u (mode=%s, idle_timeout_ms=%u)\n", root,
+		port, mode, khttpd_idle_timeout_ms);
+	return 0;
 
 out_sock:
-    sock_release(khttpd_listen_sock);
+	sock_release(khttpd_listen_sock);
 out_conns:
-    khttpd_conns_exit();
+	khttpd_conns_exit();
 out_stats:
-    khttpd_stats_exit();
+	khttpd_stats_exit();
 out_root:
-    path_put(&khttpd_root);
-    return err;
+	path_put(&khttpd_root);
+	return err;
 }
 
 static void __exit khttpd_exit(void)
 {
-    khttpd_conns_stop();
-    /* Wakes the accept thread: accept on a shut-down listener fails. */
-    kernel_sock_shutdown(khttpd_listen_sock, SHUT_RDWR);
-    kthread_stop(khttpd_accept_task);
-    sock_release(khttpd_listen_sock);
+	khttpd_conns_stop();
+	/* Wakes the accept thread: accept on a shut-down listener fails. */
+	kernel_sock_shutdown(khttpd_listen_sock, SHUT_RDWR);
+	kthread_stop(khttpd_accept_task);
+	sock_release(khttpd_listen_sock);
 
-    /* Every live connection closes; wait until all are freed. */
-    khttpd_conns_exit();
-    khttpd_cache_exit();
-    khttpd_stats_exit();
-    path_put(&khttpd_root);
-    pr_info("unloaded\n");
+	/* Every live connection closes; wait until all are freed. */
+	khttpd_conns_exit();
+	khttpd_cache_exit();
+	khttpd_stats_exit();
+	path_put(&khttpd_root);
+	pr_info("unloaded\n");
 }
 
 module_init(khttpd_init);

@@ -65,7 +65,7 @@ check-host: user
 # The suites that have kernel engines; host-only tests (core differential,
 # tools, bench) are not repeated under emulation.
 VM_TESTS = $(wildcard tests/test_echo.py tests/test_kernel_modules.py tests/http \
-	tests/test_khttpd_kernel.py tests/test_kcm.py)
+	tests/test_khttpd_kernel.py tests/test_kcm.py tests/test_dkms.py)
 check-vm: user modules
 	scripts/vm --kernel $(KERNEL) --timeout 2400 -- env KTCP_ENGINES=kernel $(CURDIR)/$(PYTHON) -m pytest -q -rs $(VM_TESTS) $(PYTEST_ARGS)
 
@@ -94,6 +94,25 @@ fmt:
 	$(CLANG_FORMAT) -i $(C_SOURCES)
 fmt-check:
 	@$(CLANG_FORMAT) --dry-run --Werror $(C_SOURCES) && echo "format ok"
+
+# DKMS: the three modules as one package, ktcp/<VERSION>, for the running
+# kernel (DKMS_KERNEL=<release> for another installed one). Needs root.
+DKMS_VERSION := $(shell cat VERSION)
+DKMS_SRC      = $(DESTDIR)/usr/src/ktcp-$(DKMS_VERSION)
+DKMS_KERNEL  ?= $(shell uname -r)
+.PHONY: dkms-source dkms-install dkms-remove
+dkms-source:
+	rm -rf $(DKMS_SRC) && mkdir -p $(DKMS_SRC)
+	cp -r kernel core $(DKMS_SRC)/
+	find $(DKMS_SRC) \( -name '*.o' -o -name '*.ko' -o -name '*.mod*' -o -name '.*.cmd' \) -delete
+	sed 's/@VERSION@/$(DKMS_VERSION)/' dist/dkms/dkms.conf >$(DKMS_SRC)/dkms.conf
+dkms-install: dkms-source
+	dkms add ktcp/$(DKMS_VERSION)
+	dkms build ktcp/$(DKMS_VERSION) -k $(DKMS_KERNEL)
+	dkms install ktcp/$(DKMS_VERSION) -k $(DKMS_KERNEL)
+dkms-remove:
+	-dkms remove ktcp/$(DKMS_VERSION) --all
+	rm -rf $(DKMS_SRC)
 
 clean:
 	rm -rf $(BUILD)

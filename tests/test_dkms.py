@@ -1,0 +1,93 @@
+"""The DKMS package, in the VM (KTCP_ENGINES=kernel): `make dkms-install`
+builds kecho, khttpd and drop_tcp_socket with Debian's dkms for the running
+guest kernel, `modprobe khttpd root=...` serves a file, `modprobe -r` unloads
+it, and `make dkms-remove` leaves nothing behind.
+
+The guest sees the host's files read-only and its /lib/modules/<release> is a
+link into the project's kernel cache, so the test gives DKMS the places it
+writes (/usr/src, /var/lib/dkms, the module tree) as tmpfs and an overlay that
+vanish with the guest: the host and the cache are never written.
+"""
+import glob
+import http.client
+import os
+import subprocess
+
+import pytest
+
+from testlib import ROOT, free_port, require_kind, run, wait_port
+
+VERSION = open(os.path.join(ROOT, "VERSION")).read().strip()
+
+
+def sh(cmd, check=True):
+    r = subprocess.run(cmd, shell=True, capture_output=True, text=True, timeout=1200)
+    if check and r.returncode != 0:
+        pytest.fail(f"{cmd!r} failed ({r.returncode}):\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}")
+    return r
+
+
+@pytest.fixture
+def scratch_module_tree(tmp_path):
+    require_kind("kernel")
+    rel = os.uname().release
+    moddir = f"/lib/modules/{rel}"
+    lower = os.path.realpath(moddir)
+    upper, work = tmp_path / "upper", tmp_path / "work"
+    upper.mkdir()
+    work.mkdir()
+    mounts = []
+    try:
+        for d in ("/usr/src", "/var/lib/dkms"):
+            sh(f"mount -t tmpfs ktcp-dkms-test {d}")
+            mounts.append(d)
+        if os.path.islink(moddir):
+            os.unlink(moddir)
+            os.mkdir(moddir)
+        sh(f"mount -t overlay ktcp-dkms-test -o lowerdir={lower},upperdir={upper},workdir={work} {moddir}")
+        mounts.append(moddir)
+        yield rel, moddir
+    finally:
+        sh("modprobe -r khttpd kecho drop_tcp_socket", check=False)
+        for d in reversed(mounts):
+            sh(f"umount {d}", check=False)
+        if os.path.isdir(moddir) and not os.path.ismount(moddir) and not os.listdir(moddir):
+            os.rmdir(moddir)
+            os.symlink(lower, moddir)
+
+
+def test_dkms_install_modprobe_serve_remove(scratch_module_tree, tmp_path):
+    rel, moddir = scratch_module_tree
+    sh(f"make -C {ROOT} --no-print-directory dkms-install DKMS_KERNEL={rel}")
+    status = sh("dkms status").stdout
+    assert f"ktcp/{VERSION}, {rel}, x86_64: installed" in status, status
+    installed = sorted(os.path.basename(p) for p in glob.glob(f"{moddir}/updates/dkms/*.ko*"))
+    assert [p.split(".")[0] for p in installed] == ["drop_tcp_socket", "kecho", "khttpd"], installed
+
+    docroot = tmp_path / "www"
+    docroot.mkdir()
+    (docroot / "hello.txt").write_text("served by the dkms-built khttpd\n")
+    os.chmod(tmp_path, 0o755)
+    port = free_port()
+    sh(f"modprobe khttpd root={docroot} port={port}")
+    try:
+        # modprobe found the DKMS build, not the project's own build tree.
+        modinfo = sh("modinfo -n khttpd").stdout.strip()
+        assert modinfo.startswith(f"{moddir}/updates/dkms/"), modinfo
+        wait_port(port)
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+        conn.request("GET", "/hello.txt")
+        resp = conn.getresponse()
+        assert resp.status == 200
+        assert resp.read() == b"served by the dkms-built khttpd\n"
+        conn.close()
+    finally:
+        sh("modprobe -r khttpd")
+    assert not os.path.exists("/sys/module/khttpd")
+
+    sh(f"make -C {ROOT} --no-print-directory dkms-remove")
+    assert "ktcp" not in sh("dkms status").stdout
+    assert glob.glob(f"{moddir}/updates/dkms/*") == []
+    assert glob.glob("/usr/src/ktcp-*") == []
+    assert not os.path.exists("/var/lib/dkms/ktcp")
+    assert sh("modinfo -n khttpd", check=False).returncode != 0

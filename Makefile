@@ -30,6 +30,19 @@ UNIT_TESTS  :=   # C test programs run by make check, each exits non-zero on fai
 .PHONY: all modules user check check-unit check-host check-vm run bench bench-quick bench-echo bench-kcm fmt fmt-check deps clean
 all: user modules
 
+# The version --version prints: VERSION plus git describe, regenerated only
+# when it changes, in one object every binary links.
+KTCP_VERSION     := $(shell cat VERSION)$(shell d=$$(git describe --always --dirty 2>/dev/null) && echo " ($$d)")
+KTCP_VERSION_OBJ := $(BUILD)/gen/version.o
+$(BUILD)/gen/version.c: FORCE
+	@mkdir -p $(@D)
+	@printf '#include <stdio.h>\n#include "ktcp-version.h"\nconst char ktcp_version[] = "%s";\nvoid ktcp_print_version(const char *prog) { printf("%%s %%s\\n", prog, ktcp_version); }\n' '$(KTCP_VERSION)' >$@.tmp
+	@cmp -s $@.tmp $@ && rm -f $@.tmp || mv $@.tmp $@
+$(KTCP_VERSION_OBJ): $(BUILD)/gen/version.c user/common/ktcp-version.h
+	$(CC) $(CFLAGS) -Iuser/common -c -o $@ $<
+.PHONY: FORCE
+FORCE:
+
 include $(sort $(wildcard core/*.mk user/*/*.mk tools/*.mk tests/*/*.mk))
 
 user: $(BINS) $(UNIT_TESTS)
@@ -113,6 +126,45 @@ dkms-install: dkms-source
 dkms-remove:
 	-dkms remove ktcp/$(DKMS_VERSION) --all
 	rm -rf $(DKMS_SRC)
+
+# make install: the user-space servers and tools, their man pages (help2man
+# from --help and --version), the systemd units and the modprobe.d example.
+# PREFIX (default /usr/local) and DESTDIR as usual; the modules install with
+# DKMS (make dkms-install).
+PREFIX  ?= /usr/local
+BINDIR  ?= $(PREFIX)/bin
+MANDIR  ?= $(PREFIX)/share/man
+UNITDIR ?= $(PREFIX)/lib/systemd/system
+DOCDIR  ?= $(PREFIX)/share/doc/ktcp
+INSTALL_BINS := ktcp-httpd ktcp-echo ktcp-kcm-server ktcp-msg-server htstress echo-bench lat msg-bench
+INSTALL_UNITS := ktcp-httpd.service ktcp-khttpd.service
+MAN_NAME_ktcp-httpd      := static HTTP/1.1 server (threads, epoll or M:N coroutines)
+MAN_NAME_ktcp-echo       := TCP echo server, the user-space twin of kecho.ko
+MAN_NAME_ktcp-kcm-server := length-prefixed message server on AF_KCM
+MAN_NAME_ktcp-msg-server := length-prefixed message server on plain TCP
+MAN_NAME_htstress        := HTTP load generator
+MAN_NAME_echo-bench      := echo server load generator with byte-for-byte checks
+MAN_NAME_lat             := round-trip latency floors of pipes, sockets and echo servers
+MAN_NAME_msg-bench       := load generator for the length-prefixed message servers
+MANPAGES := $(INSTALL_BINS:%=$(BUILD)/man/%.1)
+.PHONY: man install uninstall
+man: $(MANPAGES)
+$(BUILD)/man/%.1: $(BUILD)/%
+	@mkdir -p $(@D)
+	help2man --no-info --no-discard-stderr --name='$(MAN_NAME_$*)' --output=$@ ./$<
+install: user man
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(UNITDIR) $(DESTDIR)$(DOCDIR)/examples/modprobe.d
+	install -m 0755 $(INSTALL_BINS:%=$(BUILD)/%) $(DESTDIR)$(BINDIR)/
+	install -m 0644 $(MANPAGES) $(DESTDIR)$(MANDIR)/man1/
+	for u in $(INSTALL_UNITS); do \
+		sed -e 's,@BINDIR@,$(BINDIR),g' -e 's,@DOCDIR@,$(DOCDIR),g' dist/systemd/$$u >$(DESTDIR)$(UNITDIR)/$$u && \
+		chmod 0644 $(DESTDIR)$(UNITDIR)/$$u || exit 1; done
+	install -m 0644 dist/modprobe.d/khttpd.conf $(DESTDIR)$(DOCDIR)/examples/modprobe.d/
+	install -m 0644 README.md LICENSE $(DESTDIR)$(DOCDIR)/
+uninstall:
+	rm -f $(INSTALL_BINS:%=$(DESTDIR)$(BINDIR)/%) $(INSTALL_BINS:%=$(DESTDIR)$(MANDIR)/man1/%.1) \
+		$(INSTALL_UNITS:%=$(DESTDIR)$(UNITDIR)/%)
+	rm -rf $(DESTDIR)$(DOCDIR)
 
 clean:
 	rm -rf $(BUILD)

@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "common.h"
+#include "ktcp-version.h"
 #include "hist.h"
 
 #define RECV_CHUNK (16 * 1024)
@@ -271,6 +272,7 @@ static void usage(FILE *out)
         "the repo's\n"
         "                        .venv/bin/python (default: no plot)\n"
         "      --json            print one JSON object instead of the summary\n"
+        "      --version         print the version and exit\n"
         "  -h, --help            this help\n"
         "\n"
         "Exit status: 0 every echo matched and every client finished, 1 a "
@@ -305,6 +307,7 @@ static bool parse_options(int argc, char **argv)
         {"samples", required_argument, NULL, O_SAMPLES},
         {"plot", required_argument, NULL, O_PLOT},
         {"json", no_argument, NULL, O_JSON},
+        {"version", no_argument, NULL, 'V'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -356,6 +359,9 @@ static bool parse_options(int argc, char **argv)
         case O_JSON:
             opt.json = true;
             break;
+        case 'V':
+            ktcp_print_version("echo-bench");
+            exit(EXIT_OK);
         case 'h':
             usage(stdout);
             exit(EXIT_OK);

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "common.h"
+#include "ktcp-version.h"
 #include "htstress.h"
 
 const char *const error_names[ERR_KINDS] = {
@@ -71,6 +72,7 @@ static void usage(FILE *out)
         "      --progress        live progress line on stderr even when it is "
         "not a tty\n"
         "                        (default: only on a tty, never with --json)\n"
+        "      --version         print the version and exit\n"
         "  -h, --help            this help\n"
         "\n"
         "Latency is from the moment a request is issued (its connect in\n"
@@ -284,6 +286,7 @@ static bool parse_options(int argc, char **argv)
         {"timeout", required_argument, NULL, 'T'},
         {"json", no_argument, NULL, 'J'},
         {"progress", no_argument, NULL, 'P'},
+        {"version", no_argument, NULL, 'V'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -337,6 +340,9 @@ static bool parse_options(int argc, char **argv)
         case 'P':
             progress_forced = true;
             break;
+        case 'V':
+            ktcp_print_version("htstress");
+            exit(EXIT_OK);
         case 'h':
             usage(stdout);
             exit(EXIT_OK);

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "common.h"
+#include "ktcp-version.h"
 #include "hist.h"
 
 enum pinning { PIN_NONE, PIN_SAME_CORE, PIN_CROSS_CORE };
@@ -76,6 +77,7 @@ static void usage(FILE *out)
             "run (default 5000)\n"
             "      --json          print one JSON object instead of the "
             "summary line\n"
+            "      --version       print the version and exit\n"
             "  -h, --help          this help\n"
             "\n"
             "Reports microseconds per round trip: min, mean, p50, p90, p99, "
@@ -283,6 +285,7 @@ static bool parse_options(int argc, char **argv)
         {"cross-core", no_argument, NULL, 'X'},
         {"timeout", required_argument, NULL, 'T'},
         {"json", no_argument, NULL, 'J'},
+        {"version", no_argument, NULL, 'V'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -323,6 +326,9 @@ static bool parse_options(int argc, char **argv)
         case 'J':
             opt.json = true;
             break;
+        case 'V':
+            ktcp_print_version("lat");
+            exit(EXIT_OK);
         case 'h':
             usage(stdout);
             exit(EXIT_OK);

@@ -1,19 +1,19 @@
 # Load generators: htstress (HTTP), lat (round-trip floors), echo-bench.
 # libc + pthreads only; the shared pieces are small objects linked into each.
 
-TOOLS_CFLAGS := $(CFLAGS) -Itools
+TOOLS_CFLAGS := $(CFLAGS) -Itools -Iuser/common
 
 $(BUILD)/tools/%.o: tools/%.c tools/*.h | $(BUILD)
 	@mkdir -p $(BUILD)/tools
 	$(CC) $(TOOLS_CFLAGS) -c -o $@ $<
 
-$(BUILD)/htstress: $(addprefix $(BUILD)/tools/,htstress.o htstress-worker.o http-response.o hist.o common.o)
+$(BUILD)/htstress: $(addprefix $(BUILD)/tools/,htstress.o htstress-worker.o http-response.o hist.o common.o) $(KTCP_VERSION_OBJ)
 	$(CC) $(LDFLAGS) -o $@ $^
 
-$(BUILD)/lat: $(addprefix $(BUILD)/tools/,lat.o hist.o common.o)
+$(BUILD)/lat: $(addprefix $(BUILD)/tools/,lat.o hist.o common.o) $(KTCP_VERSION_OBJ)
 	$(CC) $(LDFLAGS) -o $@ $^
 
-$(BUILD)/echo-bench: $(addprefix $(BUILD)/tools/,echo-bench.o hist.o common.o)
+$(BUILD)/echo-bench: $(addprefix $(BUILD)/tools/,echo-bench.o hist.o common.o) $(KTCP_VERSION_OBJ)
 	$(CC) $(LDFLAGS) -o $@ $^
 
 $(BUILD)/hist-test: $(addprefix $(BUILD)/tools/,hist-test.o hist.o)

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "echo.h"
+#include "ktcp-version.h"
 #include "ktcp-net.h"
 
 static void usage(FILE *f)
@@ -38,6 +39,7 @@ static void usage(FILE *f)
             "closed at accept (default 10000)\n"
             "  -s, --stats-file PATH      where SIGUSR1 and exit write the "
             "counters (default: stderr)\n"
+            "      --version              print the version and exit\n"
             "  -h, --help                 this text\n\n"
             "Exit status: 0 after SIGTERM/SIGINT, 1 on a start-up error, 2 on "
             "a bad argument.\n");
@@ -101,6 +103,7 @@ int main(int argc, char **argv)
         {"idle-timeout-ms", required_argument, NULL, 'i'},
         {"max-conns", required_argument, NULL, 'm'},
         {"stats-file", required_argument, NULL, 's'},
+        {"version", no_argument, NULL, 'V'},
         {"help", no_argument, NULL, 'h'},
         {0},
     };
@@ -141,6 +144,9 @@ int main(int argc, char **argv)
         case 's':
             opt.stats_file = optarg;
             break;
+        case 'V':
+            ktcp_print_version("ktcp-echo");
+            return 0;
         case 'h':
             usage(stdout);
             return 0;

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "httpd.h"
+#include "ktcp-version.h"
 
 #define DEFAULT_PORT 8081
 #define DEFAULT_BIND "127.0.0.1"
@@ -55,6 +56,7 @@ static void usage(FILE *out)
             "      --access-log FILE   append one line per request to FILE, "
             "'-' for stdout\n"
             "                          (default: off)\n"
+            "      --version           print the version and exit\n"
             "  -h, --help              show this help and exit\n",
             DEFAULT_PORT, DEFAULT_BIND, cpus, DEFAULT_IDLE_TIMEOUT_MS);
 }
@@ -119,6 +121,7 @@ int main(int argc, char **argv)
         {"no-gzip", no_argument, NULL, OPT_NOGZIP},
         {"cache-size", required_argument, NULL, OPT_CACHE},
         {"access-log", required_argument, NULL, OPT_LOG},
+        {"version", no_argument, NULL, 'V'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -180,6 +183,9 @@ int main(int argc, char **argv)
         case OPT_LOG:
             access_log = optarg;
             break;
+        case 'V':
+            ktcp_print_version("ktcp-httpd");
+            return 0;
         case 'h':
             usage(stdout);
             return 0;

@@ -9,10 +9,10 @@ BINS += $(BUILD)/ktcp-httpd
 
 $(BUILD)/user/httpd/%.o: user/httpd/%.c $(wildcard user/httpd/*.h) $(wildcard core/*.h)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -Iuser/httpd -c -o $@ $<
+	$(CC) $(CFLAGS) -Iuser/httpd -Iuser/common -c -o $@ $<
 
-$(BUILD)/ktcp-httpd: $(HTTPD_OBJS) $(BUILD)/libktcpcore.a
-	$(CC) $(LDFLAGS) -o $@ $(HTTPD_OBJS) $(BUILD)/libktcpcore.a $(HTTPD_LIBS)
+$(BUILD)/ktcp-httpd: $(HTTPD_OBJS) $(BUILD)/libktcpcore.a $(KTCP_VERSION_OBJ)
+	$(CC) $(LDFLAGS) -o $@ $(HTTPD_OBJS) $(BUILD)/libktcpcore.a $(KTCP_VERSION_OBJ) $(HTTPD_LIBS)
 
 # Unit test of the runtime (timer heap, coroutine switch), run by make check.
 UNIT_TESTS += $(BUILD)/test-httpd-rt

@@ -7,13 +7,13 @@ $(BUILD)/user/kcm/%.o: user/kcm/%.c $(KCM_HDRS)
 	@mkdir -p $(dir $@)
 	$(CC) $(KCM_CFLAGS) -c -o $@ $<
 
-$(BUILD)/ktcp-kcm-server: $(addprefix $(BUILD)/user/kcm/,kcm-server.o kcm-bpf.o msg-common.o) $(KTCP_USER_COMMON)
+$(BUILD)/ktcp-kcm-server: $(addprefix $(BUILD)/user/kcm/,kcm-server.o kcm-bpf.o msg-common.o) $(KTCP_USER_COMMON) $(KTCP_VERSION_OBJ)
 	$(CC) $(LDFLAGS) -o $@ $^
 
-$(BUILD)/ktcp-msg-server: $(addprefix $(BUILD)/user/kcm/,msg-server.o msg-common.o) $(KTCP_USER_COMMON)
+$(BUILD)/ktcp-msg-server: $(addprefix $(BUILD)/user/kcm/,msg-server.o msg-common.o) $(KTCP_USER_COMMON) $(KTCP_VERSION_OBJ)
 	$(CC) $(LDFLAGS) -o $@ $^
 
-$(BUILD)/msg-bench: $(BUILD)/user/kcm/msg-bench.o $(addprefix $(BUILD)/tools/,hist.o common.o)
+$(BUILD)/msg-bench: $(BUILD)/user/kcm/msg-bench.o $(addprefix $(BUILD)/tools/,hist.o common.o) $(KTCP_VERSION_OBJ)
 	$(CC) $(LDFLAGS) -o $@ $^ -lm
 
 BINS += $(BUILD)/ktcp-kcm-server $(BUILD)/ktcp-msg-server $(BUILD)/msg-bench

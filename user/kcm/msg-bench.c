@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include "common.h"
+#include "ktcp-version.h"
 #include "hist.h"
 
 #define FRAME_HDR 4
@@ -268,6 +269,7 @@ static void usage(FILE *f)
             "  -D, --duration SECS    measured time (default 5)\n"
             "  -W, --warmup SECS      unmeasured time before (default 1)\n"
             "      --json             print one JSON object\n"
+            "      --version          print the version and exit\n"
             "  -h, --help             this text\n\n"
             "Exit status: 0 all replies whole and right, 1 a connection "
             "failed or a reply\nwas wrong, 2 bad command line, 3 could not "
@@ -315,6 +317,7 @@ int main(int argc, char **argv)
         {"duration", required_argument, NULL, 'D'},
         {"warmup", required_argument, NULL, 'W'},
         {"json", no_argument, NULL, O_JSON},
+        {"version", no_argument, NULL, 'V'},
         {"help", no_argument, NULL, 'h'},
         {0},
     };
@@ -366,6 +369,9 @@ int main(int argc, char **argv)
         case O_JSON:
             opt.json = true;
             break;
+        case 'V':
+            ktcp_print_version("msg-bench");
+            return EXIT_OK;
         case 'h':
             usage(stdout);
             return EXIT_OK;

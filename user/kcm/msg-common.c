@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "ktcp-net.h"
+#include "ktcp-version.h"
 #include "msg.h"
 
 static void usage(const struct msg_options *opt, const char *what, FILE *f)
@@ -39,6 +40,7 @@ static void usage(const struct msg_options *opt, const char *what, FILE *f)
             "      --backlog N        listen backlog (default 1024)\n"
             "  -s, --stats-file PATH  where SIGUSR1 and exit write the "
             "counters (default: stderr)\n"
+            "      --version          print the version and exit\n"
             "  -h, --help             this text\n\n"
             "Exit status: 0 after SIGTERM/SIGINT, 1 on a start-up error, 2 on "
             "a bad argument.\n",
@@ -66,6 +68,7 @@ void msg_parse_options(struct msg_options *opt,
         {"max-msg", required_argument, NULL, 'm'},
         {"backlog", required_argument, NULL, 'B'},
         {"stats-file", required_argument, NULL, 's'},
+        {"version", no_argument, NULL, 'V'},
         {"help", no_argument, NULL, 'h'},
         {0},
     };
@@ -96,6 +99,9 @@ void msg_parse_options(struct msg_options *opt,
         case 's':
             opt->stats_file = optarg;
             break;
+        case 'V':
+            ktcp_print_version(opt->prog);
+            exit(0);
         case 'h':
             usage(opt, what, stdout);
             exit(0);

@@ -27,8 +27,8 @@
 #include <unistd.h>
 
 #include "common.h"
-#include "ktcp-version.h"
 #include "hist.h"
+#include "ktcp-version.h"
 
 #define RECV_CHUNK (16 * 1024)
 #define CLIENT_STACK_SIZE (64 * 1024)

@@ -18,8 +18,8 @@
 #include <unistd.h>
 
 #include "common.h"
-#include "ktcp-version.h"
 #include "htstress.h"
+#include "ktcp-version.h"
 
 const char *const error_names[ERR_KINDS] = {
     "connect", "read", "write", "timeout", "reset", "closed", "hup", "parse",

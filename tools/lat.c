@@ -22,8 +22,8 @@
 #include <unistd.h>
 
 #include "common.h"
-#include "ktcp-version.h"
 #include "hist.h"
+#include "ktcp-version.h"
 
 enum pinning { PIN_NONE, PIN_SAME_CORE, PIN_CROSS_CORE };
 

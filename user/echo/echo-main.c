@@ -18,8 +18,8 @@
 #include <unistd.h>
 
 #include "echo.h"
-#include "ktcp-version.h"
 #include "ktcp-net.h"
+#include "ktcp-version.h"
 
 static void usage(FILE *f)
 {

@@ -31,8 +31,8 @@
 #include <unistd.h>
 
 #include "common.h"
-#include "ktcp-version.h"
 #include "hist.h"
+#include "ktcp-version.h"
 
 #define FRAME_HDR 4
 #define BODY_MIN 8 /* work_us and the tag */

@@ -21,7 +21,8 @@ else
 KVER     := $(shell scripts/kernels release $(KERNEL) 2>/dev/null)
 KDIR     ?= $(if $(KVER),$(shell scripts/kernels dir $(KERNEL))/lib/modules/$(KVER)/build)
 endif
-# Objects of each kernel apart: a tree of links to kernel/ and core/ per release.
+# Objects of each kernel apart: a tree of links to the sources of kernel/ and
+# core/ per release (links to sources only, so Kbuild never writes through one).
 MODDIR   := $(BUILD)/modules/$(KVER)
 
 BINS        :=   # user-space programs, each $(BUILD)/<name>
@@ -54,7 +55,9 @@ $(BUILD):
 modules:
 	@test -n "$(KVER)" || { scripts/kernels release $(KERNEL); exit 1; }
 	@test -d "$(KDIR)" || { echo "no kernel headers at $(KDIR): for KERNEL=host install your distribution's headers for $(KVER); else run scripts/deps" >&2; exit 1; }
-	@mkdir -p $(MODDIR) && cp -rsf $(CURDIR)/kernel $(CURDIR)/core $(MODDIR)/
+	@mkdir -p $(MODDIR) && find $(MODDIR) -xtype l -delete && \
+	for f in $$(find kernel core \( -name '*.[ch]' -o -name Kbuild \) -not -name '*.mod.c'); do \
+		mkdir -p $(MODDIR)/$$(dirname $$f) && ln -sfn $(CURDIR)/$$f $(MODDIR)/$$f || exit 1; done
 	$(MAKE) -C $(KDIR) M=$(CURDIR)/$(MODDIR)/kernel W=1 KCFLAGS=-Werror modules
 
 deps:

@@ -321,9 +321,9 @@ const struct khttpd_gz *khttpd_cache_gzip(struct khttpd_entry *e)
 		return NULL;
 	}
 	/* the gzip variant needs its own strong validator */
-	el = strlen(e->etag);
-	memcpy(gz->etag, e->etag, el - 1);
-	memcpy(gz->etag + el - 1, "-gz\"", 5);
+	el = strnlen(e->etag, sizeof(e->etag));
+	scnprintf(gz->etag, sizeof(gz->etag), "%.*s-gz\"",
+		  (int)(el ? el - 1 : 0), e->etag);
 	old = cmpxchg(&e->gz, NULL, gz);
 	mutex_unlock(&khttpd_gzip_lock);
 	if (old) {

@@ -37,6 +37,7 @@
 #include <net/tcp.h>
 
 #include "khttpd.h"
+#include "ktcp_compat_sendpage.h"
 
 /* Loop iterations (reads, sends, pieces) a step does before it yields. */
 #define KHTTPD_BUDGET 32
@@ -251,8 +252,9 @@ void khttpd_refuse(struct socket *sock)
 /*
  * splice_direct_to_actor() moves page-cache pages of the file into the
  * worker's internal pipe (no copy: the pipe holds page references); this
- * actor hands each pipe buffer to TCP with kernel_sendpage(), which takes
- * its own page reference — the same path as sendfile(2) to a socket, but
+ * actor hands each pipe buffer to TCP with ktcp_send_page() (sendpage
+ * before 6.5, sendmsg with MSG_SPLICE_PAGES after), which takes its own
+ * page reference — the same path as sendfile(2) to a socket, but
  * without blocking: MSG_DONTWAIT returns what the socket took, and what
  * stayed in the pipe is released and read again from the page cache on
  * the next piece (splice_direct_to_actor's partial-transfer contract).
@@ -265,8 +267,8 @@ static int khttpd_pipe_buf_send(struct pipe_inode_info *pipe,
 
 	if ((sd->flags & SPLICE_F_MORE) || sd->len < sd->total_len)
 		flags |= MSG_MORE;
-	return kernel_sendpage(conn->sock, buf->page, buf->offset, sd->len,
-			       flags);
+	return ktcp_send_page(conn->sock, buf->page, buf->offset, sd->len,
+			      flags);
 }
 
 static int khttpd_splice_actor(struct pipe_inode_info *pipe,

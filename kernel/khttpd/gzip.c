@@ -10,7 +10,7 @@
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
-#include <asm/unaligned.h>
+#include "ktcp_compat_unaligned.h"
 #include <linux/crc32.h>
 #include <linux/mm.h>
 #include <linux/slab.h>

@@ -65,6 +65,9 @@ struct kcm_conn {
     struct kcm_slot *slots[]; /* one per worker */
 };
 
+/* SO_RCVBUF of each worker's clone (the kernel doubles it). */
+#define KCM_CLONE_RCVBUF 4096
+
 struct kcm_worker {
     pthread_t thread;
     int index;
@@ -340,6 +343,17 @@ static void conn_setup(int ep, int tcp_fd)
         }
         s->fd = cl.fd;
         s->events = EPOLLIN;
+        /* The mux hands a message to a clone with room in its receive
+         * buffer. With the default buffer one clone can take a whole burst:
+         * on Linux 6.12 all 100 pipelined messages of one connection went to
+         * one worker (6.1 spread them). A small buffer (a message always
+         * fits into an empty queue) passes the rest of a burst on to the
+         * other workers on both kernels. */
+        {
+            int small = KCM_CLONE_RCVBUF;
+
+            setsockopt(s->fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
+        }
         /* The clone comes without O_NONBLOCK and FD_CLOEXEC. */
         fcntl(s->fd, F_SETFL, fcntl(s->fd, F_GETFL) | O_NONBLOCK);
         fcntl(s->fd, F_SETFD, FD_CLOEXEC);

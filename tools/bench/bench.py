@@ -4,14 +4,16 @@
     tools/bench/bench.py [--profile full|quick|smoke] [--out DIR] [--no-vm] [--no-host]
 
 The host phase runs here (ktcp-httpd in each model, ktcp-echo, nginx, lwan
-when on PATH); the VM phase boots scripts/vm once and runs this same file
+when LWAN=/path/to/lwan is set or lwan is on PATH); the VM phase boots scripts/vm once and runs this same file
 inside with --phase vm (khttpd.ko in each mode, kecho.ko in each wq_mode,
 the user-space engines and nginx, all inside the guest). Each phase writes
 <out>/<env>.json; the host then merges them into results.json, results.md
 and the PNG plots (tools/bench/report.py).
 
 Every run is bounded by count and time; a run that would overrun the
-profile's budget is skipped and listed as such, never waited for."""
+profile's budget is skipped and listed as such, never waited for. An
+engine that crashes, fails to start or answers wrongly gets that as the
+run's result ("crashed", "error: ..."), and the bench goes on."""
 import argparse
 import gzip
 import json

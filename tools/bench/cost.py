@@ -3,7 +3,7 @@
 
     tools/bench/cost.py [--out DIR] [--scale S] [--engines A,B] [--workloads A,B]
                         [--tools instr,sys] [--budget SEC]
-    tools/bench/cost.py --publish results/<ts>   # copy cost.json/.md/.png to docs/bench/
+    tools/bench/cost.py --publish results/<ts>   # copy cost.json, cost.png to docs/bench/
 
 Two counts per engine and workload, each from its own server run:
 
@@ -720,10 +720,15 @@ def plot(out, doc):
             for j, w in enumerate(wls):
                 r = next((r for r in rows if r["engine"] == e and r["workload"] == w), None)
                 m = r and r.get(tool)
+                x = j + (i - (len(engines) - 1) / 2) * width
                 if m and m.get("status") == "ok" and m["per_request"] > 0:
-                    xs.append(j + (i - (len(engines) - 1) / 2) * width)
+                    xs.append(x)
                     ys.append(m["per_request"])
-            ax.bar(xs, ys, width, label=e, color=report.COLORS.get(e, "tab:green"))
+                elif m and m.get("status") in ("error", "crashed"):
+                    ax.text(x, 0.02, m["status"], rotation=90, ha="center", va="bottom",
+                            fontsize=7, color="red", transform=ax.get_xaxis_transform())
+            color = "tab:purple" if e == "ktcp-echo" else report.COLORS.get(e, "tab:green")
+            ax.bar(xs, ys, width, label=e, color=color)
             plotted = plotted or bool(ys)
         ax.set_xticks(range(len(wls)))
         ax.set_xticklabels(wls, rotation=15)
@@ -743,15 +748,14 @@ def plot(out, doc):
 
 
 def publish(src, dest):
-    """Small copies of a run for the repository: cost.json without the
-    paths of the raw files, cost.md, cost.png."""
+    """The run's cost.json and cost.png, copied for the repository (the
+    tables and their reading are in BENCHMARKS.md and docs/bench/cost.md)."""
     with open(os.path.join(src, "cost.json")) as f:
         doc = json.load(f)
     os.makedirs(dest, exist_ok=True)
     with open(os.path.join(dest, "cost.json"), "w") as f:
         json.dump(doc, f, indent=1)
     shutil.copy(os.path.join(src, "cost.png"), os.path.join(dest, "cost.png"))
-    shutil.copy(os.path.join(src, "cost.md"), os.path.join(dest, "cost-table.md"))
 
 
 def main():
@@ -771,7 +775,7 @@ def main():
     ap.add_argument("--budget", type=float, default=900,
                     help="seconds; workloads not started by then are skipped (default 900)")
     ap.add_argument("--publish", metavar="RESULTS",
-                    help="copy RESULTS/cost.{json,md,png} to docs/bench/ and exit")
+                    help="copy RESULTS/cost.{json,png} to docs/bench/ and exit")
     a = ap.parse_args()
     if a.publish:
         publish(a.publish, os.path.join(TOP, "docs", "bench"))

@@ -195,7 +195,9 @@ class Nginx(Engine):
                           for k in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi"))
         head = "master_process off;\nworker_processes 1;" if single else \
             f"worker_processes {os.cpu_count()};"
-        static = "    gzip_static on;\n" if gzip_static else ""
+        # with gzip_vary on, gzip_static looks for FILE.gz on every request
+        # (to decide on Vary); open_file_cache_errors keeps the miss cached
+        static = "    gzip_static on;\n    open_file_cache_errors on;\n" if gzip_static else ""
         return f"""{user}
 {head}
 worker_rlimit_nofile {resource.getrlimit(resource.RLIMIT_NOFILE)[1]};

@@ -246,9 +246,12 @@ def test_cost_engine_crash_is_a_result(tmp_path):
 
 @pytest.fixture(scope="module")
 def cost_smoke(tmp_path_factory):
-    """make bench-cost in miniature: ktcp-httpd-epoll and ktcp-echo, N = 10
-    (keep-alive, connection per request) under both counters, with a third
-    batch of 3N to check linearity."""
+    """make bench-cost in miniature: ktcp-httpd-epoll and ktcp-echo, N = 50
+    (keep-alive, connection per request; echo) under both counters, with a
+    third batch of 3N to check linearity. What a batch costs once varies by
+    up to ~20,000 instructions (the RCU thread's grace periods, the counter
+    controls interrupting the wait), so N is 50, not 10: 400 per request at
+    most, against 500-15,000 per request."""
     for b in ("ktcp-httpd", "ktcp-echo", "htstress"):
         if not os.access(os.path.join(TOP, "build", b), os.X_OK):
             pytest.skip(f"build/{b} not built (run make)")
@@ -257,7 +260,7 @@ def cost_smoke(tmp_path_factory):
             pytest.skip(f"{t} not installed (scripts/deps installs it)")
     out = tmp_path_factory.mktemp("cost")
     r = subprocess.run([sys.executable, os.path.join(TOP, "tools", "bench", "cost.py"),
-                        "--scale", "0.05", "--engines", "ktcp-httpd-epoll,ktcp-echo",
+                        "--scale", "0.25", "--engines", "ktcp-httpd-epoll,ktcp-echo",
                         "--workloads", "small-keepalive,small-close,echo", "--out", str(out),
                         "--linearity", "--budget", "120"], capture_output=True, text=True, timeout=240, cwd=TOP)
     assert r.returncode == 0, r.stdout + r.stderr
@@ -274,7 +277,7 @@ def test_cost_every_cell_measured(cost_smoke):
         for tool in ("instr", "sys"):
             m = row[tool]
             assert m["status"] == "ok", (key, tool, m)
-            assert m["n"] == 10
+            assert m["n"] == 50
             # per request is the 2N batch less the N batch, over N
             assert m["per_request"] == pytest.approx((m["b"] - m["a"]) / m["n"])
             assert m["fixed"] == 2 * m["a"] - m["b"]
@@ -294,12 +297,12 @@ def test_cost_instructions_scale_between_n_and_2n(cost_smoke):
         assert m["fixed"] > -0.05 * m["a"], (key, m)
         # the calls that serve a request, likewise; the server's other
         # threads (timers, RCU) wake by time, not by request, and are left
-        # out here: at N = 10 one wake-up is 0.1 per request
+        # out here
         s = row["sys"]
         for call in ("recvfrom", "sendmsg", "sendto", "epoll_wait", "accept4", "read",
                      "write", "writev", "sendfile"):
             assert s["by_name_3n"].get(call, 0) == pytest.approx(
-                s["by_name"].get(call, 0), abs=0.15), (key, call, s)
+                s["by_name"].get(call, 0), abs=0.1), (key, call, s)
     ka = rows[("ktcp-httpd-epoll", "small-keepalive")]["instr"]["per_request"]
     close = rows[("ktcp-httpd-epoll", "small-close")]["instr"]["per_request"]
     echo = rows[("ktcp-echo", "echo")]["instr"]["per_request"]

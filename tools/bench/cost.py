@@ -338,31 +338,36 @@ class Strace:
 
 # ---------------------------------------------------------------- annotate
 
-def self_costs(path):
-    """{function (where): Ir} for one callgrind dump, read from the file
-    itself: each cost line belongs to the function of the last fn= line,
-    and the line after calls= (the call's inclusive cost) is skipped, so
-    the values add up to the dump's total. where = the source file for the
-    repository's binaries, the object's name for the rest. (Valgrind 3.19's
-    callgrind_annotate lists per file:function, and its list for these
-    dumps adds up to more than the total, so it is not used for the sums;
-    it reads the same dumps for a look by hand.)"""
+def function_costs(path):
+    """({function (where): self Ir}, {function (where): inclusive Ir}) for
+    one callgrind dump, read from the file itself. Each cost line belongs
+    to the function of the last fn= line; the line after calls= is the
+    call's inclusive cost, which counts towards the caller's inclusive cost
+    (a function calling itself excepted) and not towards its self cost, so
+    the self costs add up to the dump's total. where = the source file for
+    the repository's binaries, the object's name for the rest. (Valgrind
+    3.19's callgrind_annotate lists per file:function, and its list for
+    these dumps adds up to more than the total, so it is not used for the
+    sums; it reads the same dumps for a look by hand.) Inclusive costs rest
+    on callgrind's call tracking, which a coroutine switch can mislead."""
     names = {"fn": {}, "fl": {}, "ob": {}}
     space = {"fn": "fn", "cfn": "fn", "fl": "fl", "fi": "fl", "fe": "fl", "cfi": "fl",
              "cfl": "fl", "ob": "ob", "cob": "ob"}
-    cur = {"fn": "?", "fl": "?", "ob": "?"}
-    costs, skip = {}, False
+    cur = {"fn": "?", "fl": "?", "ob": "?", "cfn": None}
+    selfc, callc, skip = {}, {}, False
     with open(path, errors="replace") as f:
         for line in f:
             c = line[:1]
             if c.isdigit() or c in "+-*":
+                parts = line.split()
+                key = (cur["fn"], cur["fl"], cur["ob"])
                 if skip:
                     skip = False
+                    if len(parts) >= 2 and cur["cfn"] != cur["fn"]:
+                        callc[key] = callc.get(key, 0) + int(parts[1])
                     continue
-                parts = line.split()
                 if len(parts) >= 2:
-                    key = (cur["fn"], cur["fl"], cur["ob"])
-                    costs[key] = costs.get(key, 0) + int(parts[1])
+                    selfc[key] = selfc.get(key, 0) + int(parts[1])
                 continue
             k, eq, v = line.rstrip("\n").partition("=")
             if not eq:
@@ -378,23 +383,39 @@ def self_costs(path):
                 if m.group(2) is not None:
                     ns[m.group(1)] = m.group(2)
                 v = ns.get(m.group(1), "?")
-            if k in ("fn", "fl", "ob"):
+            if k in cur:
                 cur[k] = v
-    out = {}
-    for (fn, fl, ob), ir in costs.items():
-        mine = ob.startswith(TOP + "/")
-        where = (os.path.relpath(fl, TOP) if fl.startswith("/") else fl) if mine \
-            else os.path.basename(ob)
-        key = f"{fn} ({where})"
-        out[key] = out.get(key, 0) + ir
-    return out
+
+    def keyed(costs):
+        out = {}
+        for (fn, fl, ob), ir in costs.items():
+            mine = ob.startswith(TOP + "/")
+            where = (os.path.relpath(fl, TOP) if fl.startswith("/") else fl) if mine \
+                else os.path.basename(ob)
+            key = f"{fn} ({where})"
+            out[key] = out.get(key, 0) + ir
+        return out
+
+    s, c = keyed(selfc), keyed(callc)
+    return s, {k: s.get(k, 0) + c.get(k, 0) for k in set(s) | set(c)}
 
 
-def per_request_functions(a_path, b_path, n):
-    a, b = self_costs(a_path), self_costs(b_path)
-    diff = {k: (b.get(k, 0) - a.get(k, 0)) / n for k in set(a) | set(b)}
-    top = sorted(diff.items(), key=lambda kv: -kv[1])[:TOP_FUNCTIONS]
-    return [{"function": k, "ir_per_request": round(v, 1)} for k, v in top if v > 0]
+def self_costs(path):
+    return function_costs(path)[0]
+
+
+def per_request_functions(a_path, b_path, n, top=TOP_FUNCTIONS):
+    """The functions with the most instructions per request, self and
+    inclusive: (dump over 2N - dump over N) / N, as the totals."""
+    (sa, ia), (sb, ib) = function_costs(a_path), function_costs(b_path)
+
+    def diff(a, b, k):
+        d = {f: (b.get(f, 0) - a.get(f, 0)) / n for f in set(a) | set(b)}
+        best = sorted(d.items(), key=lambda kv: -kv[1])[:k]
+        return [{"function": f, "ir_per_request": round(v, 1)} for f, v in best if v > 0]
+
+    return {"self": diff(sa, sb, top), "inclusive": diff(ia, ib, top + 5),
+            "self_total": round((sum(sb.values()) - sum(sa.values())) / n, 1)}
 
 
 # ---------------------------------------------------------------- runner
@@ -481,10 +502,10 @@ def measure(e, tool, wls, ctx, deadline, results, skip):
                     k: (b["errors"].get(k, 0) - a["errors"].get(k, 0)) / n
                     for k in sorted(set(a["errors"]) | set(b["errors"]))}
             elif wl in ctx.annotate:
-                out["functions"] = per_request_functions(a["file"], b["file"], n)
-                out["functions_total"] = round(
-                    (sum(self_costs(b["file"]).values()) - sum(self_costs(a["file"]).values()))
-                    / n, 1)
+                fns = per_request_functions(a["file"], b["file"], n)
+                out["functions"] = fns["self"]
+                out["functions_inclusive"] = fns["inclusive"]
+                out["functions_total"] = fns["self_total"]
         except Probe as ex:
             out = {"n": n, "status": "error", "reason": str(ex)}
         except (RuntimeError, OSError, subprocess.SubprocessError) as ex:
@@ -747,6 +768,25 @@ def plot(out, doc):
     plt.close(fig)
 
 
+def reannotate(src, workloads):
+    """The split by function of every workload in workloads (and of those
+    split already), recomputed from the run's callgrind dumps."""
+    with open(os.path.join(src, "cost.json")) as f:
+        doc = json.load(f)
+    for r in doc["rows"]:
+        m = r.get("instr")
+        if not m or m.get("status") != "ok" or not (m.get("functions") or
+                                                     r["workload"] in workloads):
+            continue
+        base = os.path.join(src, "callgrind", f"{r['engine']}.{r['workload']}")
+        fns = per_request_functions(base + ".n.out", base + ".2n.out", m["n"])
+        m["functions"], m["functions_inclusive"] = fns["self"], fns["inclusive"]
+        m["functions_total"] = fns["self_total"]
+    with open(os.path.join(src, "cost.json"), "w") as f:
+        json.dump(doc, f, indent=1)
+    write_report(src, doc)
+
+
 def publish(src, dest):
     """The run's cost.json and cost.png, copied for the repository (the
     tables and their reading are in BENCHMARKS.md and docs/bench/cost.md)."""
@@ -766,19 +806,26 @@ def main():
     ap.add_argument("--engines", help="comma-separated engine names (default all)")
     ap.add_argument("--workloads", help="comma-separated workloads (default all)")
     ap.add_argument("--tools", default="instr,sys", help="instr, sys or both (default both)")
-    ap.add_argument("--annotate", default="small-keepalive",
+    ap.add_argument("--annotate", default="small-keepalive,small-close",
                     help="workloads whose instructions are split by function "
-                         "(default small-keepalive; '' for none)")
+                         "(default small-keepalive,small-close; '' for none)")
     ap.add_argument("--linearity", action="store_true",
                     help="a third batch of 3N too: per_request_3n = (count(3N) - count(2N)) / N "
                          "checks that counts grow linearly (tests)")
     ap.add_argument("--budget", type=float, default=900,
                     help="seconds; workloads not started by then are skipped (default 900)")
+    ap.add_argument("--reannotate", metavar="RESULTS",
+                    help="recompute the split by function (of the --annotate workloads and "
+                         "of those split already) from RESULTS/callgrind/ into "
+                         "RESULTS/cost.{json,md,png} and exit")
     ap.add_argument("--publish", metavar="RESULTS",
                     help="copy RESULTS/cost.{json,png} to docs/bench/ and exit")
     a = ap.parse_args()
     if a.publish:
         publish(a.publish, os.path.join(TOP, "docs", "bench"))
+        return 0
+    if a.reannotate:
+        reannotate(a.reannotate, set(a.annotate.split(",")) if a.annotate else set())
         return 0
     for t in a.tools.split(","):
         if t not in TOOLS:

@@ -643,11 +643,16 @@ def fmt_n(v):
     return f"{v:.2f}"
 
 
-def cell_text(m, width=70):
+PEER = "nginx"  # every HTTP figure also as a ratio to nginx's, same run
+
+
+def cell_text(m, width=70, peer=None):
     if m is None:
         return "-"
     if m.get("status") == "ok":
         s = fmt_n(m["per_request"])
+        if peer and peer.get("status") == "ok" and peer["per_request"] > 0:
+            s += f" (×{m['per_request'] / peer['per_request']:.2f})"
         return s + (" †" if m.get("note") else "")
     if m.get("status") in ("crashed", "skipped"):
         return m["status"]
@@ -665,7 +670,9 @@ def table(doc, tool, title):
         cells = []
         for w in wls:
             r = next((r for r in rows if r["engine"] == e and r["workload"] == w), None)
-            cells.append(cell_text(r.get(tool)) if r else "")
+            p = next((r for r in rows if r["engine"] == PEER and r["workload"] == w), None)
+            peer = p.get(tool) if p and e != PEER else None
+            cells.append(cell_text(r.get(tool), peer=peer) if r else "")
         L.append(f"| {e} | " + " | ".join(cells) + " |")
     return L
 
@@ -686,8 +693,8 @@ def write_report(out, doc):
          "Batches (N; the second batch is 2N) and pacing: " + "; ".join(
              f"{w} N={batch_sizes(w, c['scale'])} at {WORKLOADS[w]['rate']}/s"
              for w in HTTP_ORDER + ["echo"]) + ".", ""]
-    L += table(doc, "instr", "User-space instructions per request (callgrind Ir)") + [""]
-    L += table(doc, "sys", "System calls per request (strace -f -c)") + [""]
+    L += table(doc, "instr", "User-space instructions per request (callgrind Ir; × nginx)") + [""]
+    L += table(doc, "sys", "System calls per request (strace -f -c; × nginx)") + [""]
     notes = [(r["engine"], r["workload"], t, r[t]["note"]) for r in doc["rows"] for t in TOOLS
              if r.get(t) and r[t].get("note")]
     if notes:

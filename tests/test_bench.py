@@ -234,7 +234,7 @@ def test_cost_engine_crash_is_a_result(tmp_path):
     e = crasher_engine(script, 3)  # probe, then the warm-up's second request
     results = {}
     cost.measure(e, cost.Strace(ctx), ["small-keepalive", "small-close"], ctx,
-                 time.monotonic() + 60, results, [])
+                 time.monotonic() + 60, results)
     for wl in ("small-keepalive", "small-close"):
         m = results[("crasher", wl)]["sys"]
         assert m["status"] == "crashed" and "killed by SIGSEGV" in m["reason"], m

@@ -435,7 +435,7 @@ def batch_sizes(wl, scale):
     return max(2, int(round(WORKLOADS[wl]["n"] * scale)))
 
 
-def measure(e, tool, wls, ctx, deadline, results, skip):
+def measure(e, tool, wls, ctx, deadline, results):
     """Every workload of engine e under one tool, into results[(e, wl)][tool]."""
     ctx.wrap = tool.wrap
     ctx.start_timeout_s = 90.0 if tool.wrap else 15.0
@@ -451,7 +451,7 @@ def measure(e, tool, wls, ctx, deadline, results, skip):
         if e.proc is None:
             try:
                 e.start(eng.free_port(), ctx)
-            except (RuntimeError, OSError, subprocess.SubprocessError) as ex:
+            except Exception as ex:  # noqa: BLE001 - the engine's result, not the harness's
                 start_err = f"did not start: {ex}"
                 rec[tool.name] = {"status": "error", "reason": start_err}
                 continue
@@ -508,7 +508,7 @@ def measure(e, tool, wls, ctx, deadline, results, skip):
                 out["functions_total"] = fns["self_total"]
         except Probe as ex:
             out = {"n": n, "status": "error", "reason": str(ex)}
-        except (RuntimeError, OSError, subprocess.SubprocessError) as ex:
+        except Exception as ex:  # noqa: BLE001 - whatever went wrong is this cell's result
             out = {"n": n, "status": "error", "reason": f"{type(ex).__name__}: {ex}"}
         died = e.died()
         if died:
@@ -596,7 +596,7 @@ def run(args):
                                                                        "reason": why}
                 continue
             try:
-                measure(e, tool, workloads_of(e, wanted_w), ctx, deadline, results, skipped)
+                measure(e, tool, workloads_of(e, wanted_w), ctx, deadline, results)
             finally:
                 e.stop()
     cond["loadavg_end"] = bench.loadavg()

@@ -102,6 +102,13 @@ bench: deps all
 bench-quick: deps all
 	$(PYTHON) tools/bench/bench.py --profile quick
 
+# make bench-cost: user-space instructions (callgrind) and system calls
+# (strace) per request, counted for each engine and workload on the host,
+# <= 15 min; results/<timestamp>/cost.{json,md,png} (BENCHMARKS.md).
+.PHONY: bench-cost
+bench-cost: deps user
+	$(PYTHON) tools/bench/cost.py
+
 # clang-format pinned in requirements.txt; the file list needs no git. Each
 # tree's nearest .clang-format applies (kernel/ has the kernel's style).
 CLANG_FORMAT = .venv/bin/clang-format

@@ -9,6 +9,7 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -135,3 +136,211 @@ def test_ratio_needs_a_peer_in_the_same_environment():
     ]
     report.add_ratios(runs)
     assert [r["ratio"] for r in runs] == [1.0, 1.5, None, None, None]
+
+
+# ---------------------------------------------------------------- engine failures
+
+# A stand-in engine: an HTTP server on the bench's document root that kills
+# itself with SIGSEGV on its CRASH_AT-th request (the harness's own workload
+# checks come first, so the crash lands inside a measured run).
+CRASHER = r'''
+import http.server, os, signal, sys
+port, root, crash_at = int(sys.argv[1]), sys.argv[2], int(sys.argv[3])
+seen = [0]
+class H(http.server.SimpleHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    def __init__(self, *a, **k):
+        super().__init__(*a, directory=root, **k)
+    def log_message(self, *a):
+        pass
+    def do_GET(self):
+        seen[0] += 1
+        if seen[0] >= crash_at:
+            os.kill(os.getpid(), signal.SIGSEGV)
+        super().do_GET()
+http.server.HTTPServer(("127.0.0.1", port), H).serve_forever()
+'''
+
+
+def crasher_engine(script, crash_at):
+    import engines as eng
+
+    class Crasher(eng.Engine):
+        def __init__(self):
+            super().__init__("crasher")
+
+        def argv(self, port, ctx):
+            return [sys.executable, str(script), str(port), ctx.docroot, str(crash_at)]
+
+    return Crasher()
+
+
+def test_engine_crash_and_start_failure_are_results(tmp_path, monkeypatch):
+    """A crash mid-run is that run's result ('crashed', with the signal), the
+    next run starts the engine anew, an engine that cannot start is an
+    'error: did not start' row, and the harness itself finishes and writes
+    its report."""
+    if not os.access(os.path.join(TOP, "build", "htstress"), os.X_OK):
+        pytest.skip("build/htstress not built (run make)")
+    import bench
+    import engines as eng
+    import plan
+    import report
+    script = tmp_path / "crasher.py"
+    script.write_text(CRASHER)
+    # the harness checks 5 workloads at each start; the 6th request is htstress's
+    crasher = crasher_engine(script, len(plan.HTTP_WORKLOADS) + 1)
+    monkeypatch.setenv("LWAN", "/bin/false")  # lwan "given" but exits at once
+    monkeypatch.setattr(eng, "http_engines", lambda env: [crasher, eng.Lwan()])
+    monkeypatch.setattr(eng, "echo_engines", lambda env: [])
+    monkeypatch.setitem(plan.PROFILES, "crash-test", {"host": {
+        "sweep": [1], "close_sweep": [1], "single_c": None, "duration": 0.3,
+        "timeout_ms": 1000, "workloads": ["small-keepalive", "small-close"],
+        "echo_clients": [], "echo_total": 0, "lat_count": 0, "lat_duration": 0,
+        "memory_conns": 0, "engines": None, "budget_s": 60}, "total_budget_s": 60})
+    out = tmp_path / "out"
+    out.mkdir()
+    doc = bench.run_phase("host", "crash-test", str(out), 60)
+    runs = {(r["engine"], r["workload"]): r for r in doc["runs"]}
+    for wl in ("small-keepalive", "small-close"):
+        r = runs[("crasher", wl)]
+        assert r["status"] == "crashed", r
+        assert "killed by SIGSEGV" in r["reason"], r
+        lw = runs[("lwan", wl)]
+        assert lw["status"] == "failed" and lw["reason"].startswith("did not start"), lw
+    # the report shows them where the figures would be
+    report.add_ratios(doc["runs"])
+    assert report.cell(runs[("crasher", "small-close")]) == "crashed"
+    assert report.cell(runs[("lwan", "small-close")]).startswith("error: did not start")
+    assert any(s["engine"] == "lwan" and "did not start" in s["reason"] for s in doc["skipped"])
+
+
+def test_cost_engine_crash_is_a_result(tmp_path):
+    """bench-cost: an engine that dies during a workload gets 'crashed' for
+    it, and is started anew for the next workload (whose crash is its own)."""
+    if not os.access(os.path.join(TOP, "build", "htstress"), os.X_OK):
+        pytest.skip("build/htstress not built (run make)")
+    if not shutil.which("strace"):
+        pytest.skip("strace not installed (scripts/deps installs it)")
+    import bench
+    import cost
+    script = tmp_path / "crasher.py"
+    script.write_text(CRASHER)
+    ctx = bench.Ctx()
+    ctx.out, ctx.tmp = str(tmp_path), str(tmp_path)
+    ctx.docroot = str(tmp_path / "www")
+    bench.make_docroot(ctx.docroot)
+    ctx.workers, ctx.scale, ctx.annotate = 1, 0.05, set()
+    e = crasher_engine(script, 3)  # probe, then the warm-up's second request
+    results = {}
+    cost.measure(e, cost.Strace(ctx), ["small-keepalive", "small-close"], ctx,
+                 time.monotonic() + 60, results)
+    for wl in ("small-keepalive", "small-close"):
+        m = results[("crasher", wl)]["sys"]
+        assert m["status"] == "crashed" and "killed by SIGSEGV" in m["reason"], m
+    assert cost.cell_text(m) == "crashed"
+    assert e.proc is None  # stopped, nothing left running
+
+
+# ---------------------------------------------------------------- bench-cost
+
+@pytest.fixture(scope="module")
+def cost_smoke(tmp_path_factory):
+    """make bench-cost in miniature: ktcp-httpd-epoll and ktcp-echo, N = 50
+    (keep-alive, connection per request; echo) under both counters, with a
+    third batch of 3N to check linearity. What a batch costs once varies by
+    up to ~20,000 instructions (the RCU thread's grace periods, the counter
+    controls interrupting the wait), so N is 50, not 10: 400 per request at
+    most, against 500-15,000 per request."""
+    for b in ("ktcp-httpd", "ktcp-echo", "htstress"):
+        if not os.access(os.path.join(TOP, "build", b), os.X_OK):
+            pytest.skip(f"build/{b} not built (run make)")
+    for t in ("valgrind", "callgrind_control", "strace"):
+        if not shutil.which(t):
+            pytest.skip(f"{t} not installed (scripts/deps installs it)")
+    out = tmp_path_factory.mktemp("cost")
+    r = subprocess.run([sys.executable, os.path.join(TOP, "tools", "bench", "cost.py"),
+                        "--scale", "0.25", "--engines", "ktcp-httpd-epoll,ktcp-echo",
+                        "--workloads", "small-keepalive,small-close,echo", "--out", str(out),
+                        "--linearity", "--budget", "120"], capture_output=True, text=True, timeout=240, cwd=TOP)
+    assert r.returncode == 0, r.stdout + r.stderr
+    with open(out / "cost.json") as f:
+        doc = json.load(f)
+    return out, doc, {(x["engine"], x["workload"]): x for x in doc["rows"]}
+
+
+def test_cost_every_cell_measured(cost_smoke):
+    _, doc, rows = cost_smoke
+    assert set(rows) == {("ktcp-httpd-epoll", "small-keepalive"),
+                         ("ktcp-httpd-epoll", "small-close"), ("ktcp-echo", "echo")}
+    for key, row in rows.items():
+        for tool in ("instr", "sys"):
+            m = row[tool]
+            assert m["status"] == "ok", (key, tool, m)
+            assert m["n"] == 50
+            # per request is the 2N batch less the N batch, over N
+            assert m["per_request"] == pytest.approx((m["b"] - m["a"]) / m["n"])
+            assert m["fixed"] == 2 * m["a"] - m["b"]
+    assert doc["conditions"]["kernel"] == os.uname().release
+    assert doc["conditions"]["concurrency"] == 1
+
+
+def test_cost_instructions_scale_between_n_and_2n(cost_smoke):
+    _, _, rows = cost_smoke
+    for key, row in rows.items():
+        m = row["instr"]
+        # N more requests cost the same from 2N to 3N as from N to 2N: the
+        # count is linear in the requests, so the difference is per request
+        assert m["b"] > m["a"] > 0 and m["c"] > m["b"], (key, m)
+        assert m["per_request_3n"] == pytest.approx(m["per_request"], rel=0.15), (key, m)
+        # what a batch costs once (a connection, the dump) is not negative
+        assert m["fixed"] > -0.05 * m["a"], (key, m)
+        # the calls that serve a request, likewise; the server's other
+        # threads (timers, RCU) wake by time, not by request, and are left
+        # out here
+        s = row["sys"]
+        for call in ("recvfrom", "sendmsg", "sendto", "epoll_wait", "accept4", "read",
+                     "write", "writev", "sendfile"):
+            assert s["by_name_3n"].get(call, 0) == pytest.approx(
+                s["by_name"].get(call, 0), abs=0.1), (key, call, s)
+    ka = rows[("ktcp-httpd-epoll", "small-keepalive")]["instr"]["per_request"]
+    close = rows[("ktcp-httpd-epoll", "small-close")]["instr"]["per_request"]
+    echo = rows[("ktcp-echo", "echo")]["instr"]["per_request"]
+    # an HTTP request is parsed and answered: thousands of instructions, an
+    # echo a few hundred; a new connection per request costs more
+    assert 1000 < ka < 100_000 and echo < ka < close
+
+
+def test_cost_syscalls_per_request(cost_smoke):
+    _, _, rows = cost_smoke
+    ka = rows[("ktcp-httpd-epoll", "small-keepalive")]["sys"]
+    # keep-alive on epoll, paced: read, answer, a read that would block, wait
+    assert 2 <= ka["per_request"] <= 8, ka
+    assert ka["per_request"] == pytest.approx(sum(ka["by_name"].values()))
+    assert ka["by_name"].get("epoll_wait", 0) > 0.5
+    assert ka["by_name"].get("accept4", 0) < 0.5  # one connection for the batch
+    close = rows[("ktcp-httpd-epoll", "small-close")]["sys"]
+    assert close["by_name"].get("accept4", 0) >= 0.9  # a connection per request
+    assert close["by_name"].get("close", 0) >= 0.9
+    assert close["per_request"] > ka["per_request"]
+    echo = rows[("ktcp-echo", "echo")]["sys"]
+    assert 2 <= echo["per_request"] <= 8, echo
+
+
+def test_cost_functions_and_report(cost_smoke):
+    out, doc, rows = cost_smoke
+    m = rows[("ktcp-httpd-epoll", "small-keepalive")]["instr"]
+    fns = m["functions"]
+    assert len(fns) >= 5
+    assert any("http_parse_request" in f["function"] for f in fns), fns
+    # the split by function adds up to (about) the dump totals
+    assert m["functions_total"] == pytest.approx(m["per_request"], rel=0.1)
+    assert sum(f["ir_per_request"] for f in fns) <= m["functions_total"] * 1.01
+    md = (out / "cost.md").read_text()
+    assert doc["conditions"]["kernel"] in md
+    for (engine, wl), row in rows.items():
+        for tool in ("instr", "sys"):
+            import cost
+            assert f"| {engine} |" in md and cost.fmt_n(row[tool]["per_request"]) in md
+    png = (out / "cost.png").read_bytes()
+    assert png[:8] == PNG_MAGIC and len(png) > 5000

@@ -4,14 +4,16 @@
     tools/bench/bench.py [--profile full|quick|smoke] [--out DIR] [--no-vm] [--no-host]
 
 The host phase runs here (ktcp-httpd in each model, ktcp-echo, nginx, lwan
-when on PATH); the VM phase boots scripts/vm once and runs this same file
+when LWAN=/path/to/lwan is set or lwan is on PATH); the VM phase boots scripts/vm once and runs this same file
 inside with --phase vm (khttpd.ko in each mode, kecho.ko in each wq_mode,
 the user-space engines and nginx, all inside the guest). Each phase writes
 <out>/<env>.json; the host then merges them into results.json, results.md
 and the PNG plots (tools/bench/report.py).
 
 Every run is bounded by count and time; a run that would overrun the
-profile's budget is skipped and listed as such, never waited for."""
+profile's budget is skipped and listed as such, never waited for. An
+engine that crashes, fails to start or answers wrongly gets that as the
+run's result ("crashed", "error: ..."), and the bench goes on."""
 import argparse
 import gzip
 import json
@@ -288,6 +290,36 @@ def run_memory(run, engine, ctx):
 
 # ---------------------------------------------------------------- phase
 
+def run_one(run, rec, e, env, ctx, samples_dir, ports, ensure):
+    """One run against a started engine e; fills rec."""
+    name = run["engine"]
+    if run["suite"] == "http":
+        why = check_workload(e.port, run["workload"], ctx.docroot) if e.kernel \
+            else ctx.checks.get(name, {}).get(run["workload"])
+        if why:
+            rec.update(status="failed", reason=f"wrong answer: {why}")
+        else:
+            if env == "host" and not run["keep_alive"]:
+                rec["time_wait_before"] = host_wait_time_wait(e.port)
+            rec.update(run_http(run, e.port))
+    elif run["suite"] == "echo":
+        path = os.path.join(samples_dir, f"{env}-{name}-c{run['concurrency']}.txt")
+        rec.update(run_echo(run, e.port, path))
+    elif run["suite"] == "lat":
+        rec.update(run_lat(run, e.port if e else None))
+    elif run["suite"] == "memory":
+        # a fresh instance: VmHWM must not remember the load runs
+        e.stop()
+        ports.pop(name, None)
+        e, err = ensure(name)
+        if e is None:
+            rec.update(status="failed", reason=err)
+        else:
+            rec.update(run_memory(run, e, ctx))
+            e.stop()
+            ports.pop(name, None)
+
+
 class Ctx:
     pass
 
@@ -376,34 +408,21 @@ def run_phase(env, profile, out, budget_s):
                 rec.update(status="failed", reason=f"did not start: {err}")
         if rec.get("status") != "failed":
             try:
-                if run["suite"] == "http":
-                    why = check_workload(e.port, run["workload"], ctx.docroot) if e.kernel \
-                        else ctx.checks.get(name, {}).get(run["workload"])
-                    if why:
-                        rec.update(status="failed", reason=f"wrong answer: {why}")
-                    else:
-                        if env == "host" and not run["keep_alive"]:
-                            rec["time_wait_before"] = host_wait_time_wait(e.port)
-                        rec.update(run_http(run, e.port))
-                elif run["suite"] == "echo":
-                    path = os.path.join(samples_dir, f"{env}-{name}-c{run['concurrency']}.txt")
-                    rec.update(run_echo(run, e.port, path))
-                elif run["suite"] == "lat":
-                    rec.update(run_lat(run, e.port if e else None))
-                elif run["suite"] == "memory":
-                    # a fresh instance: VmHWM must not remember the load runs
-                    e.stop()
-                    ports.pop(name, None)
-                    e, err = ensure(name)
-                    if e is None:
-                        rec.update(status="failed", reason=err)
-                    else:
-                        rec.update(run_memory(run, e, ctx))
-                        e.stop()
-                        ports.pop(name, None)
+                run_one(run, rec, e, env, ctx, samples_dir, ports, ensure)
+            except Exception as ex:  # noqa: BLE001 - an engine's error is a result
+                rec.update(status="error", reason=f"{type(ex).__name__}: {ex}")
             finally:
                 if e is not None and e.kernel:
                     e.stop()
+            if e is not None and not e.kernel:
+                died = e.died()
+                if died:
+                    # a crash is this run's result; the next run starts it anew
+                    tail = e.log_tail(200).replace("\n", " | ")
+                    rec.update(status="crashed", reason=f"{server} {died}"
+                               + (f"; log: {tail}" if tail else ""))
+                    e.proc = None
+                    ports.pop(server, None)
         if env == "vm":
             rec["time_wait_dropped"] = drop_time_wait()
         elapsed = time.monotonic() - t0

@@ -57,6 +57,24 @@ def in_vm():
     return os.environ.get("KTCP_IN_VM") == "1"
 
 
+def workers(ctx):
+    """Worker threads or processes an engine runs: one per core for make
+    bench; the cost bench (cost.py) sets ctx.workers = 1."""
+    return getattr(ctx, "workers", None) or os.cpu_count()
+
+
+def exit_reason(returncode):
+    """How a child ended, in words: 'exited with status 3', 'killed by SIGSEGV'."""
+    if returncode is None:
+        return None
+    if returncode < 0:
+        try:
+            return f"killed by {signal.Signals(-returncode).name}"
+        except ValueError:
+            return f"killed by signal {-returncode}"
+    return f"exited with status {returncode}"
+
+
 class Engine:
     """name: as it appears in tables; kind: 'http' or 'echo'."""
     kind = "http"
@@ -72,8 +90,32 @@ class Engine:
         """None when the engine can run here, else the reason it cannot."""
         return None
 
-    def start(self, port, ctx):
+    def argv(self, port, ctx):
+        """The command line of a user-space engine."""
         raise NotImplementedError
+
+    def start(self, port, ctx):
+        self.port = port
+        self._spawn(self.argv(port, ctx), ctx)
+
+    def died(self):
+        """None while the engine runs (or was never started), else how its
+        process ended: a crash between two runs is a result, not a harness
+        failure."""
+        if self.proc is None:
+            return None
+        return exit_reason(self.proc.poll())
+
+    def log_tail(self, n=400):
+        if self.log is None:
+            return ""
+        try:
+            with open(self.log.name, "rb") as f:
+                f.seek(0, os.SEEK_END)
+                f.seek(max(0, f.tell() - n))
+                return f.read().decode(errors="replace").strip()
+        except OSError:
+            return ""
 
     def stop(self):
         if self.proc is not None:
@@ -93,13 +135,23 @@ class Engine:
         return [self.proc.pid]
 
     def _spawn(self, argv, ctx):
-        self.log = open(os.path.join(ctx.tmp, f"{self.name}.log"), "wb")
+        """Start argv; ctx.wrap(engine, argv) -> (argv, env) may put it under
+        a tool (the cost bench: valgrind), ctx.start_timeout_s bounds the
+        wait for its port."""
+        env = None
+        wrap = getattr(ctx, "wrap", None)
+        if wrap is not None:
+            argv, env = wrap(self, argv)
+        self.log = open(os.path.join(ctx.tmp, f"{self.name}.log"), "ab")
         self.proc = subprocess.Popen(argv, stdout=self.log, stderr=subprocess.STDOUT,
-                                     stdin=subprocess.DEVNULL, preexec_fn=raise_nofile)
-        err = wait_port(self.port, proc=self.proc)
+                                     stdin=subprocess.DEVNULL, preexec_fn=raise_nofile, env=env)
+        err = wait_port(self.port, deadline_s=getattr(ctx, "start_timeout_s", 10.0),
+                        proc=self.proc)
         if err:
+            tail = self.log_tail(300)
             self.stop()
-            raise RuntimeError(f"{self.name}: {err} (log: {self.log.name})")
+            raise RuntimeError(f"{self.name}: {err} (log: {self.log.name}"
+                               + (f": {tail}" if tail else "") + ")")
 
 
 class KtcpHttpd(Engine):
@@ -112,11 +164,10 @@ class KtcpHttpd(Engine):
             return "build/ktcp-httpd not built (run make)"
         return None
 
-    def start(self, port, ctx):
-        self.port = port
-        self._spawn([os.path.join(BUILD, "ktcp-httpd"), "--root", ctx.docroot,
-                     "--port", str(port), "--model", self.model,
-                     "--threads", str(os.cpu_count()), "--idle-timeout", "60000"], ctx)
+    def argv(self, port, ctx):
+        return [os.path.join(BUILD, "ktcp-httpd"), "--root", ctx.docroot,
+                "--port", str(port), "--model", self.model,
+                "--threads", str(workers(ctx)), "--idle-timeout", "60000"]
 
 
 class Nginx(Engine):
@@ -135,12 +186,20 @@ class Nginx(Engine):
             return "nginx not installed (scripts/deps installs it)"
         return None
 
-    def config(self, port, docroot, prefix):
+    def config(self, port, docroot, prefix, single=False, gzip_static=False):
+        """single: no master, the one process serves (master_process off),
+        for the cost bench; gzip_static: send page.html.gz when it exists
+        (the cost bench's cached gzip; make bench compresses per request)."""
         user = "user root;" if os.geteuid() == 0 else ""
         temps = "\n".join(f"    {k}_temp_path {prefix}/{k};"
                           for k in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi"))
+        head = "master_process off;\nworker_processes 1;" if single else \
+            f"worker_processes {os.cpu_count()};"
+        # with gzip_vary on, gzip_static looks for FILE.gz on every request
+        # (to decide on Vary); open_file_cache_errors keeps the miss cached
+        static = "    gzip_static on;\n    open_file_cache_errors on;\n" if gzip_static else ""
         return f"""{user}
-worker_processes {os.cpu_count()};
+{head}
 worker_rlimit_nofile {resource.getrlimit(resource.RLIMIT_NOFILE)[1]};
 pid {prefix}/nginx.pid;
 error_log {prefix}/error.log;
@@ -158,7 +217,7 @@ http {{
     gzip_vary on;
     gzip_min_length 1;
     gzip_types text/plain text/css text/javascript application/json application/xml image/svg+xml;
-    types {{ text/html html; text/plain txt; application/octet-stream bin; }}
+{static}    types {{ text/html html; text/plain txt; application/octet-stream bin; }}
 {temps}
     server {{
         listen 127.0.0.1:{port} reuseport;
@@ -167,15 +226,16 @@ http {{
 }}
 """
 
-    def start(self, port, ctx):
-        self.port = port
+    def argv(self, port, ctx):
         self.prefix = tempfile.mkdtemp(prefix="nginx-", dir=ctx.tmp)
         conf = os.path.join(self.prefix, "nginx.conf")
         with open(conf, "w") as f:
-            f.write(self.config(port, ctx.docroot, self.prefix))
+            f.write(self.config(port, ctx.docroot, self.prefix,
+                                single=getattr(ctx, "workers", None) == 1,
+                                gzip_static=getattr(ctx, "gzip_static", False)))
         nginx = shutil.which("nginx", path=os.environ.get("PATH", "") + ":/usr/sbin")
-        self._spawn([nginx, "-c", conf, "-p", self.prefix, "-e", self.prefix + "/error.log",
-                     "-g", "daemon off;"], ctx)
+        return [nginx, "-c", conf, "-p", self.prefix, "-e", self.prefix + "/error.log",
+                "-g", "daemon off;"]
 
     def stop(self):
         if self.proc is not None and self.proc.poll() is None:
@@ -198,18 +258,56 @@ http {{
         return pids
 
 
+def lwan_path():
+    """LWAN=/path/to/lwan, else lwan on PATH, else None."""
+    p = os.environ.get("LWAN")
+    if p:
+        return p
+    return shutil.which("lwan")
+
+
 class Lwan(Engine):
+    """lwan (not in Debian; BENCHMARKS.md says how to build it), given as
+    LWAN=/path/to/lwan or found on PATH. Its configuration is ours, in the
+    run's temporary folder: the listener on 127.0.0.1 only, serve_files on
+    the bench's document root with pre-compressed files (page.html.gz when
+    present) and directory listings, file metadata cached 60 s (nginx's
+    open_file_cache inactive=60s; lwan's default is 5 s), keep-alive 60 s,
+    one I/O thread per worker of the other engines."""
+
     def __init__(self):
         super().__init__("lwan")
+        self.conf = None
 
     def unavailable(self):
-        if not shutil.which("lwan"):
-            return "lwan is not on PATH"
+        p = lwan_path()
+        if not p:
+            return "lwan not given (LWAN=/path/to/lwan) and not on PATH"
+        if not os.access(p, os.X_OK):
+            return f"LWAN={p} is not an executable file"
         return None
 
-    def start(self, port, ctx):
-        self.port = port
-        self._spawn([shutil.which("lwan"), "-r", ctx.docroot, "-l", f"127.0.0.1:{port}"], ctx)
+    def config(self, port, ctx):
+        return f"""keep_alive_timeout = 60
+quiet = true
+threads = {workers(ctx)}
+listener 127.0.0.1:{port}
+site {{
+    serve_files / {{
+        path = {ctx.docroot}
+        serve precompressed files = true
+        auto index = true
+        cache for = 60s
+    }}
+}}
+"""
+
+    def argv(self, port, ctx):
+        d = tempfile.mkdtemp(prefix="lwan-", dir=ctx.tmp)
+        self.conf = os.path.join(d, "lwan.conf")
+        with open(self.conf, "w") as f:
+            f.write(self.config(port, ctx))
+        return [os.path.abspath(lwan_path()), "-c", self.conf]
 
 
 class KtcpEcho(Engine):
@@ -223,10 +321,9 @@ class KtcpEcho(Engine):
             return "build/ktcp-echo not built (run make)"
         return None
 
-    def start(self, port, ctx):
-        self.port = port
-        self._spawn([os.path.join(BUILD, "ktcp-echo"), "--port", str(port),
-                     "--threads", str(os.cpu_count())], ctx)
+    def argv(self, port, ctx):
+        return [os.path.join(BUILD, "ktcp-echo"), "--port", str(port),
+                "--threads", str(workers(ctx))]
 
 
 class KernelModule(Engine):

@@ -67,11 +67,24 @@ def fmt_v(v):
     return f"{v:.2f}"
 
 
+def status_text(r, width=60):
+    """A run that is not ok, as its table cell: 'skipped', 'crashed', or
+    'error: <reason>' (an engine's crash or error is a result, shown where
+    its figure would be)."""
+    st = r.get("status", "?")
+    if st in ("skipped", "crashed"):
+        return st
+    why = " ".join(str(r.get("reason", "")).split()).replace("|", "/")
+    if len(why) > width:
+        why = why[:width - 1] + "…"
+    return f"error: {why}" if why else "error"
+
+
 def cell(r, with_ratio=True):
     if r is None:
         return "-"
     if r.get("status") != "ok":
-        return r.get("status", "?")
+        return status_text(r)
     s = fmt_v(r["value"])
     if with_ratio and r.get("ratio") is not None and r["engine"] != r["peer"]:
         s += f" (×{r['ratio']:.2f})"
@@ -181,7 +194,7 @@ def markdown(result, docs, runs, plots):
                                          f"{size // 1024} KiB" if size < 1 << 20 else
                                          f"{size >> 20} MiB")
         ratio = f"{r['ratio']:.3f} {r['peer']}" if r.get("ratio") is not None else "-"
-        val = fmt_v(r.get("value")) if r.get("status") == "ok" else r.get("status")
+        val = fmt_v(r.get("value")) if r.get("status") == "ok" else status_text(r)
         L.append(f"| {r['env']} | {r['suite']} | {r['workload']} | {r['engine']} | "
                  f"{r['concurrency']} | {ka} | {size} | {val} | {r.get('unit', '')} | {ratio} | "
                  f"{fmt_v(lat.get('p50'))} | {fmt_v(lat.get('p99'))} | {r.get('errors', '')} | "
@@ -265,7 +278,7 @@ def lat_table(er, tag):
          "| path | pinning | count | p50 µs | p99 µs | min µs |", "|---|---|---|---|---|---|"]
     for r in sorted(rs, key=lambda r: order_key(r["engine"])):
         if r.get("status") != "ok":
-            L.append(f"| {r['engine']} | | | {r.get('status')} | | |")
+            L.append(f"| {r['engine']} | | | {status_text(r)} | | |")
             continue
         lat = r["latency_us"]
         L.append(f"| {r['engine']} | {r['raw']['pinning']} | {r['raw']['count']} | {cell(r)} | "
@@ -292,7 +305,7 @@ def memory_table(er, tag):
          "|---|---|---|---|---|---|---|---|---|"]
     for r in sorted(rs, key=lambda r: order_key(r["engine"])):
         if r.get("status") != "ok":
-            L.append(f"| {r['engine']} | {r.get('status')}: {r.get('reason', '')} | | | | | | | |")
+            L.append(f"| {r['engine']} | {status_text(r)} | | | | | | | |")
             continue
         m = r["raw"]
         L.append(f"| {r['engine']} | {m['processes']} | {m['connections_idle']} | "

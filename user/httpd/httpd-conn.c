@@ -251,6 +251,8 @@ static bool answer(struct conn *cs, size_t head_len, bool *linger)
     } else if (req->method != HTTP_METHOD_GET &&
                req->method != HTTP_METHOD_HEAD) {
         ok = httpd_send_error(&r, 405);
+    } else if (httpd_status_wanted(&r)) {
+        ok = httpd_status_serve(&r); /* --status-path: the counters */
     } else {
         char rel[4096];
         struct http_path_info info;
@@ -326,6 +328,7 @@ enum rt_verdict httpd_conn_serve(struct rt_conn *c)
             ssize_t n = rt_read(c, cs->buf + cs->len, cs->cap - cs->len,
                                 head_deadline, false);
             if (n == -ETIMEDOUT) {
+                rt_count(RT_C_TIMEOUTS, 1);
                 send_error_close(cs, 408);
                 lingering_close(cs);
             }

@@ -33,14 +33,17 @@
  * of header fields) answer 414/431 before it is full. */
 #define HTTPD_REQ_BUF_MAX (32 * 1024)
 
-/* Settings, written by main() before the runtime starts, read-only after. */
+/* Settings, written by main() before the runtime starts and read-only
+ * after, except the atomics, which a reload (SIGHUP) may change while
+ * workers read them. */
 struct httpd_config {
     const char *root_path;
     int root_fd; /* O_PATH|O_DIRECTORY of --root */
-    bool gzip;
+    _Atomic bool gzip;
     size_t cache_size;
     int idle_timeout_ms;
-    int access_log_fd; /* -1: off */
+    _Atomic int access_log_fd; /* -1: off */
+    const char *status_path;   /* NULL: no status page */
 };
 extern struct httpd_config httpd_cfg;
 
@@ -59,6 +62,7 @@ struct httpd_req {
     bool cork;         /* the caller sends a body after the head */
     int status;        /* for the access log */
     uint64_t sent;     /* body bytes, for the access log */
+    bool uncounted;    /* the status page: kept out of the counters */
     char *hbuf;        /* response head buffer */
     size_t hcap;
 };
@@ -123,6 +127,8 @@ int httpd_cache_init(void);
  * the root, -EACCES, ...). */
 int httpd_cache_get(const char *rel, size_t len, struct httpd_file **out);
 void httpd_cache_put(struct httpd_file *f);
+/* Bytes charged against --cache-size, and entries, right now. */
+void httpd_cache_usage(size_t *bytes, size_t *entries);
 /* The gzip copy of f, made once; NULL if it cannot be made or f is not in
  * the cache (too big for it), so a copy is never made per request. */
 const struct httpd_gz *httpd_cache_gzip(struct httpd_file *f);
@@ -133,6 +139,17 @@ struct httpd_gz *httpd_gzip(const char *in, size_t len);
 
 /* ---- date and access log (httpd-log.c) ---- */
 const char *httpd_date_now(struct rt_worker_pub *w, int64_t *now);
+/* Count one answered request (unless r->uncounted) and log it. */
 void httpd_log_request(struct httpd_req *r);
+/* Open path ("-": stdout) as the access log, or turn it off (NULL); the
+ * descriptor workers write to changes atomically (dup2), so a rename and a
+ * reopen lose no line. Main thread only. 0 or -errno. */
+int httpd_log_open(const char *path);
+
+/* ---- status page (httpd-status.c) ---- */
+/* Is r a request for --status-path (or its /metrics)? */
+bool httpd_status_wanted(const struct httpd_req *r);
+/* Answer it with the counters; false if the connection must close. */
+bool httpd_status_serve(struct httpd_req *r);
 
 #endif /* KTCP_HTTPD_H */

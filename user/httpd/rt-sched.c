@@ -242,6 +242,8 @@ static void coro_run(struct rt_worker *w, struct rt_coro *co)
     if (!co->stack) {
         /* an idle connection: bytes came, or its time is up */
         atomic_store(&co->deadline, 0);
+        if (co->wake_reason == RT_WAKE_TIMEOUT)
+            rt_count(RT_C_TIMEOUTS, 1);
         if (co->wake_reason != RT_WAKE_IO || rt_coro_start(co) < 0) {
             coro_close(w, co);
             return;
@@ -348,6 +350,7 @@ static int accept_all(struct rt_worker *w, int lfd)
                 continue;
             if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS ||
                 errno == ENOMEM) {
+                rt_count(RT_C_ERRORS, 1);
                 static atomic_bool warned;
 
                 if (!atomic_exchange(&warned, true))
@@ -366,6 +369,7 @@ static int accept_all(struct rt_worker *w, int lfd)
         rt_tune_accepted(fd);
         struct rt_coro *co = rt_coro_new(fd);
         if (!co) {
+            rt_count(RT_C_ERRORS, 1);
             close(fd);
             rt_conn_release();
             continue;
@@ -377,6 +381,7 @@ static int accept_all(struct rt_worker *w, int lfd)
             .data.ptr = co,
         };
         if (epoll_ctl(w->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
+            rt_count(RT_C_ERRORS, 1);
             atomic_store(&co->wstate, RT_ST_DEAD);
             close(fd);
             rt_conn_release();
@@ -543,6 +548,16 @@ int rt_run_coro(const struct rt_config *cfg)
             return -err;
     }
     return 0;
+}
+
+void rt_counters_add_workers(uint64_t out[RT_NCOUNTERS])
+{
+    if (!workers)
+        return;
+    for (int i = 0; i < nworkers; i++)
+        for (int c = 0; c < RT_NCOUNTERS; c++)
+            out[c] += atomic_load_explicit(&workers[i].counters[c],
+                                           memory_order_relaxed);
 }
 
 void rt_join_coro(void)

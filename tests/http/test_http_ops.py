@@ -5,6 +5,7 @@ each model of the user-space server; khttpd has none of these (its counters
 are /proc/net/khttpd, checked in the VM suite)."""
 import os
 import re
+import resource
 import signal
 import subprocess
 import time
@@ -47,15 +48,17 @@ def site(tmp_path):
 class Server:
     """ktcp-httpd started with any flags; stop() asserts a clean exit."""
 
-    def __init__(self, tmp_path, model, root, *flags):
+    def __init__(self, tmp_path, model, root, *flags, nofile=None):
         self.port = free_port()
         self.err_path = str(tmp_path / f"httpd-{model}-{self.port}.err")
         self.err = open(self.err_path, "w")
         self.cmd = [HTTPD_BIN, "--root", str(root), "--port", str(self.port),
                     "--bind", "127.0.0.1", "--model", model, "--threads", "2",
                     *flags]
+        limit = (lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, nofile))) \
+            if nofile else None
         self.proc = subprocess.Popen(self.cmd, stdout=subprocess.DEVNULL,
-                                     stderr=self.err)
+                                     stderr=self.err, preexec_fn=limit)
         wait_port(self.port, proc=self.proc)
 
     def stderr(self):
@@ -78,8 +81,8 @@ class Server:
 def server(tmp_path):
     started = []
 
-    def start(model, root, *flags):
-        s = Server(tmp_path, model, root, *flags)
+    def start(model, root, *flags, nofile=None):
+        s = Server(tmp_path, model, root, *flags, nofile=nofile)
         started.append(s)
         return s
     yield start
@@ -375,6 +378,28 @@ def test_cache_evictions_counted(server, site, model):
     assert get(srv.port, "/f7.bin").status == 200  # the newest stays
     s2, _ = status(srv.port)
     assert s2["cache_hits"] - s1["cache_hits"] == 1
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_accept_errors_counted(server, site, model):
+    """Out of descriptors, accept fails: an error, counted; the clients are
+    served once descriptors are free again."""
+    srv = server(model, site, "--status-path", "/status", nofile=40)
+    with Conn(srv.port) as keep:  # a status connection that holds its fd
+        s0 = status_over(keep, "/status")
+        conns = [Conn(srv.port) for _ in range(60)]
+        try:
+            for c in conns:
+                c.send(b"GET /a.txt HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n")
+            for c in conns:
+                assert c.read_response(timeout=15).status in (200, 500)
+        finally:
+            for c in conns:
+                c.close()
+        s1 = status_over(keep, "/status")
+    assert s1["errors"] > s0["errors"], (s0, s1)
+    assert s1["accepted"] - s0["accepted"] == 60
+    assert s1["requests"] - s0["requests"] == 60
 
 
 PROM_SAMPLE = re.compile(r'^([a-z_]+)(\{class="[1-5]xx"\})? (\d+)$')

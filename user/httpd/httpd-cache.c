@@ -293,6 +293,9 @@ int httpd_cache_get(const char *rel, size_t len, struct httpd_file **out)
     }
     atomic_fetch_add(&f->refs, 1); /* the table's */
     atomic_store(&f->in_table, true);
+    /* counted before it can be found, so an eviction racing with us never
+     * takes the count below zero */
+    atomic_fetch_add(&cache_entries_shared, 1);
     urcu_memb_read_lock();
     node = cds_lfht_add_replace(table_rcu, hash, match, &key, &f->node);
     if (node) {
@@ -301,9 +304,8 @@ int httpd_cache_get(const char *rel, size_t len, struct httpd_file **out)
             caa_container_of(node, struct httpd_file, node);
         atomic_store(&old->in_table, false);
         atomic_fetch_sub(&cache_bytes_shared, atomic_load(&old->charge));
+        atomic_fetch_sub(&cache_entries_shared, 1); /* f took its place */
         httpd_cache_put(old);
-    } else {
-        atomic_fetch_add(&cache_entries_shared, 1);
     }
     urcu_memb_read_unlock();
     if (atomic_fetch_add(&cache_bytes_shared, ch) + ch > httpd_cfg.cache_size)

@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from testlib import free_port, wait_port
+from testlib import free_port
 from http_engines import HTTPD_BIN
 from rawhttp import Conn, get
 
@@ -59,7 +59,13 @@ class Server:
             if nofile else None
         self.proc = subprocess.Popen(self.cmd, stdout=subprocess.DEVNULL,
                                      stderr=self.err, preexec_fn=limit)
-        wait_port(self.port, proc=self.proc)
+        # the listeners are open once it says so: no probe connection, so
+        # the counters hold only what a test did
+        deadline = time.monotonic() + 20
+        while "ktcp-httpd: serving" not in self.stderr():
+            assert self.proc.poll() is None, f"ktcp-httpd exited:\n{self.stderr()}"
+            assert time.monotonic() < deadline, "ktcp-httpd did not start"
+            time.sleep(0.02)
 
     def stderr(self):
         return open(self.err_path).read()

@@ -191,6 +191,19 @@ def test_access_log_reopened_on_sigusr1(server, site, tmp_path, model):
     assert srv.stderr().count("ktcp-httpd:") == 1, srv.stderr()  # no error
 
 
+@pytest.mark.parametrize("model", MODELS)
+def test_access_log_written_while_a_connection_stays_open(server, site, tmp_path, model):
+    """tail -f sees a keep-alive client's requests without waiting for it
+    to leave (each model flushes within about a second)."""
+    log = tmp_path / "access.log"
+    srv = server(model, site, "--access-log", str(log))
+    with Conn(srv.port) as c:
+        for _ in range(2):
+            c.send(b"GET /a.txt HTTP/1.1\r\nHost: h\r\n\r\n")
+            assert c.read_response().status == 200
+        wait_for(lambda: len(log_lines(log)) == 2, "two lines, connection open", timeout=3)
+
+
 # ---- SIGHUP ----
 
 def gzip_get(conn):

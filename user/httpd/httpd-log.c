@@ -4,8 +4,8 @@
  * Both live in the calling thread's worker (rt_worker_self()): the Date
  * string is formatted by core at most once per second per thread, and log
  * lines gather in a per-thread buffer written out when it fills, once a
- * second by the worker loop (the threads model: at the next request a
- * second later, and when the connection ends), and at exit — one write(2)
+ * second by the worker loop (the threads model: when its connection goes
+ * idle or ends, or at a request a second later), and at exit — one write(2)
  * per flush on an O_APPEND file, so lines of different workers never
  * interleave.
  *

@@ -181,6 +181,10 @@ static void *conn_thread(void *arg)
     /* between requests the thread sleeps in poll, and the handler starts
      * afresh when bytes arrive: the same contract as the coroutines' */
     while (rt_g.cfg->handler(&c) == RT_IDLE) {
+        /* this thread may now sleep for a whole idle timeout: its log
+         * lines go out first (one write per burst of requests) */
+        if (w.pub.log_len)
+            httpd_log_flush(&w.pub);
         uint64_t dl = rt_now_ms() + (uint64_t) rt_g.cfg->idle_timeout_ms;
         int r = rt_wait(&c, POLLIN, dl, true);
         if (r == -ETIMEDOUT)

@@ -175,12 +175,17 @@ def test_access_log_reopened_on_sigusr1(server, site, tmp_path, model):
     srv = server(model, site, "--access-log", str(log))
     for _ in range(3):
         assert get(srv.port, "/a.txt").status == 200
-    # lines reach the file within a second (worker flush) or at the
-    # connection's end (threads model)
-    wait_for(lambda: len(log_lines(log)) == 3, "the first three lines")
+    if model == "threads":
+        # a connection thread writes its lines out as its connection goes
+        # idle or ends, on its own schedule: nothing a reopen can wait for
+        wait_for(lambda: len(log_lines(log)) == 3, "the first three lines")
+    # epoll and mn: the lines may still sit in a worker's buffer; the
+    # reopen has the workers write them out to the old file first
     os.rename(log, rotated)
     srv.proc.send_signal(signal.SIGUSR1)
-    wait_for(lambda: os.path.exists(log), "the log reopened at its name")
+    wait_for(lambda: "SIGUSR1: access log reopened at " + str(log) in srv.stderr(),
+             "the log reopened at its name")
+    assert os.path.exists(log)
     for _ in range(2):
         assert get(srv.port, "/nope").status == 404
     wait_for(lambda: len(log_lines(log)) == 2, "two lines in the new file")
@@ -188,7 +193,7 @@ def test_access_log_reopened_on_sigusr1(server, site, tmp_path, model):
     old, new = log_lines(rotated), log_lines(log)
     assert len(old) == 3 and all('"GET /a.txt HTTP/1.1" 200 ' in l for l in old), old
     assert len(new) == 2 and all('"GET /nope HTTP/1.1" 404 ' in l for l in new), new
-    assert srv.stderr().count("ktcp-httpd:") == 1, srv.stderr()  # no error
+    assert "still logging" not in srv.stderr(), srv.stderr()
 
 
 @pytest.mark.parametrize("model", MODELS)
@@ -233,10 +238,14 @@ def test_sighup_reloads_gzip_and_log_keeping_connections(server, site, tmp_path,
     srv.stop()
     assert "reloaded (gzip on, access log " + str(log_b) in srv.stderr()
     a, b = log_lines(log_a), log_lines(log_b)
-    # the first request may sit in a worker's buffer at the reload and
-    # land in either file; everything after the reload is in b
     assert len(a) + len(b) == 4, (a, b)
-    assert len(b) >= 3 and all(" 200 " in l for l in a + b)
+    assert all(" 200 " in l for l in a + b)
+    if model == "threads":
+        # the first line leaves as its thread goes idle, which may come
+        # after the reload's switch
+        assert len(b) >= 3, (a, b)
+    else:  # written out by the reload before it switched files
+        assert (len(a), len(b)) == (1, 3), (a, b)
 
 
 @pytest.mark.parametrize("model", ["epoll"])

@@ -35,6 +35,8 @@
 #define LOG_LINE_MAX 4096
 #define LOG_TARGET_MAX 1024 /* request-target bytes logged */
 #define LOG_FIELD_MAX 512   /* Referer and User-Agent bytes logged */
+/* How long a reopen waits for the workers to write out their buffers. */
+#define LOG_REOPEN_FLUSH_MS 1500
 
 const char *httpd_date_now(struct rt_worker_pub *w, int64_t *now)
 {
@@ -55,6 +57,11 @@ static int log_fd_kept = -1;
 
 int httpd_log_open(const char *path)
 {
+    /* Lines logged before a reopen belong in the file before it
+     * (logrotate's renamed one): the workers write them out first, and
+     * only then does the new file appear. */
+    if (log_fd_kept >= 0 && atomic_load(&httpd_cfg.access_log_fd) >= 0)
+        rt_flush_logs(LOG_REOPEN_FLUSH_MS);
     if (!path) {
         atomic_store(&httpd_cfg.access_log_fd, -1);
         return 0;

@@ -384,6 +384,9 @@ static void reopen_log(const char *path, const char *why)
                 "ktcp-httpd: %s: --access-log %s: %s (still logging to the "
                 "file open before)\n",
                 why, path, strerror(-err));
+    else
+        fprintf(stderr, "ktcp-httpd: %s: access log reopened at %s\n", why,
+                path);
 }
 
 /* SIGHUP: read the settings again; apply gzip and the access log, which

@@ -102,6 +102,7 @@ struct rt_worker {
     pthread_mutex_t cancel_lock;
     struct rt_coro *cancel_inbox_locked;
     uint64_t last_log_flush_ms;
+    _Atomic uint64_t log_flush_done; /* last rt_flush_logs() round seen */
     /* Out of descriptors, accept stopped at EMFILE; the edge-triggered
      * listener will not fire again for the connections already queued, so
      * retry at this time (0: not waiting). */

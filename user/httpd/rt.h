@@ -97,6 +97,13 @@ enum rt_counter {
 void rt_count(enum rt_counter which, uint64_t n);
 void rt_counters_sum(uint64_t out[RT_NCOUNTERS]);
 
+/* Have every epoll/mn worker write out its access-log buffer now, and wait
+ * until all have or timeout_ms passed (a worker notices within its loop's
+ * longest sleep, 1 s). The threads model's connection threads are not
+ * waited for: they flush whenever their connection goes idle. Main thread
+ * only (the access log's reopen). */
+void rt_flush_logs(int timeout_ms);
+
 /* Milliseconds on CLOCK_MONOTONIC. */
 uint64_t rt_now_ms(void);
 

@@ -176,6 +176,10 @@ enum http_plan_step http_plan_start(struct http_plan *p,
         http_plan_error(p, 405);
         return HTTP_PLAN_RESPOND;
     }
+    if (!w) {
+        http_plan_error(p, 500); /* the engine had no memory for paths */
+        return HTTP_PLAN_RESPOND;
+    }
     pr = http_path_normalize(in->buf + req->path.off, req->path.len, w->path,
                              HTTP_SERVER_PATH_MAX, &p->info);
     if (pr != HTTP_PATH_OK) {
@@ -217,6 +221,10 @@ static void plan_redirect(struct http_plan *p)
 
 static void plan_listing(struct http_plan *p)
 {
+    /* back from dir/index.html to dir (the root's "index.html" took the
+     * place of its ".") */
+    if (p->info.is_root)
+        p->work->path[0] = '.';
     p->path_len = p->dir_len;
     p->work->path[p->dir_len] = '\0';
     /* HTTP/1.0 has no chunked coding: the close ends the body */

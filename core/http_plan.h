@@ -191,7 +191,8 @@ struct http_plan {
 
 /* Dispatch a parsed request (in->req): method, expectations, connection
  * disposition, path. Returns HTTP_PLAN_LOOKUP (plan.path) or
- * HTTP_PLAN_RESPOND (an error: 417, 501, 405, 400/403/414 for the path). */
+ * HTTP_PLAN_RESPOND (an error: 417, 501, 405, 400/403/414 for the path,
+ * 500 when w is NULL: the engine could not allocate it). */
 enum http_plan_step http_plan_start(struct http_plan *p,
                                     const struct http_plan_input *in,
                                     struct http_plan_work *w);

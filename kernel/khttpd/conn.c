@@ -129,19 +129,6 @@ static const struct ktcp_sock_callbacks khttpd_callbacks = {
 
 /* ---- the response being sent ---- */
 
-static void khttpd_out_reset(struct khttpd_conn *conn)
-{
-	struct khttpd_out *o = &conn->out;
-
-	if (o->ref)
-		khttpd_cache_put(o->ref);
-	if (o->file)
-		fput(o->file);
-	if (o->listing)
-		khttpd_listing_free(o->listing);
-	memset(o, 0, sizeof(*o));
-}
-
 void khttpd_refuse(struct socket *sock)
 {
 	struct http_plan_input in = { .now = ktime_get_real_seconds() };
@@ -496,7 +483,7 @@ static int khttpd_linger(struct khttpd_conn *conn)
 /* 0, or -ESHUTDOWN: close now (the plan did not ask to linger). */
 static int khttpd_response_done(struct khttpd_conn *conn)
 {
-	khttpd_out_reset(conn);
+	khttpd_out_reset(&conn->out);
 	conn->last_active = jiffies;
 	if (conn->close_after && !conn->linger)
 		return -ESHUTDOWN;
@@ -640,7 +627,7 @@ static void khttpd_conn_free(struct khttpd_conn *conn)
 	if (!conn->thread)
 		cancel_work_sync(&conn->work);
 
-	khttpd_out_reset(conn);
+	khttpd_out_reset(&conn->out);
 	sock_release(conn->sock);
 	kfree(conn->rbuf);
 	kmem_cache_free(khttpd_conn_cache, conn);

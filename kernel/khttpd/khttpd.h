@@ -194,6 +194,8 @@ void khttpd_listing_free(struct khttpd_listing *l);
 bool khttpd_respond(struct khttpd_conn *conn, const struct http_plan_input *in);
 /* An error for no request (parse error, 408): then close. */
 void khttpd_respond_error(struct khttpd_conn *conn, int status);
+/* Drop what the output still holds (cache reference, file, listing). */
+void khttpd_out_reset(struct khttpd_out *o);
 
 /* conn.c: the connections, their registry and their executor. */
 enum khttpd_mode {

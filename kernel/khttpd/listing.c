@@ -7,9 +7,9 @@
  * then looked up one by one and core renders their rows into a buffer of
  * HTTP_SERVER_LISTING_BUF bytes. Each full buffer leaves as one chunk
  * (HTTP/1.1) or as raw bytes before a close (HTTP/1.0 has no chunked
- * coding) — the same pieces as the user-space server. A piece is rendered only once the previous one is
- * out, so memory stays flat however large the directory and a slow client
- * holds no worker.
+ * coding), as the plan's head says. A piece is rendered only once the
+ * previous one is out, so memory stays flat however large the directory
+ * and a slow client holds no worker.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 

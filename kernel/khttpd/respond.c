@@ -17,48 +17,44 @@
 
 #include "khttpd.h"
 
-/* The body's source, opened before the head is built so that a failure
- * can still change the answer. */
-struct khttpd_source {
-	struct khttpd_entry *e; /* reference, or NULL */
-	const struct khttpd_gz *gz;
-	struct file *file;
-	struct khttpd_listing *listing;
-};
+void khttpd_out_reset(struct khttpd_out *o)
+{
+	if (o->ref)
+		khttpd_cache_put(o->ref);
+	if (o->file)
+		fput(o->file);
+	if (o->listing)
+		khttpd_listing_free(o->listing);
+	memset(o, 0, sizeof(*o));
+}
 
-static void khttpd_source_open(struct http_plan *p, struct khttpd_source *s)
+/*
+ * The body's source, opened into src before the head is built so that a
+ * failure can still change the answer; src->ref holds the cache entry.
+ */
+static void khttpd_source_open(struct http_plan *p, struct khttpd_out *src)
 {
 	if (p->body == HTTP_PLAN_BODY_FILE) {
-		s->file = khttpd_open_beneath(p->path);
-		if (IS_ERR(s->file)) {
-			http_plan_fail(p, PTR_ERR(s->file));
-			s->file = NULL;
+		src->file = khttpd_open_beneath(p->path);
+		if (IS_ERR(src->file)) {
+			http_plan_fail(p, PTR_ERR(src->file));
+			src->file = NULL;
 		}
 	} else if (p->body == HTTP_PLAN_BODY_LISTING) {
-		s->listing = khttpd_listing_open(p->path, p->path_len,
-						 p->head.chunked);
-		if (IS_ERR(s->listing)) {
-			http_plan_fail(p, PTR_ERR(s->listing));
-			s->listing = NULL;
+		src->listing = khttpd_listing_open(p->path, p->path_len,
+						   p->head.chunked);
+		if (IS_ERR(src->listing)) {
+			http_plan_fail(p, PTR_ERR(src->listing));
+			src->listing = NULL;
 		}
 	}
 }
 
-static void khttpd_source_close(struct khttpd_source *s)
-{
-	if (s->e)
-		khttpd_cache_put(s->e);
-	if (s->file)
-		fput(s->file);
-	if (s->listing)
-		khttpd_listing_free(s->listing);
-	memset(s, 0, sizeof(*s));
-}
-
-/* Hand the body to the output; what it does not take is closed after. */
+/* Hand the body to the output; what it does not take stays in src. */
 static void khttpd_source_attach(struct khttpd_conn *conn,
 				 const struct http_plan *p,
-				 struct khttpd_source *s)
+				 struct khttpd_out *src,
+				 const struct khttpd_gz *gz)
 {
 	struct khttpd_out *o = &conn->out;
 
@@ -67,34 +63,29 @@ static void khttpd_source_attach(struct khttpd_conn *conn,
 	switch (p->body) {
 	case HTTP_PLAN_BODY_TEXT:
 		o->mem = p->text;
-		o->mem_len = p->body_len;
 		break;
 	case HTTP_PLAN_BODY_CACHED:
-		o->mem = s->e->body + p->body_off;
-		o->mem_len = p->body_len;
-		o->ref = s->e; /* keeps the bytes alive until they are out */
-		s->e = NULL;
+		o->mem = src->ref->body + p->body_off;
+		/* the reference keeps the bytes alive until they are out */
+		swap(o->ref, src->ref);
 		break;
 	case HTTP_PLAN_BODY_GZIP:
-		o->mem = s->gz->data; /* lives as long as its entry */
-		o->mem_len = p->body_len;
-		o->ref = s->e;
-		s->e = NULL;
+		o->mem = gz->data; /* lives as long as its entry */
+		swap(o->ref, src->ref);
 		break;
 	case HTTP_PLAN_BODY_FILE:
-		o->file = s->file;
 		o->pos = p->body_off;
 		o->file_left = p->body_len;
-		s->file = NULL;
-		break;
+		swap(o->file, src->file);
+		return;
 	case HTTP_PLAN_BODY_LISTING:
-		o->listing = s->listing;
-		s->listing = NULL;
-		break;
+		swap(o->listing, src->listing);
+		return;
 	case HTTP_PLAN_BODY_NONE:
 	default:
-		break;
+		return;
 	}
+	o->mem_len = p->body_len;
 }
 
 /* The planned head into conn->hbuf, counted by its status. */
@@ -116,7 +107,8 @@ bool khttpd_respond(struct khttpd_conn *conn, const struct http_plan_input *in)
 	/* too big for a kernel stack; NULL makes the plan a 500 */
 	struct http_plan_work *w = kmalloc(sizeof(*w), GFP_KERNEL);
 	struct http_plan *p = &conn->plan;
-	struct khttpd_source s = {};
+	const struct khttpd_gz *gz = NULL;
+	struct khttpd_out src = {};
 	enum http_plan_step step;
 	bool ok;
 
@@ -124,22 +116,21 @@ bool khttpd_respond(struct khttpd_conn *conn, const struct http_plan_input *in)
 	while (step == HTTP_PLAN_LOOKUP) {
 		int err;
 
-		if (s.e)
-			khttpd_cache_put(s.e);
-		s.e = NULL;
-		err = khttpd_cache_get(p->path, p->path_len, &s.e);
-		step = http_plan_resource(p, err, err ? NULL : &s.e->meta);
+		khttpd_out_reset(&src);
+		err = khttpd_cache_get(p->path, p->path_len, &src.ref);
+		if (err < 0)
+			src.ref = NULL;
+		step = http_plan_resource(p, err, err ? NULL : &src.ref->meta);
 	}
 	if (step == HTTP_PLAN_GZIP) {
-		s.gz = khttpd_cache_gzip(s.e);
-		http_plan_gzip(p, s.gz && !s.gz->worthless,
-			       s.gz ? s.gz->len : 0);
+		gz = khttpd_cache_gzip(src.ref);
+		http_plan_gzip(p, gz && !gz->worthless, gz ? gz->len : 0);
 	}
-	khttpd_source_open(p, &s);
+	khttpd_source_open(p, &src);
 	ok = khttpd_head(conn, p);
 	if (ok)
-		khttpd_source_attach(conn, p, &s);
-	khttpd_source_close(&s);
+		khttpd_source_attach(conn, p, &src, gz);
+	khttpd_out_reset(&src);
 	kfree(w);
 	return ok;
 }

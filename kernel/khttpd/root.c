@@ -67,8 +67,8 @@ int khttpd_read_whole(struct file *f, char *buf, size_t len)
 	return 0;
 }
 
-/* A directory's entry, for its listing row: following symlinks, else the
- * link itself (as the user-space server's fstatat does). */
+/* A directory's entry, for its listing row: what a symlink points to, else
+ * (a dangling link) the link itself. */
 int khttpd_stat_in(const struct path *dir, const char *name, struct kstat *st)
 {
 	unsigned int flags[] = { LOOKUP_FOLLOW, 0 };

@@ -114,6 +114,33 @@ static struct run *plan(const char *req)
     return plan_ex(req, 7, true);
 }
 
+/* The first step alone, with the engine's flags of one's choosing. */
+struct engine {
+    struct http_parser parser;
+    struct http_plan_input in;
+    struct http_plan_work work;
+    struct http_plan plan;
+};
+
+static enum http_plan_step start(struct engine *e,
+                                 const char *req,
+                                 bool gzip,
+                                 bool stopping)
+{
+    size_t used = 0;
+
+    memset(e, 0, sizeof(*e));
+    http_parser_init(&e->parser, NULL);
+    CHECK_INT(http_parse_request(&e->parser, req, strlen(req), &used), 0);
+    e->in.req = &e->parser.req;
+    e->in.buf = req;
+    e->in.buffered = used;
+    e->in.head_len = used;
+    e->in.gzip = gzip;
+    e->in.stopping = stopping;
+    return http_plan_start(&e->plan, &e->in, &e->work);
+}
+
 static bool has(const struct run *r, const char *field)
 {
     return strstr(r->head, field) != NULL;
@@ -273,27 +300,17 @@ static void test_gzip(void)
 
     /* gzip off in the engine */
     {
-        static const char req[] = GET("/a.txt", "Accept-Encoding: gzip\r\n");
-        struct http_parser p;
-        struct http_plan pl;
-        struct http_plan_work w;
+        struct engine e;
         struct http_resource res;
-        struct http_plan_input in = {0};
-        size_t used;
-        http_parser_init(&p, NULL);
-        CHECK_INT(http_parse_request(&p, req, sizeof(req) - 1, &used), 0);
-        in.req = &p.req;
-        in.buf = req;
-        in.buffered = used;
-        in.head_len = used;
-        in.gzip = false;
-        CHECK_INT(http_plan_start(&pl, &in, &w), HTTP_PLAN_LOOKUP);
+        CHECK_INT(
+            start(&e, GET("/a.txt", "Accept-Encoding: gzip\r\n"), false, false),
+            HTTP_PLAN_LOOKUP);
         http_resource_init(&res, "a.txt", 5, false, 10, MTIME);
-        CHECK_INT(http_plan_resource(&pl, 0, &res), HTTP_PLAN_RESPOND);
-        CHECK(!pl.head.vary_accept_encoding);
+        CHECK_INT(http_plan_resource(&e.plan, 0, &res), HTTP_PLAN_RESPOND);
+        CHECK(!e.plan.head.vary_accept_encoding);
         /* a gzip report out of turn changes nothing */
-        CHECK_INT(http_plan_gzip(&pl, true, 3), HTTP_PLAN_RESPOND);
-        CHECK(pl.head.content_encoding == NULL);
+        CHECK_INT(http_plan_gzip(&e.plan, true, 3), HTTP_PLAN_RESPOND);
+        CHECK(e.plan.head.content_encoding == NULL);
     }
 }
 
@@ -493,21 +510,9 @@ static void test_connection(void)
 
     /* the server going away */
     {
-        static const char req[] = GET("/a.txt", "");
-        struct http_parser p;
-        struct http_plan pl;
-        struct http_plan_work w;
-        struct http_plan_input in = {0};
-        size_t used;
-        http_parser_init(&p, NULL);
-        CHECK_INT(http_parse_request(&p, req, sizeof(req) - 1, &used), 0);
-        in.req = &p.req;
-        in.buf = req;
-        in.buffered = used;
-        in.head_len = used;
-        in.stopping = true;
-        http_plan_start(&pl, &in, &w);
-        CHECK(!pl.keep_alive);
+        struct engine e;
+        CHECK_INT(start(&e, GET("/a.txt", ""), true, true), HTTP_PLAN_LOOKUP);
+        CHECK(!e.plan.keep_alive);
     }
 }
 

@@ -97,6 +97,17 @@ void http_plan_error(struct http_plan *p, int status)
     p->linger = true;
 }
 
+void http_plan_engine_body(struct http_plan *p,
+                           const char *content_type,
+                           uint64_t len)
+{
+    head_init(p, 200);
+    p->head.content_type = content_type;
+    p->head.content_length = (int64_t) len;
+    p->body = HTTP_PLAN_BODY_ENGINE;
+    p->body_len = len;
+}
+
 void http_plan_fail(struct http_plan *p, int err)
 {
     http_plan_error(p, http_errno_status(err));

@@ -39,6 +39,8 @@
 /* gzip copies are made for compressible files up to this size; bigger ones
  * go out as identity (compressing them would stall a worker too long). */
 #define HTTP_SERVER_GZIP_MAX (4 * 1024 * 1024)
+/* zlib's level for gzip copies: its default trade-off. */
+#define HTTP_SERVER_GZIP_LEVEL 6
 /* Request bodies are read and dropped up to this size, else 413. */
 #define HTTP_SERVER_MAX_BODY (64 * 1024)
 /* Trailer bytes after a chunked request body, else 431. */
@@ -130,6 +132,8 @@ enum http_plan_body {
     HTTP_PLAN_BODY_LISTING, /* a listing of the directory plan.path,
                                chunked when head.chunked, else ended by
                                the close */
+    HTTP_PLAN_BODY_ENGINE,  /* body_len bytes the engine makes itself (a
+                               status page) */
 };
 
 /* What the engine tells the planner about the request. */
@@ -213,6 +217,13 @@ enum http_plan_step http_plan_resource(struct http_plan *p,
 enum http_plan_step http_plan_gzip(struct http_plan *p,
                                    bool have,
                                    uint64_t len);
+
+/* A resource the engine answers itself instead of a lookup (after
+ * http_plan_start returned HTTP_PLAN_LOOKUP): 200 with content_type and
+ * len bytes of its own, never cached by clients (no validators). */
+void http_plan_engine_body(struct http_plan *p,
+                           const char *content_type,
+                           uint64_t len);
 
 /* Replace the plan by an error response (keeping the connection plan). */
 void http_plan_error(struct http_plan *p, int status);

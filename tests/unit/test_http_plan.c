@@ -134,7 +134,7 @@ static enum http_plan_step start(struct engine *e,
     CHECK_INT(http_parse_request(&e->parser, req, strlen(req), &used), 0);
     e->in.req = &e->parser.req;
     e->in.buf = req;
-    e->in.buffered = used;
+    e->in.buffered = strlen(req);
     e->in.head_len = used;
     e->in.gzip = gzip;
     e->in.stopping = stopping;
@@ -507,6 +507,25 @@ static void test_connection(void)
     CHECK(r->plan.linger);
     r = plan(GET("/a.txt", "Expect: 100-continue\r\n"));
     CHECK(r->plan.keep_alive); /* no body: nothing to wait for */
+
+    /* a body the engine makes itself keeps the connection's plan */
+    {
+        struct engine e;
+        char head[512];
+        CHECK_INT(start(&e, GET("/status", "") GET("/a.txt", ""), true, false),
+                  HTTP_PLAN_LOOKUP);
+        http_plan_engine_body(&e.plan, "text/plain", 42);
+        CHECK_INT(e.plan.status, 200);
+        CHECK_INT(e.plan.body, HTTP_PLAN_BODY_ENGINE);
+        CHECK_INT(e.plan.body_len, 42);
+        CHECK(e.plan.keep_alive);
+        int n = http_plan_head(&e.plan, head, sizeof(head) - 1);
+        CHECK(n > 0);
+        head[n > 0 ? n : 0] = '\0';
+        CHECK(strstr(head, "Content-Length: 42\r\n") != NULL);
+        CHECK(strstr(head, "Content-Type: text/plain\r\n") != NULL);
+        CHECK(strstr(head, "ETag") == NULL);
+    }
 
     /* the server going away */
     {

@@ -4,7 +4,9 @@
  * Signals are blocked in every thread and taken synchronously by the main
  * thread (sigwaitinfo): SIGTERM/SIGINT stop the workers through their
  * eventfds, SIGUSR1 writes the counters (the same names and format as
- * kecho's /proc/net/kecho).
+ * kecho's /proc/net/kecho). SIGHUP, which would otherwise end the process
+ * (a closed terminal, a service manager's "reload"), is taken and
+ * ignored: every setting is a flag, so there is nothing to read again.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -167,6 +169,7 @@ int main(int argc, char **argv)
     sigaddset(&sigs, SIGTERM);
     sigaddset(&sigs, SIGINT);
     sigaddset(&sigs, SIGUSR1);
+    sigaddset(&sigs, SIGHUP);
     sigaddset(&sigs, SIGPIPE);
     pthread_sigmask(SIG_BLOCK, &sigs, NULL); /* inherited by the workers */
 
@@ -210,6 +213,10 @@ int main(int argc, char **argv)
 
         if (sig == SIGUSR1)
             write_counters(&opt, workers, opt.threads);
+        else if (sig == SIGHUP)
+            fprintf(stderr,
+                    "ktcp-echo: SIGHUP: nothing to reload, "
+                    "connections kept\n");
         else if (sig == SIGTERM || sig == SIGINT)
             break;
     }

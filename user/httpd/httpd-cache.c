@@ -31,6 +31,7 @@
 /* the lock-free hash table every worker reads under RCU */
 static struct cds_lfht *table_rcu;
 static _Atomic size_t cache_bytes_shared;
+static _Atomic size_t cache_entries_shared; /* entries in the table */
 static pthread_mutex_t evict_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static unsigned long path_hash(const char *s, size_t len)
@@ -89,13 +90,16 @@ static bool get_unless_zero(struct httpd_file *f)
 
 /* Take f out of the table, if it is still there; caller holds the RCU
  * read lock. The winner drops the table's reference. */
-static void unpublish(struct httpd_file *f)
+static bool unpublish(struct httpd_file *f)
 {
     if (cds_lfht_del(table_rcu, &f->node) == 0) {
         atomic_store(&f->in_table, false);
         atomic_fetch_sub(&cache_bytes_shared, atomic_load(&f->charge));
+        atomic_fetch_sub(&cache_entries_shared, 1);
         httpd_cache_put(f);
+        return true;
     }
+    return false;
 }
 
 /* Evict least recently used entries until the total is below 90% of the
@@ -131,7 +135,8 @@ static void evict(void)
             cand[i] = f;
         }
         for (int i = 0; i < n && atomic_load(&cache_bytes_shared) > target; i++)
-            unpublish(cand[i]);
+            if (unpublish(cand[i]))
+                rt_count(RT_C_CACHE_EVICTIONS, 1);
         urcu_memb_read_unlock();
         if (!n)
             break;
@@ -264,6 +269,7 @@ int httpd_cache_get(const char *rel, size_t len, struct httpd_file **out)
             if (now - atomic_load_explicit(&f->used_ms, memory_order_relaxed) >
                 100)
                 atomic_store_explicit(&f->used_ms, now, memory_order_relaxed);
+            rt_count(RT_C_CACHE_HITS, 1);
             *out = f;
             return 0;
         }
@@ -273,6 +279,7 @@ int httpd_cache_get(const char *rel, size_t len, struct httpd_file **out)
         httpd_cache_put(f);
     }
 
+    rt_count(RT_C_CACHE_MISSES, 1);
     int err = load(rel, len, hash, &f);
     if (err < 0)
         return err;
@@ -283,6 +290,9 @@ int httpd_cache_get(const char *rel, size_t len, struct httpd_file **out)
     }
     atomic_fetch_add(&f->refs, 1); /* the table's */
     atomic_store(&f->in_table, true);
+    /* counted before it can be found, so an eviction racing with us never
+     * takes the count below zero */
+    atomic_fetch_add(&cache_entries_shared, 1);
     urcu_memb_read_lock();
     node = cds_lfht_add_replace(table_rcu, hash, match, &key, &f->node);
     if (node) {
@@ -291,6 +301,7 @@ int httpd_cache_get(const char *rel, size_t len, struct httpd_file **out)
             caa_container_of(node, struct httpd_file, node);
         atomic_store(&old->in_table, false);
         atomic_fetch_sub(&cache_bytes_shared, atomic_load(&old->charge));
+        atomic_fetch_sub(&cache_entries_shared, 1); /* f took its place */
         httpd_cache_put(old);
     }
     urcu_memb_read_unlock();
@@ -298,6 +309,13 @@ int httpd_cache_get(const char *rel, size_t len, struct httpd_file **out)
         evict();
     *out = f;
     return 0;
+}
+
+void httpd_cache_usage(size_t *bytes, size_t *entries)
+{
+    *bytes = atomic_load_explicit(&cache_bytes_shared, memory_order_relaxed);
+    *entries =
+        atomic_load_explicit(&cache_entries_shared, memory_order_relaxed);
 }
 
 const struct httpd_gz *httpd_cache_gzip(struct httpd_file *f)

@@ -225,6 +225,7 @@ enum rt_verdict httpd_conn_serve(struct rt_conn *c)
             ssize_t n = rt_read(c, cs->buf + cs->len, cs->cap - cs->len,
                                 head_deadline, false);
             if (n == -ETIMEDOUT) {
+                rt_count(RT_C_TIMEOUTS, 1);
                 send_error_close(cs, 408);
                 lingering_close(cs);
             }

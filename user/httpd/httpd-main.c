@@ -1,4 +1,7 @@
-/* httpd-main.c — ktcp-httpd: options, set-up, signals. */
+/* httpd-main.c — ktcp-httpd: options (the command line and --config),
+ * set-up, and signals: TERM/INT stop, USR1 reopens the access log, HUP
+ * reloads the settings that can change while serving (gzip, the access
+ * log) without touching a connection. */
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -53,22 +56,67 @@ static void usage(FILE *out)
             "                          (default: --gzip)\n"
             "      --cache-size BYTES  content cache limit, suffix K, M or G "
             "(default: 64M)\n"
-            "      --access-log FILE   append one line per request to FILE, "
-            "'-' for stdout\n"
+            "      --access-log FILE   append one line per request to FILE "
+            "in Combined Log\n"
+            "                          Format, '-' for stdout; SIGUSR1 reopens "
+            "it\n"
             "                          (default: off)\n"
+            "      --status-path PATH  serve the counters at PATH, in "
+            "Prometheus format at\n"
+            "                          PATH/metrics (default: off)\n"
+            "      --config FILE       read options from FILE first, one per "
+            "line without\n"
+            "                          the dashes ('gzip', 'access-log "
+            "/var/log/x.log');\n"
+            "                          flags given here win; SIGHUP reads it "
+            "again and\n"
+            "                          applies gzip and access-log (default: "
+            "none)\n"
             "      --version           print the version and exit\n"
             "  -h, --help              show this help and exit\n",
             DEFAULT_PORT, DEFAULT_BIND, cpus, DEFAULT_IDLE_TIMEOUT_MS);
 }
 
-static void __attribute__((noreturn))
-bad_arg(const char *opt, const char *val, const char *why)
+/* Everything the options set. */
+struct settings {
+    struct rt_config rt;
+    const char *root;
+    bool gzip;
+    size_t cache_size;
+    const char *access_log; /* NULL: off */
+    const char *status_path;
+    const char *config;
+};
+
+static void settings_default(struct settings *s)
 {
-    fprintf(stderr, "ktcp-httpd: %s %s: %s\n", opt, val, why);
-    exit(2);
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    memset(s, 0, sizeof(*s));
+    s->rt.model = RT_MODEL_EPOLL;
+    s->rt.workers = cpus > 0 ? (int) cpus : 1;
+    s->rt.bind = DEFAULT_BIND;
+    s->rt.port = DEFAULT_PORT;
+    s->rt.idle_timeout_ms = DEFAULT_IDLE_TIMEOUT_MS;
+    s->root = ".";
+    s->gzip = true;
+    s->cache_size = DEFAULT_CACHE_SIZE;
 }
 
-static long parse_long(const char *opt, const char *s, long min, long max)
+/* Messages name the option and, for a file, the file: "ktcp-httpd:
+ * --config /etc/ktcp-httpd.conf: --port 99999: expected ...". */
+static const char *msg_prefix = "ktcp-httpd";
+
+static bool bad_arg(const char *opt, const char *val, const char *why)
+{
+    fprintf(stderr, "%s: %s %s: %s\n", msg_prefix, opt, val, why);
+    return false;
+}
+
+static bool parse_long(const char *opt,
+                       const char *s,
+                       long min,
+                       long max,
+                       long *out)
 {
     char *end;
     errno = 0;
@@ -76,12 +124,13 @@ static long parse_long(const char *opt, const char *s, long min, long max)
     if (errno || end == s || *end || v < min || v > max) {
         char why[96];
         snprintf(why, sizeof(why), "expected an integer in %ld..%ld", min, max);
-        bad_arg(opt, s, why);
+        return bad_arg(opt, s, why);
     }
-    return v;
+    *out = v;
+    return true;
 }
 
-static size_t parse_size(const char *opt, const char *s)
+static bool parse_size(const char *opt, const char *s, size_t *out)
 {
     char *end;
     errno = 0;
@@ -94,8 +143,9 @@ static size_t parse_size(const char *opt, const char *s)
     else if (*end == 'G' || *end == 'g')
         mul = 1ULL << 30, end++;
     if (errno || end == s || *end || s[0] == '-' || v > (1ULL << 50) / mul)
-        bad_arg(opt, s, "expected bytes, optionally with K, M or G");
-    return (size_t) (v * mul);
+        return bad_arg(opt, s, "expected bytes, optionally with K, M or G");
+    *out = (size_t) (v * mul);
+    return true;
 }
 
 enum {
@@ -105,115 +155,313 @@ enum {
     OPT_NOGZIP,
     OPT_CACHE,
     OPT_LOG,
+    OPT_STATUS,
+    OPT_CONFIG,
 };
 
-int main(int argc, char **argv)
+static const struct option opts[] = {
+    {"root", required_argument, NULL, 'r'},
+    {"port", required_argument, NULL, 'p'},
+    {"bind", required_argument, NULL, 'b'},
+    {"threads", required_argument, NULL, 't'},
+    {"model", required_argument, NULL, 'm'},
+    {"idle-timeout", required_argument, NULL, OPT_IDLE},
+    {"max-conns", required_argument, NULL, OPT_MAXCONNS},
+    {"gzip", no_argument, NULL, OPT_GZIP},
+    {"no-gzip", no_argument, NULL, OPT_NOGZIP},
+    {"cache-size", required_argument, NULL, OPT_CACHE},
+    {"access-log", required_argument, NULL, OPT_LOG},
+    {"status-path", required_argument, NULL, OPT_STATUS},
+    {"config", required_argument, NULL, OPT_CONFIG},
+    {"version", no_argument, NULL, 'V'},
+    {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0},
+};
+
+enum parse_result { PARSE_OK, PARSE_EXIT, PARSE_ERROR };
+
+/* Apply argv's options to s. from_file: argv came from --config, where
+ * --config, --help and --version are not settings. */
+static enum parse_result parse_options(int argc,
+                                       char **argv,
+                                       struct settings *s,
+                                       bool from_file)
 {
-    static const struct option opts[] = {
-        {"root", required_argument, NULL, 'r'},
-        {"port", required_argument, NULL, 'p'},
-        {"bind", required_argument, NULL, 'b'},
-        {"threads", required_argument, NULL, 't'},
-        {"model", required_argument, NULL, 'm'},
-        {"idle-timeout", required_argument, NULL, OPT_IDLE},
-        {"max-conns", required_argument, NULL, OPT_MAXCONNS},
-        {"gzip", no_argument, NULL, OPT_GZIP},
-        {"no-gzip", no_argument, NULL, OPT_NOGZIP},
-        {"cache-size", required_argument, NULL, OPT_CACHE},
-        {"access-log", required_argument, NULL, OPT_LOG},
-        {"version", no_argument, NULL, 'V'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
-    static struct rt_config cfg;
-    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    const char *access_log = NULL;
-
-    cfg.model = RT_MODEL_EPOLL;
-    cfg.workers = cpus > 0 ? (int) cpus : 1;
-    cfg.bind = DEFAULT_BIND;
-    cfg.port = DEFAULT_PORT;
-    cfg.idle_timeout_ms = DEFAULT_IDLE_TIMEOUT_MS;
-    httpd_cfg.root_path = ".";
-    httpd_cfg.gzip = true;
-    httpd_cfg.cache_size = DEFAULT_CACHE_SIZE;
-
     int c;
+    long v;
+    optind = 0; /* glibc: start afresh, also for a second list */
     while ((c = getopt_long(argc, argv, "r:p:b:t:m:h", opts, NULL)) != -1) {
         switch (c) {
         case 'r':
-            httpd_cfg.root_path = optarg;
+            s->root = optarg;
             break;
         case 'p':
-            cfg.port = (int) parse_long("--port", optarg, 0, 65535);
+            if (!parse_long("--port", optarg, 0, 65535, &v))
+                return PARSE_ERROR;
+            s->rt.port = (int) v;
             break;
         case 'b':
-            cfg.bind = optarg;
+            s->rt.bind = optarg;
             break;
         case 't':
-            cfg.workers = (int) parse_long("--threads", optarg, 1, 256);
+            if (!parse_long("--threads", optarg, 1, 256, &v))
+                return PARSE_ERROR;
+            s->rt.workers = (int) v;
             break;
         case 'm': {
             int i, n = sizeof(model_names) / sizeof(model_names[0]);
             for (i = 0; i < n && strcmp(optarg, model_names[i]); i++)
                 ;
-            if (i == n)
+            if (i == n) {
                 bad_arg("--model", optarg, "expected threads, epoll or mn");
-            cfg.model = (enum rt_model) i;
+                return PARSE_ERROR;
+            }
+            s->rt.model = (enum rt_model) i;
             break;
         }
         case OPT_IDLE:
-            cfg.idle_timeout_ms =
-                (int) parse_long("--idle-timeout", optarg, 0, NO_TIMEOUT_MS);
-            if (cfg.idle_timeout_ms == 0)
-                cfg.idle_timeout_ms = NO_TIMEOUT_MS;
+            if (!parse_long("--idle-timeout", optarg, 0, NO_TIMEOUT_MS, &v))
+                return PARSE_ERROR;
+            s->rt.idle_timeout_ms = v == 0 ? NO_TIMEOUT_MS : (int) v;
             break;
         case OPT_MAXCONNS:
-            cfg.max_conns = (int) parse_long("--max-conns", optarg, 0, INT_MAX);
+            if (!parse_long("--max-conns", optarg, 0, INT_MAX, &v))
+                return PARSE_ERROR;
+            s->rt.max_conns = (int) v;
             break;
         case OPT_GZIP:
-            httpd_cfg.gzip = true;
+            s->gzip = true;
             break;
         case OPT_NOGZIP:
-            httpd_cfg.gzip = false;
+            s->gzip = false;
             break;
         case OPT_CACHE:
-            httpd_cfg.cache_size = parse_size("--cache-size", optarg);
+            if (!parse_size("--cache-size", optarg, &s->cache_size))
+                return PARSE_ERROR;
             break;
         case OPT_LOG:
-            access_log = optarg;
+            s->access_log = optarg;
+            break;
+        case OPT_STATUS:
+            if (optarg[0] != '/' || strpbrk(optarg, "?#")) {
+                bad_arg("--status-path", optarg,
+                        "expected a path starting with '/', without "
+                        "'?' or '#'");
+                return PARSE_ERROR;
+            }
+            s->status_path = optarg;
+            break;
+        case OPT_CONFIG:
+            if (from_file) {
+                bad_arg("--config", optarg,
+                        "not allowed in a --config "
+                        "file");
+                return PARSE_ERROR;
+            }
+            s->config = optarg;
             break;
         case 'V':
-            ktcp_print_version("ktcp-httpd");
-            return 0;
         case 'h':
-            usage(stdout);
-            return 0;
+            if (from_file) {
+                fprintf(stderr, "%s: --%s is not a setting\n", msg_prefix,
+                        c == 'V' ? "version" : "help");
+                return PARSE_ERROR;
+            }
+            if (c == 'V')
+                ktcp_print_version("ktcp-httpd");
+            else
+                usage(stdout);
+            return PARSE_EXIT;
         default:
-            usage(stderr);
-            return 2;
+            if (!from_file)
+                usage(stderr);
+            return PARSE_ERROR;
         }
     }
     if (optind < argc) {
-        fprintf(stderr, "ktcp-httpd: unexpected argument '%s' (see --help)\n",
-                argv[optind]);
+        fprintf(stderr, "%s: unexpected argument '%s' (see --help)\n",
+                msg_prefix, argv[optind]);
+        return PARSE_ERROR;
+    }
+    return PARSE_OK;
+}
+
+/* Apply the options in a --config file to s: one per line, as on the
+ * command line with or without the leading dashes ("gzip",
+ * "access-log /var/log/ktcp-httpd/access.log"); the value is the rest of
+ * the line, blanks trimmed; blank lines and lines starting with '#' are
+ * skipped. The strings stay allocated: s may point into them. */
+static enum parse_result parse_config_file(const char *path, struct settings *s)
+{
+    FILE *f = fopen(path, "re");
+    if (!f) {
+        fprintf(stderr, "ktcp-httpd: --config %s: %s\n", path, strerror(errno));
+        return PARSE_ERROR;
+    }
+    size_t cap = 16, argc = 1;
+    char **argv = malloc(cap * sizeof(*argv));
+    char prefix[PATH_MAX + 32];
+    snprintf(prefix, sizeof(prefix), "ktcp-httpd: --config %s", path);
+    char *line = NULL;
+    size_t line_cap = 0;
+    enum parse_result r = PARSE_ERROR;
+    if (!argv)
+        goto out;
+    argv[0] = prefix; /* getopt's own messages start with it */
+    while (getline(&line, &line_cap, f) >= 0) {
+        char *p = line + strspn(line, " \t");
+        size_t n = strlen(p);
+        while (n && strchr(" \t\r\n", p[n - 1]))
+            p[--n] = '\0';
+        if (!n || *p == '#')
+            continue;
+        if (argc + 3 > cap) {
+            char **nv = realloc(argv, (cap *= 2) * sizeof(*argv));
+            if (!nv)
+                goto out;
+            argv = nv;
+        }
+        char *value = p + strcspn(p, " \t");
+        if (*value) {
+            *value++ = '\0';
+            value += strspn(value, " \t");
+        }
+        char *opt = malloc(strlen(p) + 3);
+        if (!opt)
+            goto out;
+        sprintf(opt, "%s%s", strncmp(p, "--", 2) ? "--" : "", p);
+        argv[argc++] = opt;
+        if (*value && !(argv[argc++] = strdup(value)))
+            goto out;
+    }
+    if (ferror(f)) {
+        fprintf(stderr, "%s: %s\n", prefix, strerror(errno));
+        goto out;
+    }
+    argv[argc] = NULL;
+    msg_prefix = prefix;
+    r = parse_options((int) argc, argv, s, true);
+    msg_prefix = "ktcp-httpd";
+out:
+    if (r == PARSE_ERROR && argv)
+        for (size_t i = 1; i < argc; i++)
+            free(argv[i]);
+    free(argv); /* the strings themselves stay */
+    free(line);
+    fclose(f);
+    return r;
+}
+
+/* Defaults, then --config's file, then the command line. */
+static enum parse_result load_settings(int argc,
+                                       char **argv,
+                                       struct settings *s)
+{
+    struct settings cmdline;
+    settings_default(&cmdline);
+    enum parse_result r = parse_options(argc, argv, &cmdline, false);
+    if (r != PARSE_OK || !cmdline.config) {
+        *s = cmdline;
+        return r;
+    }
+    settings_default(s);
+    r = parse_config_file(cmdline.config, s);
+    if (r != PARSE_OK)
+        return r;
+    return parse_options(argc, argv, s, false);
+}
+
+static bool same_str(const char *a, const char *b)
+{
+    return a == b || (a && b && strcmp(a, b) == 0);
+}
+
+static void reopen_log(const char *path, const char *why)
+{
+    int err = httpd_log_open(path);
+    if (err < 0)
+        fprintf(stderr,
+                "ktcp-httpd: %s: --access-log %s: %s (still logging to the "
+                "file open before)\n",
+                why, path, strerror(-err));
+    else
+        fprintf(stderr, "ktcp-httpd: %s: access log reopened at %s\n", why,
+                path);
+}
+
+/* SIGHUP: read the settings again; apply gzip and the access log, which
+ * workers read atomically, and say which other changes wait for a
+ * restart. Connections and listeners are not touched. */
+static void reload(int argc, char **argv, struct settings *running)
+{
+    struct settings n;
+    if (load_settings(argc, argv, &n) != PARSE_OK) {
+        fprintf(stderr, "ktcp-httpd: SIGHUP: kept the running settings\n");
+        return;
+    }
+    const struct {
+        bool changed;
+        const char *flag;
+    } fixed[] = {
+        {!same_str(n.root, running->root), "--root"},
+        {n.rt.port != running->rt.port, "--port"},
+        {!same_str(n.rt.bind, running->rt.bind), "--bind"},
+        {n.rt.workers != running->rt.workers, "--threads"},
+        {n.rt.model != running->rt.model, "--model"},
+        {n.rt.idle_timeout_ms != running->rt.idle_timeout_ms, "--idle-timeout"},
+        {n.rt.max_conns != running->rt.max_conns, "--max-conns"},
+        {n.cache_size != running->cache_size, "--cache-size"},
+        {!same_str(n.status_path, running->status_path), "--status-path"},
+    };
+    for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++)
+        if (fixed[i].changed)
+            fprintf(stderr,
+                    "ktcp-httpd: SIGHUP: %s changed: it takes a restart, "
+                    "the running value is kept\n",
+                    fixed[i].flag);
+
+    atomic_store(&httpd_cfg.gzip, n.gzip);
+    running->gzip = n.gzip;
+    /* the same path too: a reload also reopens the log, as SIGUSR1 does */
+    if (n.access_log)
+        reopen_log(n.access_log, "SIGHUP");
+    else
+        httpd_log_open(NULL);
+    running->access_log = n.access_log;
+    fprintf(stderr, "ktcp-httpd: SIGHUP: reloaded (gzip %s, access log %s)\n",
+            n.gzip ? "on" : "off", n.access_log ? n.access_log : "off");
+}
+
+int main(int argc, char **argv)
+{
+    static struct settings s;
+
+    switch (load_settings(argc, argv, &s)) {
+    case PARSE_OK:
+        break;
+    case PARSE_EXIT:
+        return 0;
+    default:
         return 2;
     }
 
-    httpd_cfg.root_fd =
-        open(httpd_cfg.root_path, O_PATH | O_DIRECTORY | O_CLOEXEC);
-    if (httpd_cfg.root_fd < 0)
-        bad_arg("--root", httpd_cfg.root_path, strerror(errno));
-    if (access_log) {
-        httpd_cfg.access_log_fd =
-            strcmp(access_log, "-") == 0
-                ? dup(STDOUT_FILENO)
-                : open(access_log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC,
-                       0644);
-        if (httpd_cfg.access_log_fd < 0)
-            bad_arg("--access-log", access_log, strerror(errno));
+    httpd_cfg.root_path = s.root;
+    httpd_cfg.gzip = s.gzip;
+    httpd_cfg.cache_size = s.cache_size;
+    httpd_cfg.status_path = s.status_path;
+    httpd_cfg.root_fd = open(s.root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (httpd_cfg.root_fd < 0) {
+        bad_arg("--root", s.root, strerror(errno));
+        return 2;
     }
-    httpd_cfg.idle_timeout_ms = cfg.idle_timeout_ms;
+    if (s.access_log) {
+        int err = httpd_log_open(s.access_log);
+        if (err < 0) {
+            bad_arg("--access-log", s.access_log, strerror(-err));
+            return 2;
+        }
+    }
+    httpd_cfg.idle_timeout_ms = s.rt.idle_timeout_ms;
 
     /* one fd per connection: take all the kernel allows */
     struct rlimit rl;
@@ -222,22 +470,25 @@ int main(int argc, char **argv)
         setrlimit(RLIMIT_NOFILE, &rl);
     }
 
-    /* Signals: SIGPIPE never (writes return EPIPE instead); SIGTERM and
-     * SIGINT blocked in every thread and taken by sigwait here. */
+    /* Signals: SIGPIPE never (writes return EPIPE instead); the others
+     * blocked in every thread (they inherit the mask) and taken by sigwait
+     * here, so no handler runs in a worker. */
     signal(SIGPIPE, SIG_IGN);
-    sigset_t stop_signals;
-    sigemptyset(&stop_signals);
-    sigaddset(&stop_signals, SIGTERM);
-    sigaddset(&stop_signals, SIGINT);
-    pthread_sigmask(SIG_BLOCK, &stop_signals, NULL);
+    sigset_t sigs;
+    sigemptyset(&sigs);
+    sigaddset(&sigs, SIGTERM);
+    sigaddset(&sigs, SIGINT);
+    sigaddset(&sigs, SIGUSR1);
+    sigaddset(&sigs, SIGHUP);
+    pthread_sigmask(SIG_BLOCK, &sigs, NULL);
 
     if (httpd_cache_init() < 0) {
         fprintf(stderr, "ktcp-httpd: cannot create the content cache\n");
         return 1;
     }
-    cfg.handler = httpd_conn_serve;
-    cfg.refuse = httpd_conn_refuse;
-    int err = rt_start(&cfg);
+    s.rt.handler = httpd_conn_serve;
+    s.rt.refuse = httpd_conn_refuse;
+    int err = rt_start(&s.rt);
     if (err < 0) {
         if (err != -EINVAL && err != -EADDRINUSE && err != -EACCES)
             fprintf(stderr, "ktcp-httpd: cannot start: %s\n", strerror(-err));
@@ -245,13 +496,23 @@ int main(int argc, char **argv)
     }
     fprintf(stderr,
             "ktcp-httpd: serving %s on %s port %d (model %s, %d worker%s)\n",
-            httpd_cfg.root_path, cfg.bind, cfg.port, model_names[cfg.model],
-            cfg.model == RT_MODEL_THREADS ? 1 : cfg.workers,
-            cfg.model != RT_MODEL_THREADS && cfg.workers > 1 ? "s" : "");
+            s.root, s.rt.bind, s.rt.port, model_names[s.rt.model],
+            s.rt.model == RT_MODEL_THREADS ? 1 : s.rt.workers,
+            s.rt.model != RT_MODEL_THREADS && s.rt.workers > 1 ? "s" : "");
 
-    int sig;
-    while (sigwait(&stop_signals, &sig) != 0)
-        ;
+    for (;;) {
+        int sig;
+        if (sigwait(&sigs, &sig) != 0)
+            continue;
+        if (sig == SIGUSR1) {
+            if (s.access_log && strcmp(s.access_log, "-") != 0)
+                reopen_log(s.access_log, "SIGUSR1");
+        } else if (sig == SIGHUP) {
+            reload(argc, argv, &s);
+        } else {
+            break;
+        }
+    }
     rt_stop();
     rt_finish();
     return 0;

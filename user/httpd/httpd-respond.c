@@ -79,6 +79,8 @@ bool httpd_respond(struct httpd_req *r,
     const struct httpd_gz *gz = NULL;
 
     enum http_plan_step step = http_plan_start(p, in, &work);
+    if (step == HTTP_PLAN_LOOKUP && httpd_status_wanted(r))
+        return httpd_status_serve(r, p); /* --status-path: the counters */
     while (step == HTTP_PLAN_LOOKUP) {
         if (f)
             httpd_cache_put(f);

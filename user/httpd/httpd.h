@@ -23,14 +23,17 @@
  * per this many milliseconds. */
 #define HTTPD_REVALIDATE_MS 1000
 
-/* Settings, written by main() before the runtime starts, read-only after. */
+/* Settings, written by main() before the runtime starts and read-only
+ * after, except the atomics, which a reload (SIGHUP) may change while
+ * workers read them. */
 struct httpd_config {
     const char *root_path;
     int root_fd; /* O_PATH|O_DIRECTORY of --root */
-    bool gzip;
+    _Atomic bool gzip;
     size_t cache_size;
     int idle_timeout_ms;
-    int access_log_fd; /* -1: off */
+    _Atomic int access_log_fd; /* -1: off */
+    const char *status_path;   /* NULL: no status page */
 };
 extern struct httpd_config httpd_cfg;
 
@@ -41,7 +44,8 @@ extern struct httpd_config httpd_cfg;
  *   cache     httpd-cache.c    metadata, small bodies, gzip copies
  *             httpd-gzip.c
  *   listing   httpd-listing.c  a directory streamed as its body
- *   log       httpd-log.c      Date, access log
+ *   log       httpd-log.c      Date, counters, access log
+ *   status    httpd-status.c   the counters as a page (--status-path)
  *   respond   httpd-respond.c  core's planner run for one request, its
  *                              plan carried out
  *   conn      httpd-conn.c     read, parse, answer, drain, linger, close */
@@ -59,6 +63,7 @@ struct httpd_req {
     const char *rb;                 /* buffer the request's slices point into */
     int status;                     /* for the access log */
     uint64_t sent;                  /* body bytes, for the access log */
+    bool uncounted;                 /* the status page: not counted */
     char *hbuf;                     /* response head buffer */
     size_t hcap;
 };
@@ -107,6 +112,8 @@ int httpd_cache_init(void);
  * the root, -EACCES, ...). */
 int httpd_cache_get(const char *rel, size_t len, struct httpd_file **out);
 void httpd_cache_put(struct httpd_file *f);
+/* Bytes charged against --cache-size, and entries, right now. */
+void httpd_cache_usage(size_t *bytes, size_t *entries);
 /* The gzip copy of f, made once; NULL if it cannot be made or f is not in
  * the cache (too big for it), so a copy is never made per request. */
 const struct httpd_gz *httpd_cache_gzip(struct httpd_file *f);
@@ -122,7 +129,19 @@ bool httpd_listing_send(struct httpd_req *r, const struct http_plan *p, DIR *d);
 
 /* ---- date and access log (httpd-log.c) ---- */
 const char *httpd_date_now(struct rt_worker_pub *w, int64_t *now);
+/* Count one answered request (unless r->uncounted) and log it. */
 void httpd_log_request(struct httpd_req *r);
+/* Open path ("-": stdout) as the access log, or turn it off (NULL); the
+ * descriptor workers write to changes atomically (dup2), so a rename and a
+ * reopen lose no line. Main thread only. 0 or -errno. */
+int httpd_log_open(const char *path);
+
+/* ---- status page (httpd-status.c) ---- */
+/* Is r a request for --status-path (or its /metrics)? */
+bool httpd_status_wanted(const struct httpd_req *r);
+/* Answer it with the counters, planned in p (a GET or HEAD the planner
+ * has dispatched); false if the connection must close. */
+bool httpd_status_serve(struct httpd_req *r, struct http_plan *p);
 
 /* ---- respond (httpd-respond.c) ---- */
 /* Plan the answer to one parsed request and carry it out; the plan (its

@@ -17,6 +17,8 @@
 
 struct rt_global rt_g = {.stop_fd = -1};
 static _Atomic long live_conns_shared;
+/* counters of the threads that are not coroutine workers (rt.h) */
+static _Atomic uint64_t counters_shared[RT_NCOUNTERS];
 
 /* The worker of the calling thread. noinline and never cached by callers
  * across a wait: in the mn model the thread can change (rt.h). */
@@ -54,15 +56,40 @@ long rt_live_conns(void)
     return atomic_load(&live_conns_shared);
 }
 
+void rt_count(enum rt_counter which, uint64_t n)
+{
+    struct rt_worker *w = rt_worker_self_full();
+    if (w && w->pub.id >= 0) {
+        /* only this thread writes its array: no locked instruction */
+        _Atomic uint64_t *v = &w->counters[which];
+        atomic_store_explicit(v,
+                              atomic_load_explicit(v, memory_order_relaxed) + n,
+                              memory_order_relaxed);
+        return;
+    }
+    atomic_fetch_add_explicit(&counters_shared[which], n, memory_order_relaxed);
+}
+
+void rt_counters_sum(uint64_t out[RT_NCOUNTERS])
+{
+    for (int i = 0; i < RT_NCOUNTERS; i++)
+        out[i] =
+            atomic_load_explicit(&counters_shared[i], memory_order_relaxed);
+    if (rt_g.cfg && rt_g.cfg->model != RT_MODEL_THREADS)
+        rt_counters_add_workers(out);
+}
+
 bool rt_conn_admit(int fd)
 {
     long n = atomic_fetch_add(&live_conns_shared, 1);
     if (rt_g.cfg->max_conns > 0 && n >= rt_g.cfg->max_conns) {
         atomic_fetch_sub(&live_conns_shared, 1);
+        rt_count(RT_C_REFUSED, 1);
         if (rt_g.cfg->refuse)
             rt_g.cfg->refuse(fd);
         return false;
     }
+    rt_count(RT_C_ACCEPTED, 1);
     return true;
 }
 
@@ -154,8 +181,15 @@ static void *conn_thread(void *arg)
     /* between requests the thread sleeps in poll, and the handler starts
      * afresh when bytes arrive: the same contract as the coroutines' */
     while (rt_g.cfg->handler(&c) == RT_IDLE) {
+        /* this thread may now sleep for a whole idle timeout: its log
+         * lines go out first (one write per burst of requests) */
+        if (w.pub.log_len)
+            httpd_log_flush(&w.pub);
         uint64_t dl = rt_now_ms() + (uint64_t) rt_g.cfg->idle_timeout_ms;
-        if (rt_wait(&c, POLLIN, dl, true) < 0)
+        int r = rt_wait(&c, POLLIN, dl, true);
+        if (r == -ETIMEDOUT)
+            rt_count(RT_C_TIMEOUTS, 1);
+        if (r < 0)
             break;
     }
     close(c.fd);
@@ -181,6 +215,7 @@ static void *threads_accept_main(void *arg)
         if (fd < 0) {
             if (rt_stopping())
                 break;
+            rt_count(RT_C_ERRORS, 1);
             if (errno == EMFILE || errno == ENFILE)
                 usleep(10000);
             continue;
@@ -202,6 +237,7 @@ static void *threads_accept_main(void *arg)
         }
         continue;
     drop:
+        rt_count(RT_C_ERRORS, 1);
         close(fd);
         rt_conn_release();
     }

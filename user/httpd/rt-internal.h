@@ -102,10 +102,13 @@ struct rt_worker {
     pthread_mutex_t cancel_lock;
     struct rt_coro *cancel_inbox_locked;
     uint64_t last_log_flush_ms;
+    _Atomic uint64_t log_flush_done; /* last rt_flush_logs() round seen */
     /* Out of descriptors, accept stopped at EMFILE; the edge-triggered
      * listener will not fire again for the connections already queued, so
      * retry at this time (0: not waiting). */
     uint64_t accept_retry_ms;
+    /* written by this worker's thread only (rt_count) */
+    _Atomic uint64_t counters[RT_NCOUNTERS];
 };
 
 /* Process-wide runtime state. Every field is either set before the worker
@@ -134,6 +137,8 @@ void rt_tune_accepted(int fd);
 int rt_open_listener(const struct rt_config *cfg, bool reuseport);
 
 int rt_run_coro(const struct rt_config *cfg);
+/* Add the coroutine workers' counters to out[]. */
+void rt_counters_add_workers(uint64_t out[RT_NCOUNTERS]);
 void rt_join_coro(void);
 void rt_wake_all(void);
 int rt_wait_coro(struct rt_coro *co,

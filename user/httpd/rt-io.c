@@ -59,6 +59,17 @@ static NOINLINE int wait_poll(struct rt_conn *c,
     }
 }
 
+/* A send that gave up: a slow reader is a timeout, a peer that went away
+ * is nothing to count (as khttpd counts them), anything else an error. */
+static ssize_t send_failed(int err)
+{
+    if (err == -ETIMEDOUT)
+        rt_count(RT_C_TIMEOUTS, 1);
+    else if (err != -ECONNRESET && err != -EPIPE && err != -ESHUTDOWN)
+        rt_count(RT_C_ERRORS, 1);
+    return err;
+}
+
 int rt_wait(struct rt_conn *c, short events, uint64_t deadline_ms, bool idle)
 {
     if (c->coro)
@@ -106,11 +117,12 @@ ssize_t rt_sendv(struct rt_conn *c,
         if (n == -EAGAIN) {
             int r = rt_wait(c, POLLOUT, rt_now_ms() + timeout_ms, false);
             if (r < 0)
-                return r;
+                return send_failed(r);
             continue;
         }
         if (n < 0)
-            return n;
+            return send_failed((int) n);
+        rt_count(RT_C_BYTES_OUT, (uint64_t) n);
         total += n;
         while (iovcnt > 0 && (size_t) n >= iov->iov_len) {
             n -= iov->iov_len;
@@ -139,13 +151,14 @@ ssize_t rt_sendfile(struct rt_conn *c,
         if (n == -EAGAIN) {
             int r = rt_wait(c, POLLOUT, rt_now_ms() + timeout_ms, false);
             if (r < 0)
-                return r;
+                return send_failed(r);
             continue;
         }
         if (n < 0)
-            return n;
+            return send_failed((int) n);
         if (n == 0)
-            return -EIO; /* the file shrank under us */
+            return send_failed(-EIO); /* the file shrank under us */
+        rt_count(RT_C_BYTES_OUT, (uint64_t) n);
         left -= n;
     }
     return count;

@@ -42,6 +42,9 @@ static struct {
 static int shared_kick_fd = -1;
 static _Atomic int shared_idle_workers;
 
+/* rounds of rt_flush_logs(); each worker acknowledges in log_flush_done */
+static _Atomic uint64_t log_flush_round;
+
 /* epoll data.ptr values that are not coroutines */
 static char tag_listen, tag_stop, tag_kick;
 
@@ -242,6 +245,8 @@ static void coro_run(struct rt_worker *w, struct rt_coro *co)
     if (!co->stack) {
         /* an idle connection: bytes came, or its time is up */
         atomic_store(&co->deadline, 0);
+        if (co->wake_reason == RT_WAKE_TIMEOUT)
+            rt_count(RT_C_TIMEOUTS, 1);
         if (co->wake_reason != RT_WAKE_IO || rt_coro_start(co) < 0) {
             coro_close(w, co);
             return;
@@ -348,6 +353,7 @@ static int accept_all(struct rt_worker *w, int lfd)
                 continue;
             if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS ||
                 errno == ENOMEM) {
+                rt_count(RT_C_ERRORS, 1);
                 static atomic_bool warned;
 
                 if (!atomic_exchange(&warned, true))
@@ -366,6 +372,7 @@ static int accept_all(struct rt_worker *w, int lfd)
         rt_tune_accepted(fd);
         struct rt_coro *co = rt_coro_new(fd);
         if (!co) {
+            rt_count(RT_C_ERRORS, 1);
             close(fd);
             rt_conn_release();
             continue;
@@ -377,6 +384,7 @@ static int accept_all(struct rt_worker *w, int lfd)
             .data.ptr = co,
         };
         if (epoll_ctl(w->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
+            rt_count(RT_C_ERRORS, 1);
             atomic_store(&co->wstate, RT_ST_DEAD);
             close(fd);
             rt_conn_release();
@@ -480,10 +488,15 @@ static void *worker_main(void *arg)
             saw_stop = true;
             timers_stop_sweep(w);
         }
-        if (w->pub.log_len && now - w->last_log_flush_ms >= 1000) {
+        uint64_t round = atomic_load(&log_flush_round);
+        bool asked = round != atomic_load_explicit(&w->log_flush_done,
+                                                   memory_order_relaxed);
+        if (w->pub.log_len && (asked || now - w->last_log_flush_ms >= 1000)) {
             httpd_log_flush(&w->pub);
             w->last_log_flush_ms = now;
         }
+        if (asked)
+            atomic_store(&w->log_flush_done, round);
         if (atomic_load(&rt_g.exiting) && runq_empty(w))
             break;
     }
@@ -543,6 +556,29 @@ int rt_run_coro(const struct rt_config *cfg)
             return -err;
     }
     return 0;
+}
+
+void rt_counters_add_workers(uint64_t out[RT_NCOUNTERS])
+{
+    if (!workers)
+        return;
+    for (int i = 0; i < nworkers; i++)
+        for (int c = 0; c < RT_NCOUNTERS; c++)
+            out[c] += atomic_load_explicit(&workers[i].counters[c],
+                                           memory_order_relaxed);
+}
+
+void rt_flush_logs(int timeout_ms)
+{
+    if (!workers)
+        return; /* the threads model */
+    uint64_t round = atomic_fetch_add(&log_flush_round, 1) + 1;
+    rt_wake_all(); /* mn sleepers; epoll workers wake within 1 s */
+    uint64_t deadline = rt_now_ms() + (uint64_t) timeout_ms;
+    for (int i = 0; i < nworkers; i++)
+        while (atomic_load(&workers[i].log_flush_done) < round &&
+               rt_now_ms() < deadline)
+            usleep(1000);
 }
 
 void rt_join_coro(void)

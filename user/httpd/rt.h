@@ -72,6 +72,38 @@ long rt_live_conns(void);
 void rt_stop(void);
 bool rt_stopping(void);
 
+/* Counters, the same set and meanings as khttpd's /proc/net/khttpd. Each
+ * worker thread of the epoll and mn models adds to its own array (one
+ * writer, no lock prefix); other threads (the threads model's) add to one
+ * shared array atomically. rt_counters_sum() adds them all up, racing
+ * benignly with the writers: each value is a recent one. */
+enum rt_counter {
+    RT_C_ACCEPTED,
+    RT_C_REFUSED,
+    RT_C_REQUESTS,
+    RT_C_STATUS_1XX, /* .. RT_C_STATUS_1XX + 4 for 5xx */
+    RT_C_STATUS_2XX,
+    RT_C_STATUS_3XX,
+    RT_C_STATUS_4XX,
+    RT_C_STATUS_5XX,
+    RT_C_BYTES_OUT,
+    RT_C_CACHE_HITS,
+    RT_C_CACHE_MISSES,
+    RT_C_CACHE_EVICTIONS,
+    RT_C_TIMEOUTS,
+    RT_C_ERRORS,
+    RT_NCOUNTERS
+};
+void rt_count(enum rt_counter which, uint64_t n);
+void rt_counters_sum(uint64_t out[RT_NCOUNTERS]);
+
+/* Have every epoll/mn worker write out its access-log buffer now, and wait
+ * until all have or timeout_ms passed (a worker notices within its loop's
+ * longest sleep, 1 s). The threads model's connection threads are not
+ * waited for: they flush whenever their connection goes idle. Main thread
+ * only (the access log's reopen). */
+void rt_flush_logs(int timeout_ms);
+
 /* Milliseconds on CLOCK_MONOTONIC. */
 uint64_t rt_now_ms(void);
 

@@ -1,0 +1,486 @@
+"""Operating ktcp-httpd: the access log (Combined Log Format, reopened on
+SIGUSR1), SIGHUP reloading settings under live connections, and the
+counters at --status-path (plain and Prometheus). Every test runs against
+each model of the user-space server; khttpd has none of these (its counters
+are /proc/net/khttpd, checked in the VM suite)."""
+import os
+import re
+import resource
+import signal
+import subprocess
+import time
+
+import pytest
+
+from testlib import free_port
+from http_engines import HTTPD_BIN
+from rawhttp import Conn, get
+
+MODELS = ["threads", "epoll", "mn"]
+
+# Combined Log Format, as goaccess's and awstats' "combined" presets read it
+CLF = re.compile(
+    r'^(?P<host>\S+) (?P<ident>\S+) (?P<user>\S+) '
+    r'\[(?P<time>\d{2}/[A-Z][a-z]{2}/\d{4}:\d{2}:\d{2}:\d{2} [+-]\d{4})\] '
+    r'"(?P<request>(?:[^"\\]|\\x[0-9A-F]{2})*)" (?P<status>\d{3}) (?P<bytes>\d+|-) '
+    r'"(?P<referer>(?:[^"\\]|\\x[0-9A-F]{2})*)" "(?P<agent>(?:[^"\\]|\\x[0-9A-F]{2})*)"$')
+
+TEXT = ("ktcp serves this line again and again. " * 200).encode()
+
+
+@pytest.fixture(autouse=True)
+def _user_only():
+    from testlib import require_kind
+    require_kind("user")
+
+
+@pytest.fixture
+def site(tmp_path):
+    root = tmp_path / "root"
+    root.mkdir()
+    (root / "a.txt").write_bytes(b"hello\n")
+    (root / "page.html").write_bytes(TEXT)
+    for i in range(8):
+        (root / f"f{i}.bin").write_bytes(bytes([i]) * 800)
+    return root
+
+
+class Server:
+    """ktcp-httpd started with any flags; stop() asserts a clean exit."""
+
+    def __init__(self, tmp_path, model, root, *flags, nofile=None):
+        self.port = free_port()
+        self.err_path = str(tmp_path / f"httpd-{model}-{self.port}.err")
+        self.err = open(self.err_path, "w")
+        self.cmd = [HTTPD_BIN, "--root", str(root), "--port", str(self.port),
+                    "--bind", "127.0.0.1", "--model", model, "--threads", "2",
+                    *flags]
+        limit = (lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, nofile))) \
+            if nofile else None
+        self.proc = subprocess.Popen(self.cmd, stdout=subprocess.DEVNULL,
+                                     stderr=self.err, preexec_fn=limit)
+        # the listeners are open once it says so: no probe connection, so
+        # the counters hold only what a test did
+        deadline = time.monotonic() + 20
+        while "ktcp-httpd: serving" not in self.stderr():
+            assert self.proc.poll() is None, f"ktcp-httpd exited:\n{self.stderr()}"
+            assert time.monotonic() < deadline, "ktcp-httpd did not start"
+            time.sleep(0.02)
+
+    def stderr(self):
+        return open(self.err_path).read()
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        try:
+            rc = self.proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            raise AssertionError("ktcp-httpd did not exit after SIGTERM")
+        self.err.close()
+        assert rc == 0, f"ktcp-httpd exited {rc}:\n{self.stderr()}"
+
+
+@pytest.fixture
+def server(tmp_path):
+    started = []
+
+    def start(model, root, *flags, nofile=None):
+        s = Server(tmp_path, model, root, *flags, nofile=nofile)
+        started.append(s)
+        return s
+    yield start
+    for s in started:
+        if s.proc.returncode is None:
+            s.stop()
+
+
+def wait_for(cond, what, timeout=5.0):
+    deadline = time.monotonic() + timeout
+    while True:
+        v = cond()
+        if v:
+            return v
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.05)
+
+
+def log_lines(path):
+    try:
+        with open(path, "rb") as f:
+            return f.read().decode("ascii").splitlines()
+    except FileNotFoundError:
+        return []
+
+
+def raw_request(port, data):
+    with Conn(port) as c:
+        c.send(data)
+        return c.read_response()
+
+
+# ---- the access log ----
+
+@pytest.mark.parametrize("model", MODELS)
+def test_access_log_is_combined_log_format(server, site, tmp_path, model):
+    log = tmp_path / "access.log"
+    srv = server(model, site, "--access-log", str(log))
+    r = get(srv.port, "/a.txt", headers=[("Referer", "http://example.test/from"),
+                                         ("User-Agent", 'probe "quoted" \\ back')])
+    assert r.status == 200
+    r = raw_request(srv.port, b"GET /nope?x=1 HTTP/1.1\r\nHost: h\r\n"
+                              b"User-Agent: caf\xc3\xa9\tx\r\n\r\n")
+    assert r.status == 404
+    assert get(srv.port, "/a.txt", method="HEAD").status == 200
+    assert raw_request(srv.port, b"GARBAGE\r\n\r\n").status == 400
+    srv.stop()  # flushes every worker's buffer
+
+    lines = log_lines(log)
+    assert len(lines) == 4, lines
+    parsed = []
+    for line in lines:
+        m = CLF.match(line)
+        assert m, f"not Combined Log Format: {line!r}"
+        parsed.append(m.groupdict())
+    by_request = {p["request"]: p for p in parsed}
+    for p in parsed:
+        assert p["host"] == "127.0.0.1" and p["ident"] == "-" and p["user"] == "-"
+        assert p["time"].endswith(" +0000")
+        t = time.strptime(p["time"], "%d/%b/%Y:%H:%M:%S +0000")
+        assert abs(time.mktime(t) - time.mktime(time.gmtime())) < 120
+
+    ok = by_request["GET /a.txt HTTP/1.1"]
+    assert (ok["status"], ok["bytes"]) == ("200", "6")
+    assert ok["referer"] == "http://example.test/from"
+    assert ok["agent"] == r"probe \x22quoted\x22 \x5C back"
+
+    nf = by_request["GET /nope?x=1 HTTP/1.1"]
+    assert nf["status"] == "404" and int(nf["bytes"]) > 0
+    assert (nf["referer"], nf["agent"]) == ("-", r"caf\xC3\xA9\x09x")
+
+    head = by_request["HEAD /a.txt HTTP/1.1"]
+    assert (head["status"], head["bytes"]) == ("200", "0")
+
+    bad = by_request["-"]
+    assert bad["status"] == "400"
+    assert (bad["referer"], bad["agent"]) == ("-", "-")
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_access_log_reopened_on_sigusr1(server, site, tmp_path, model):
+    log = tmp_path / "access.log"
+    rotated = tmp_path / "access.log.1"
+    srv = server(model, site, "--access-log", str(log))
+    for _ in range(3):
+        assert get(srv.port, "/a.txt").status == 200
+    if model == "threads":
+        # a connection thread writes its lines out as its connection goes
+        # idle or ends, on its own schedule: nothing a reopen can wait for
+        wait_for(lambda: len(log_lines(log)) == 3, "the first three lines")
+    # epoll and mn: the lines may still sit in a worker's buffer; the
+    # reopen has the workers write them out to the old file first
+    os.rename(log, rotated)
+    srv.proc.send_signal(signal.SIGUSR1)
+    wait_for(lambda: "SIGUSR1: access log reopened at " + str(log) in srv.stderr(),
+             "the log reopened at its name")
+    assert os.path.exists(log)
+    for _ in range(2):
+        assert get(srv.port, "/nope").status == 404
+    wait_for(lambda: len(log_lines(log)) == 2, "two lines in the new file")
+    srv.stop()
+    old, new = log_lines(rotated), log_lines(log)
+    assert len(old) == 3 and all('"GET /a.txt HTTP/1.1" 200 ' in l for l in old), old
+    assert len(new) == 2 and all('"GET /nope HTTP/1.1" 404 ' in l for l in new), new
+    assert "still logging" not in srv.stderr(), srv.stderr()
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_access_log_written_while_a_connection_stays_open(server, site, tmp_path, model):
+    """tail -f sees a keep-alive client's requests without waiting for it
+    to leave (each model flushes within about a second)."""
+    log = tmp_path / "access.log"
+    srv = server(model, site, "--access-log", str(log))
+    with Conn(srv.port) as c:
+        for _ in range(2):
+            c.send(b"GET /a.txt HTTP/1.1\r\nHost: h\r\n\r\n")
+            assert c.read_response().status == 200
+        wait_for(lambda: len(log_lines(log)) == 2, "two lines, connection open", timeout=3)
+
+
+# ---- SIGHUP ----
+
+def gzip_get(conn):
+    conn.send(b"GET /page.html HTTP/1.1\r\nHost: h\r\nAccept-Encoding: gzip\r\n\r\n")
+    r = conn.read_response()
+    assert r.status == 200
+    return r.header("Content-Encoding")
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_sighup_reloads_gzip_and_log_keeping_connections(server, site, tmp_path, model):
+    conf = tmp_path / "ktcp-httpd.conf"
+    log_a, log_b = tmp_path / "a.log", tmp_path / "b.log"
+    conf.write_text(f"# before\nno-gzip\naccess-log {log_a}\n")
+    srv = server(model, site, "--config", str(conf))
+    with Conn(srv.port) as c:
+        assert gzip_get(c) is None  # the file said no-gzip
+        conf.write_text(f"--gzip\n  access-log   {log_b}  \n")
+        srv.proc.send_signal(signal.SIGHUP)
+        wait_for(lambda: "SIGHUP: reloaded" in srv.stderr(), "the reload")
+        # the same keep-alive connection, after the reload
+        assert gzip_get(c) == "gzip"
+        assert gzip_get(c) == "gzip"
+    assert srv.proc.poll() is None
+    with Conn(srv.port) as c2:
+        assert gzip_get(c2) == "gzip"
+    srv.stop()
+    assert "reloaded (gzip on, access log " + str(log_b) in srv.stderr()
+    a, b = log_lines(log_a), log_lines(log_b)
+    assert len(a) + len(b) == 4, (a, b)
+    assert all(" 200 " in l for l in a + b)
+    if model == "threads":
+        # the first line leaves as its thread goes idle, which may come
+        # after the reload's switch
+        assert len(b) >= 3, (a, b)
+    else:  # written out by the reload before it switched files
+        assert (len(a), len(b)) == (1, 3), (a, b)
+
+
+@pytest.mark.parametrize("model", ["epoll"])
+def test_sighup_with_a_bad_file_keeps_running_settings(server, site, tmp_path, model):
+    conf = tmp_path / "ktcp-httpd.conf"
+    conf.write_text("no-gzip\n")
+    srv = server(model, site, "--config", str(conf))
+    conf.write_text("no-gzip\nport 99999\n")
+    srv.proc.send_signal(signal.SIGHUP)
+    wait_for(lambda: "kept the running settings" in srv.stderr(), "the refusal")
+    assert "--port 99999" in srv.stderr()
+    conf.write_text("gzip\ncache-size 1M\n")  # the cache size takes a restart
+    srv.proc.send_signal(signal.SIGHUP)
+    wait_for(lambda: "SIGHUP: reloaded" in srv.stderr(), "the reload")
+    assert "--cache-size changed" in srv.stderr()
+    with Conn(srv.port) as c:
+        assert gzip_get(c) == "gzip"
+
+
+def test_config_file_errors_are_named(site, tmp_path):
+    conf = tmp_path / "bad.conf"
+    conf.write_text("gzip\nthreads zero\n")
+    r = subprocess.run([HTTPD_BIN, "--root", str(site), "--config", str(conf)],
+                       capture_output=True, text=True, timeout=10)
+    assert r.returncode == 2
+    assert f"--config {conf}: --threads zero" in r.stderr, r.stderr
+    r = subprocess.run([HTTPD_BIN, "--config", str(tmp_path / "none.conf")],
+                       capture_output=True, text=True, timeout=10)
+    assert r.returncode == 2 and "none.conf: No such file" in r.stderr, r.stderr
+
+
+def test_help_lists_the_operating_flags():
+    out = subprocess.run([HTTPD_BIN, "--help"], capture_output=True, text=True,
+                         timeout=10).stdout
+    for flag in ("--access-log", "--status-path", "--config", "SIGUSR1", "SIGHUP"):
+        assert flag in out, flag
+
+
+# ---- counters ----
+
+def status(port, path="/status"):
+    """The plain counters, read on a connection that closes after it."""
+    r = raw_request(port, f"GET {path} HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n".encode())
+    assert r.status == 200, r
+    assert r.header("Content-Type").startswith("text/plain")
+    values = {}
+    for line in r.body.decode().splitlines():
+        name, value = line.split(" ")
+        values[name] = int(value)
+    return values, len(r.head) + len(r.body)
+
+
+KHTTPD_NAMES = ["accepted", "active", "refused", "requests", "status_1xx",
+                "status_2xx", "status_3xx", "status_4xx", "status_5xx",
+                "bytes_out", "cache_hits", "cache_misses", "cache_evictions",
+                "cache_bytes", "cache_entries", "timeouts", "errors"]
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_counters_move_with_requests(server, site, model):
+    srv = server(model, site, "--status-path", "/status")
+    s0, s0_len = status(srv.port)
+    assert list(s0) == KHTTPD_NAMES  # /proc/net/khttpd's names and order
+    n = 7
+    received = 0
+    with Conn(srv.port) as c:
+        for _ in range(n):
+            c.send(b"GET /a.txt HTTP/1.1\r\nHost: h\r\n\r\n")
+            r = c.read_response()
+            assert r.status == 200 and r.body == b"hello\n"
+            received += len(r.head) + len(r.body)
+        c.send(b"GET /missing HTTP/1.1\r\nHost: h\r\n\r\n")
+        r = c.read_response()
+        assert r.status == 404
+        received += len(r.head) + len(r.body)
+        c.send(b"GET /f0.bin/ HTTP/1.1\r\nHost: h\r\n\r\n")  # a file as a directory
+        r = c.read_response()
+        received += len(r.head) + len(r.body)
+        assert r.status == 404
+    s1, _ = status(srv.port)
+    d = {k: s1[k] - s0[k] for k in s0}
+    assert d["requests"] == n + 2  # the status page itself is not counted
+    assert d["status_2xx"] == n and d["status_4xx"] == 2
+    assert d["status_1xx"] == d["status_3xx"] == d["status_5xx"] == 0
+    assert d["accepted"] == 2  # this connection and the second status read
+    # every byte written: our responses, plus the first status response
+    assert d["bytes_out"] == received + s0_len
+    assert d["cache_hits"] >= n - 1 and d["cache_misses"] >= 1
+    assert s1["cache_entries"] >= 1 and s1["cache_bytes"] > 0
+    assert d["timeouts"] == 0 and d["errors"] == 0 and d["refused"] == 0
+    # two status reads in a row: nothing but accepted and bytes moved
+    s2, _ = status(srv.port)
+    assert s2["requests"] == s1["requests"]
+
+
+def status_over(conn, path):
+    """The plain counters, read over a held keep-alive connection."""
+    conn.send(f"GET {path} HTTP/1.1\r\nHost: h\r\n\r\n".encode())
+    r = conn.read_response()
+    assert r.status == 200, r
+    return {k: int(v) for k, v in (l.split(" ") for l in r.body.decode().splitlines())}
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_active_and_refused(server, site, model):
+    srv = server(model, site, "--status-path", "/st", "--max-conns", "3")
+    held = [Conn(srv.port), Conn(srv.port)]
+    try:
+        for c in held:  # admitted: each answers
+            c.send(b"GET /a.txt HTTP/1.1\r\nHost: h\r\n\r\n")
+            assert c.read_response().status == 200
+        # the readiness probe's connection may take a moment to go
+        wait_for(lambda: status_over(held[0], "/st")["active"] == 2, "active == 2")
+        s0 = status_over(held[0], "/st")
+        held.append(Conn(srv.port))
+        held[2].send(b"GET /a.txt HTTP/1.1\r\nHost: h\r\n\r\n")
+        assert held[2].read_response().status == 200
+        assert status_over(held[0], "/st")["active"] == 3
+        with Conn(srv.port) as fourth:  # beyond --max-conns 3
+            fourth.send(b"GET /a.txt HTTP/1.1\r\nHost: h\r\n\r\n")
+            assert fourth.read_response().status == 503
+        s1 = status_over(held[0], "/st")
+        assert s1["refused"] - s0["refused"] == 1
+        assert s1["accepted"] - s0["accepted"] == 1  # the third, not the fourth
+        assert s1["active"] == 3
+        held.pop().close()
+        wait_for(lambda: status_over(held[0], "/st")["active"] == 2, "active back to 2")
+    finally:
+        for c in held:
+            c.close()
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_timeouts_counted(server, site, model):
+    srv = server(model, site, "--status-path", "/status", "--idle-timeout", "300")
+    s0, _ = status(srv.port)
+    with Conn(srv.port) as idle:
+        assert idle.closed_within(5)  # idle timeout: closed without a word
+    with Conn(srv.port) as slow:
+        slow.send(b"GET /a.txt HTTP/1.1\r\n")  # a head never finished
+        assert slow.read_response().status == 408
+    s1, _ = status(srv.port)
+    assert s1["timeouts"] - s0["timeouts"] == 2
+    assert s1["requests"] - s0["requests"] == 1  # the 408
+    assert s1["status_4xx"] - s0["status_4xx"] == 1
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_cache_evictions_counted(server, site, model):
+    srv = server(model, site, "--status-path", "/status", "--cache-size", "4096")
+    s0, _ = status(srv.port)
+    for i in range(8):
+        assert get(srv.port, f"/f{i}.bin").status == 200
+    s1, _ = status(srv.port)
+    assert s1["cache_misses"] - s0["cache_misses"] == 8
+    assert s1["cache_evictions"] - s0["cache_evictions"] >= 4
+    assert s1["cache_bytes"] <= 4096
+    assert get(srv.port, "/f7.bin").status == 200  # the newest stays
+    s2, _ = status(srv.port)
+    assert s2["cache_hits"] - s1["cache_hits"] == 1
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_accept_errors_counted(server, site, model):
+    """Out of descriptors, accept fails: an error, counted; the clients are
+    served once descriptors are free again."""
+    srv = server(model, site, "--status-path", "/status", nofile=40)
+    with Conn(srv.port) as keep:  # a status connection that holds its fd
+        s0 = status_over(keep, "/status")
+        conns = [Conn(srv.port) for _ in range(60)]
+        try:
+            for c in conns:
+                c.send(b"GET /a.txt HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n")
+            for c in conns:
+                assert c.read_response(timeout=15).status in (200, 500)
+        finally:
+            for c in conns:
+                c.close()
+        s1 = status_over(keep, "/status")
+    assert s1["errors"] > s0["errors"], (s0, s1)
+    assert s1["accepted"] - s0["accepted"] == 60
+    assert s1["requests"] - s0["requests"] == 60
+
+
+PROM_SAMPLE = re.compile(r'^([a-z_]+)(\{class="[1-5]xx"\})? (\d+)$')
+
+
+@pytest.mark.parametrize("model", MODELS)
+@pytest.mark.parametrize("path", ["/_status/metrics", "/_status?format=prometheus",
+                                  "/_status?a=b&format=prometheus"])
+def test_prometheus_exposition(server, site, model, path):
+    srv = server(model, site, "--status-path", "/_status")
+    for _ in range(3):
+        assert get(srv.port, "/a.txt").status == 200
+    assert get(srv.port, "/nope").status == 404
+    r = get(srv.port, path)
+    assert r.status == 200
+    assert r.header("Content-Type") == "text/plain; version=0.0.4; charset=utf-8"
+    helps, types, samples = {}, {}, {}
+    for line in r.body.decode().splitlines():
+        if line.startswith("# HELP "):
+            name, text = line[7:].split(" ", 1)
+            assert text, line
+            helps[name] = text
+        elif line.startswith("# TYPE "):
+            name, kind = line[7:].split(" ")
+            types[name] = kind
+        else:
+            m = PROM_SAMPLE.match(line)
+            assert m, f"not an exposition sample: {line!r}"
+            assert m.group(1) in types, f"{m.group(1)} sampled before its TYPE"
+            samples[m.group(1) + (m.group(2) or "")] = int(m.group(3))
+    assert set(helps) == set(types)
+    for name, kind in types.items():
+        assert name.startswith("ktcp_httpd_")
+        assert kind == ("counter" if name.endswith("_total") else "gauge"), name
+    assert types["ktcp_httpd_active"] == "gauge"
+    assert samples["ktcp_httpd_requests_total"] == 4
+    assert samples['ktcp_httpd_responses_total{class="2xx"}'] == 3
+    assert samples['ktcp_httpd_responses_total{class="4xx"}'] == 1
+    assert samples["ktcp_httpd_active"] >= 1
+    assert samples["ktcp_httpd_accepted_total"] >= 5
+    for n in ("refused", "bytes_out", "cache_hits", "cache_misses",
+              "cache_evictions", "timeouts", "errors"):
+        assert f"ktcp_httpd_{n}_total" in samples, n
+    assert "ktcp_httpd_cache_bytes" in samples and "ktcp_httpd_cache_entries" in samples
+
+
+@pytest.mark.parametrize("model", ["epoll"])
+def test_status_path_is_off_by_default_and_exact(server, site, model):
+    srv = server(model, site)
+    assert get(srv.port, "/status").status == 404
+    srv2 = server(model, site, "--status-path", "/status")
+    assert get(srv2.port, "/status/").status == 404  # exact path only
+    assert get(srv2.port, "/statusx").status == 404
+    assert get(srv2.port, "/status", method="HEAD").status == 200
+    r = raw_request(srv2.port, b"POST /status HTTP/1.1\r\nHost: h\r\nContent-Length: 0\r\n\r\n")
+    assert r.status == 405

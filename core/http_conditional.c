@@ -127,3 +127,40 @@ int http_conditional_status(const char *if_none_match,
         return 304;
     return 200;
 }
+
+size_t http_etag_variant(const char *etag, const char *suffix, char *out)
+{
+    size_t el = strlen(etag), sl = strlen(suffix);
+
+    if (el < 2 || etag[0] != '"' || etag[el - 1] != '"') {
+        memcpy(out, etag, el + 1);
+        return el;
+    }
+    memcpy(out, etag, el - 1);
+    out[el - 1] = '-';
+    memcpy(out + el, suffix, sl);
+    out[el + sl] = '"';
+    out[el + sl + 1] = '\0';
+    return el + sl + 1;
+}
+
+bool http_if_range_holds(const char *field,
+                         size_t field_len,
+                         const char *etag,
+                         size_t etag_len,
+                         int64_t mtime)
+{
+    int64_t t;
+
+    while (field_len && is_ows(field[0])) {
+        field++;
+        field_len--;
+    }
+    while (field_len && is_ows(field[field_len - 1]))
+        field_len--;
+    if (field_len && (field[0] == '"' ||
+                      (field_len >= 2 && field[0] == 'W' && field[1] == '/')))
+        return field_len == etag_len && etag_len >= 2 && etag[0] == '"' &&
+               memcmp(field, etag, etag_len) == 0;
+    return http_date_parse(field, field_len, &t) && t == mtime;
+}

@@ -36,4 +36,20 @@ int http_conditional_status(const char *if_none_match,
                             size_t etag_len,
                             int64_t mtime);
 
+/* The validator of another representation of the same file (the gzip
+ * copy): etag with "-<suffix>" inside the quotes, into
+ * out[HTTP_ETAG_MAX + 1 + 1 + strlen(suffix)]; returns its length. An etag
+ * that is not quoted is copied unchanged. */
+size_t http_etag_variant(const char *etag, const char *suffix, char *out);
+
+/* If-Range (RFC 9110 §13.1.5): does the field name this representation?
+ * An entity-tag matches only strongly (W/ never does), a date only when it
+ * is exactly the Last-Modified time. A false answer means: ignore Range and
+ * send the whole representation. */
+bool http_if_range_holds(const char *field,
+                         size_t field_len,
+                         const char *etag,
+                         size_t etag_len,
+                         int64_t mtime);
+
 #endif /* KTCP_CORE_HTTP_CONDITIONAL_H */

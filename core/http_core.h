@@ -10,6 +10,7 @@
 #include "http_mime.h"
 #include "http_parser.h"
 #include "http_path.h"
+#include "http_plan.h"
 #include "http_range.h"
 #include "http_response.h"
 

@@ -117,9 +117,10 @@ static void khttpd_evict_locked(void)
 static bool khttpd_same_file(const struct khttpd_entry *e,
 			     const struct kstat *st)
 {
-	return e->size == (u64)st->size && e->mtime == st->mtime.tv_sec &&
+	return e->meta.size == (u64)st->size &&
+	       e->meta.mtime == st->mtime.tv_sec &&
 	       e->mtime_nsec == st->mtime.tv_nsec && e->ino == st->ino &&
-	       e->dev == st->dev && e->is_dir == S_ISDIR(st->mode);
+	       e->dev == st->dev && e->meta.is_dir == S_ISDIR(st->mode);
 }
 
 static int khttpd_stat(const char *rel, struct path *path, struct kstat *st)
@@ -157,26 +158,22 @@ static int khttpd_load(const char *rel, size_t len, u32 hash,
 	}
 	refcount_set(&e->refs, 1);
 	e->hash = hash;
-	e->is_dir = S_ISDIR(st.mode);
-	e->size = st.size;
-	e->mtime = st.mtime.tv_sec;
+	http_resource_init(&e->meta, rel, len, S_ISDIR(st.mode), st.size,
+			   st.mtime.tv_sec);
 	e->mtime_nsec = st.mtime.tv_nsec;
 	e->ino = st.ino;
 	e->dev = st.dev;
 	e->path_len = len;
 	memcpy(e->path, rel, len);
-	e->mime = http_mime_for_path(rel, len);
-	http_etag_format(e->size, e->mtime, e->etag);
 	e->checked = e->used = jiffies;
 	e->charge = KHTTPD_ENTRY_OVERHEAD + len;
-	if (!e->is_dir && e->size > 0 && e->size <= KHTTPD_SMALL_FILE_MAX &&
-	    e->size <= khttpd_cache_bytes / 4) {
+	if (http_resource_keep_body(&e->meta, khttpd_cache_bytes)) {
 		struct file *f = dentry_open(&path, O_RDONLY, current_cred());
 
 		if (!IS_ERR(f)) {
-			e->body = kvmalloc(e->size, GFP_KERNEL);
+			e->body = kvmalloc(e->meta.size, GFP_KERNEL);
 			if (e->body &&
-			    khttpd_read_whole(f, e->body, e->size) < 0) {
+			    khttpd_read_whole(f, e->body, e->meta.size) < 0) {
 				kvfree(e->body);
 				e->body =
 					NULL; /* the splice path reports the problem */
@@ -184,7 +181,8 @@ static int khttpd_load(const char *rel, size_t len, u32 hash,
 			fput(f);
 		}
 		if (e->body)
-			e->charge += e->size;
+			e->charge += e->meta.size;
+		e->meta.body_cached = e->body != NULL;
 	}
 	*out = e;
 	err = 0;
@@ -282,7 +280,6 @@ const struct khttpd_gz *khttpd_cache_gzip(struct khttpd_entry *e)
 	struct khttpd_gz *old;
 	char *tmp = NULL;
 	const char *src;
-	size_t el;
 
 	if (gz)
 		return gz;
@@ -304,8 +301,8 @@ const struct khttpd_gz *khttpd_cache_gzip(struct khttpd_entry *e)
 			mutex_unlock(&khttpd_gzip_lock);
 			return NULL;
 		}
-		tmp = kvmalloc(e->size, GFP_KERNEL);
-		if (!tmp || khttpd_read_whole(f, tmp, e->size) < 0) {
+		tmp = kvmalloc(e->meta.size, GFP_KERNEL);
+		if (!tmp || khttpd_read_whole(f, tmp, e->meta.size) < 0) {
 			kvfree(tmp);
 			fput(f);
 			mutex_unlock(&khttpd_gzip_lock);
@@ -314,16 +311,12 @@ const struct khttpd_gz *khttpd_cache_gzip(struct khttpd_entry *e)
 		fput(f);
 		src = tmp;
 	}
-	gz = khttpd_gzip(src, e->size);
+	gz = khttpd_gzip(src, e->meta.size);
 	kvfree(tmp);
 	if (!gz) {
 		mutex_unlock(&khttpd_gzip_lock);
 		return NULL;
 	}
-	/* the gzip variant needs its own strong validator */
-	el = strnlen(e->etag, sizeof(e->etag));
-	scnprintf(gz->etag, sizeof(gz->etag), "%.*s-gz\"",
-		  (int)(el ? el - 1 : 0), e->etag);
 	old = cmpxchg(&e->gz, NULL, gz);
 	mutex_unlock(&khttpd_gzip_lock);
 	if (old) {

@@ -44,12 +44,6 @@
 /* Bytes spliced per piece: big enough to fill a socket buffer, small
  * enough that a worker returns to other connections often. */
 #define KHTTPD_SPLICE_PIECE (256 * 1024)
-/* After an error response: how long and how many reads we keep dropping
- * the client's bytes before closing, so the close sends FIN, not an RST
- * that could destroy the response in flight. As the user-space server. */
-#define KHTTPD_LINGER_MS 1000
-#define KHTTPD_LINGER_READS 64
-
 static struct workqueue_struct *khttpd_wq;
 static struct kmem_cache *khttpd_conn_cache;
 static enum khttpd_mode khttpd_mode;
@@ -135,114 +129,25 @@ static const struct ktcp_sock_callbacks khttpd_callbacks = {
 
 /* ---- the response being sent ---- */
 
-static void khttpd_out_reset(struct khttpd_conn *conn)
-{
-	struct khttpd_out *o = &conn->out;
-
-	if (o->ref)
-		khttpd_cache_put(o->ref);
-	if (o->file)
-		fput(o->file);
-	if (o->listing)
-		khttpd_listing_free(o->listing);
-	memset(o, 0, sizeof(*o));
-}
-
-void khttpd_head_init(struct khttpd_req *r, struct http_response_head *h,
-		      int status)
-{
-	memset(h, 0, sizeof(*h));
-	h->status = status;
-	h->version = 11;
-	h->now_seconds = ktime_get_real_seconds();
-	h->content_length = -1;
-	h->keep_alive = r->keep_alive;
-	r->status = status;
-}
-
-bool khttpd_send_head(struct khttpd_req *r, const struct http_response_head *h)
-{
-	struct khttpd_conn *conn = r->conn;
-	struct http_buf b;
-	int n;
-
-	http_buf_init(&b, conn->hbuf, sizeof(conn->hbuf));
-	n = http_response_build(&b, h);
-	if (n < 0)
-		return false;
-	conn->out.head_off = 0;
-	conn->out.head_len = n;
-	r->status = h->status;
-	khttpd_count_status(h->status);
-	return true;
-}
-
-void khttpd_send_mem(struct khttpd_req *r, const char *mem, size_t len,
-		     struct khttpd_entry *ref)
-{
-	struct khttpd_out *o = &r->conn->out;
-
-	if (r->head || !len) {
-		if (ref)
-			khttpd_cache_put(ref);
-		return;
-	}
-	o->mem = mem;
-	o->mem_off = 0;
-	o->mem_len = len;
-	o->ref = ref;
-}
-
-void khttpd_send_file(struct khttpd_req *r, struct file *f, loff_t pos, u64 len)
-{
-	struct khttpd_out *o = &r->conn->out;
-
-	if (r->head || !len) {
-		fput(f);
-		return;
-	}
-	o->file = f;
-	o->pos = pos;
-	o->file_left = len;
-}
-
-bool khttpd_send_error(struct khttpd_req *r, int status)
-{
-	struct khttpd_conn *conn = r->conn;
-	struct http_response_head h;
-	struct http_buf b;
-
-	http_buf_init(&b, conn->ebuf, sizeof(conn->ebuf));
-	http_buf_append_u64(&b, (uint64_t)status);
-	http_buf_append_char(&b, ' ');
-	http_buf_append_str(&b, http_status_reason(status));
-	http_buf_append_char(&b, '\n');
-	khttpd_head_init(r, &h, status);
-	h.content_type = "text/plain; charset=utf-8";
-	h.content_length = (int64_t)b.len;
-	if (status == 405)
-		h.allow = "GET, HEAD";
-	if (!khttpd_send_head(r, &h))
-		return false;
-	khttpd_send_mem(r, conn->ebuf, b.len, NULL);
-	return h.keep_alive;
-}
-
 void khttpd_refuse(struct socket *sock)
 {
-	static const char resp[] = "HTTP/1.1 503 Service Unavailable\r\n"
-				   "Server: ktcp\r\n"
-				   "Content-Type: text/plain; charset=utf-8\r\n"
-				   "Content-Length: 24\r\n"
-				   "Connection: close\r\n"
-				   "\r\n"
-				   "503 Service Unavailable\n";
-	struct kvec vec = { .iov_base = (void *)resp,
-			    .iov_len = sizeof(resp) - 1 };
+	struct http_plan_input in = { .now = ktime_get_real_seconds() };
 	struct msghdr msg = { .msg_flags = MSG_DONTWAIT | MSG_NOSIGNAL };
+	struct http_plan p;
+	char head[512];
+	struct kvec vec[2];
+	int n;
 
-	/* Best effort: a fresh socket's send buffer is empty. */
-	kernel_sendmsg(sock, &msg, &vec, 1, vec.iov_len);
+	http_plan_no_request(&p, &in, 503);
+	n = http_plan_head(&p, head, sizeof(head));
+	if (n > 0) {
+		vec[0].iov_base = head;
+		vec[0].iov_len = n;
+		vec[1].iov_base = p.text;
+		vec[1].iov_len = p.body_len;
+		/* Best effort: a fresh socket's send buffer is empty. */
+		kernel_sendmsg(sock, &msg, vec, 2, n + p.body_len);
+	}
 	kernel_sock_shutdown(sock, SHUT_WR);
 	sock_release(sock);
 }
@@ -387,87 +292,42 @@ static unsigned long khttpd_idle_jiffies(void)
 /* Answer with a close, outside of any parsed request (parse errors, 408). */
 static void khttpd_send_error_close(struct khttpd_conn *conn, int status)
 {
-	struct khttpd_req r = { .conn = conn };
-
 	khttpd_count(requests, 1);
-	khttpd_send_error(&r, status);
+	khttpd_respond_error(conn, status);
 	conn->close_after = true;
+	conn->linger = true;
 	conn->state = KHTTPD_SEND;
 }
 
 static void khttpd_answer(struct khttpd_conn *conn, size_t head_len)
 {
 	const struct http_request *req = &conn->parser.req;
-	const char *rb = conn->rbuf + conn->rstart;
-	bool has_body = req->body_framing != HTTP_BODY_NONE &&
-			!(req->body_framing == HTTP_BODY_CONTENT_LENGTH &&
-			  req->content_length == 0);
-	struct khttpd_req r = {
-		.conn = conn,
+	struct http_plan_input in = {
 		.req = req,
-		.rb = rb,
-		.head = req->method == HTTP_METHOD_HEAD,
-		.keep_alive = req->keep_alive && !khttpd_stopping(),
+		.buf = conn->rbuf + conn->rstart,
+		.buffered = conn->rlen - conn->rstart,
+		.head_len = head_len,
+		.stopping = khttpd_stopping(),
+		.gzip = khttpd_gzip_enabled,
+		.now = ktime_get_real_seconds(),
 	};
-	u64 after = conn->rlen - conn->rstart - head_len;
-	bool ok;
+	const struct http_plan *p = &conn->plan;
 
 	khttpd_count(requests, 1);
-	/* With Expect: 100-continue the client waits before sending its body;
-     * we never need one, so we answer at once and close (closing is the
-     * only framing-safe end if it sends the body anyway). */
-	if (has_body && req->expect_continue)
-		r.keep_alive = false;
-	/* A whole next request head already here: keep the tail of this
-     * response corked so both leave together. Chunked bodies: unknown,
-     * assume not (as ktcp-httpd). */
-	if (req->body_framing == HTTP_BODY_CONTENT_LENGTH)
-		after -= min(after, req->content_length);
-	conn->out.more =
-		r.keep_alive && after > 0 &&
-		req->body_framing != HTTP_BODY_CHUNKED &&
-		http_head_buffered(conn->rbuf + conn->rlen - after, after);
-
-	if (req->expect_unknown) {
-		r.keep_alive = false;
-		ok = khttpd_send_error(&r, 417);
-	} else if (req->method == HTTP_METHOD_OTHER) {
-		ok = khttpd_send_error(&r, 501);
-	} else if (req->method != HTTP_METHOD_GET &&
-		   req->method != HTTP_METHOD_HEAD) {
-		ok = khttpd_send_error(&r, 405);
-	} else {
-		char *rel = kmalloc(KHTTPD_PATH_MAX, GFP_KERNEL);
-		struct http_path_info info;
-		int pr;
-
-		if (!rel) {
-			ok = khttpd_send_error(&r, 500);
-		} else {
-			pr = http_path_normalize(rb + req->path.off,
-						 req->path.len, rel,
-						 KHTTPD_PATH_MAX, &info);
-			if (pr != HTTP_PATH_OK)
-				ok = khttpd_send_error(
-					&r, http_path_error_status(pr));
-			else
-				ok = khttpd_file_serve(&r, rel, &info);
-			kfree(rel);
-		}
-	}
-
-	if (!ok || !r.keep_alive) {
+	if (!khttpd_respond(conn, &in) || !p->keep_alive) {
 		conn->close_after = true;
+		conn->linger = p->linger;
 	} else {
 		conn->rstart += head_len;
-		if (has_body) {
+		if (p->drain_body) {
 			conn->body_deadline = jiffies + khttpd_idle_jiffies();
 			if (req->body_framing == HTTP_BODY_CONTENT_LENGTH) {
 				conn->body_left = req->content_length;
 			} else {
 				conn->body_chunked = true;
 				http_chunked_init(&conn->chunked,
-						  KHTTPD_MAX_BODY, 4096);
+						  HTTP_SERVER_MAX_BODY,
+						  HTTP_SERVER_MAX_TRAILERS);
 			}
 		}
 	}
@@ -502,7 +362,7 @@ static bool khttpd_make_room(struct khttpd_conn *conn)
 		conn->rstart = 0;
 		return true;
 	}
-	if (conn->rcap >= KHTTPD_REQ_BUF_MAX)
+	if (conn->rcap >= HTTP_SERVER_REQ_BUF_MAX)
 		return false;
 	nb = krealloc(conn->rbuf, conn->rcap * 2, GFP_KERNEL);
 	if (!nb)
@@ -603,14 +463,15 @@ static void khttpd_start_linger(struct khttpd_conn *conn)
 {
 	kernel_sock_shutdown(conn->sock, SHUT_WR);
 	conn->state = KHTTPD_LINGER;
-	conn->linger_deadline = jiffies + msecs_to_jiffies(KHTTPD_LINGER_MS);
+	conn->linger_deadline =
+		jiffies + msecs_to_jiffies(HTTP_SERVER_LINGER_MS);
 	conn->linger_reads = 0;
 }
 
 /* -EAGAIN while the peer still may send; anything else ends it. */
 static int khttpd_linger(struct khttpd_conn *conn)
 {
-	while (conn->linger_reads++ < KHTTPD_LINGER_READS) {
+	while (conn->linger_reads++ < HTTP_SERVER_LINGER_READS) {
 		int n = khttpd_recv(conn, conn->rbuf, conn->rcap);
 
 		if (n <= 0)
@@ -619,16 +480,20 @@ static int khttpd_linger(struct khttpd_conn *conn)
 	return -ESHUTDOWN;
 }
 
-static void khttpd_response_done(struct khttpd_conn *conn)
+/* 0, or -ESHUTDOWN: close now (the plan did not ask to linger). */
+static int khttpd_response_done(struct khttpd_conn *conn)
 {
-	khttpd_out_reset(conn);
+	khttpd_out_reset(&conn->out);
 	conn->last_active = jiffies;
+	if (conn->close_after && !conn->linger)
+		return -ESHUTDOWN;
 	if (conn->close_after)
 		khttpd_start_linger(conn);
 	else if (conn->body_left || conn->body_chunked)
 		conn->state = KHTTPD_DRAIN_BODY;
 	else
 		conn->state = KHTTPD_READ_HEAD;
+	return 0;
 }
 
 static void khttpd_close(struct khttpd_conn *conn)
@@ -707,7 +572,7 @@ static void khttpd_conn_step(struct khttpd_conn *conn)
 			if (err == -EINPROGRESS)
 				continue;
 			if (!err)
-				khttpd_response_done(conn);
+				err = khttpd_response_done(conn);
 			break;
 		case KHTTPD_DRAIN_BODY:
 			err = khttpd_drain_body(conn);
@@ -762,7 +627,7 @@ static void khttpd_conn_free(struct khttpd_conn *conn)
 	if (!conn->thread)
 		cancel_work_sync(&conn->work);
 
-	khttpd_out_reset(conn);
+	khttpd_out_reset(&conn->out);
 	sock_release(conn->sock);
 	kfree(conn->rbuf);
 	kmem_cache_free(khttpd_conn_cache, conn);
@@ -807,18 +672,13 @@ static int khttpd_conn_thread(void *data)
 int khttpd_conn_start(struct socket *sock)
 {
 	struct khttpd_conn *conn;
-	struct http_limits limits = {
-		.max_request_line = HTTP_DEFAULT_MAX_REQUEST_LINE,
-		.max_header_bytes = HTTP_DEFAULT_MAX_HEADER_BYTES,
-		.max_headers = HTTP_DEFAULT_MAX_HEADERS,
-		.max_body = KHTTPD_MAX_BODY,
-	};
+	struct http_limits limits = HTTP_SERVER_LIMITS;
 	int err = -ENOMEM;
 
 	conn = kmem_cache_zalloc(khttpd_conn_cache, GFP_KERNEL);
 	if (!conn)
 		goto out;
-	conn->rcap = KHTTPD_REQ_BUF_INITIAL;
+	conn->rcap = HTTP_SERVER_REQ_BUF_INITIAL;
 	conn->rbuf = kmalloc(conn->rcap, GFP_KERNEL);
 	if (!conn->rbuf)
 		goto out_conn;
@@ -827,7 +687,7 @@ int khttpd_conn_start(struct socket *sock)
 	conn->last_active = jiffies;
 	http_parser_init(&conn->parser, &limits);
 	http_parser_set_header_store(&conn->parser, conn->headers,
-				     KHTTPD_MAX_STORED_HEADERS);
+				     HTTP_SERVER_MAX_STORED_HEADERS);
 	INIT_WORK(&conn->work, khttpd_work_fn);
 	INIT_WORK(&conn->release, khttpd_release_fn);
 	timer_setup(&conn->timer, khttpd_timer_fn, 0);

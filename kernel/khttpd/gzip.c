@@ -64,8 +64,8 @@ struct khttpd_gz *khttpd_gzip(const char *in, size_t len)
 		goto out_ws;
 	memset(gz, 0, sizeof(*gz));
 
-	/* Level 6: zlib's default trade-off, as the user-space server. */
-	if (zlib_deflateInit2(&zs, 6, Z_DEFLATED, -MAX_WBITS, MAX_MEM_LEVEL,
+	if (zlib_deflateInit2(&zs, HTTP_SERVER_GZIP_LEVEL, Z_DEFLATED,
+			      -MAX_WBITS, MAX_MEM_LEVEL,
 			      Z_DEFAULT_STRATEGY) != Z_OK)
 		goto out_gz;
 	memcpy(gz->data, khttpd_gzip_header, GZIP_HEADER_LEN);

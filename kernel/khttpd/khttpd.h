@@ -30,21 +30,21 @@ extern ulong khttpd_cache_bytes;
 extern bool khttpd_gzip_enabled;
 extern struct path khttpd_root; /* the served directory, referenced */
 
-/* Files up to this size keep their body in the cache and leave with one
- * sendmsg; bigger ones are opened per request and spliced from the page
- * cache. The same limit as the user-space server, so both answer alike. */
-#define KHTTPD_SMALL_FILE_MAX (64 * 1024)
-/* gzip copies are made for compressible files up to this size. */
-#define KHTTPD_GZIP_MAX (4 * 1024 * 1024)
-/* Request bodies are read and dropped up to this size, else 413. */
-#define KHTTPD_MAX_BODY (64 * 1024)
-/* The request buffer grows to this; core answers 414/431 before. */
-#define KHTTPD_REQ_BUF_MAX (32 * 1024)
-#define KHTTPD_REQ_BUF_INITIAL 4096
-#define KHTTPD_HEAD_BUF 2048
-#define KHTTPD_MAX_STORED_HEADERS 32
-/* Longest normalised path (NUL included). */
-#define KHTTPD_PATH_MAX 4096
+/*
+ * The layers, lowest first; each file calls only into those before it
+ * (and core/, kernel/common):
+ *   stats.c    per-CPU counters
+ *   root.c     lookups and opens beneath the served root
+ *   gzip.c     one-shot gzip of a whole file
+ *   cache.c    metadata (core's struct http_resource), small bodies, gzip
+ *   listing.c  a directory rendered piece by piece into the output
+ *   respond.c  core's planner run for one request, its plan attached to
+ *              the connection's output
+ *   conn.c     the connection: read, parse, respond, send, drain, linger
+ *   proc.c     /proc/net/khttpd
+ *   main.c     parameters, the accept loop, load and unload
+ * Limits shared with the user-space server are core's (http_plan.h).
+ */
 
 /* ---- counters (stats.c) ---- */
 struct khttpd_stats {
@@ -62,6 +62,12 @@ struct khttpd_stats {
 extern struct khttpd_stats __percpu *khttpd_stats;
 #define khttpd_count(field, n) this_cpu_add(khttpd_stats->field, (n))
 void khttpd_count_status(int status);
+int khttpd_counters_init(void);
+void khttpd_counters_exit(void);
+/* The counters of every CPU added up. */
+void khttpd_stats_sum(struct khttpd_stats *sum);
+
+/* ---- /proc/net/khttpd (proc.c): the counters and their file ---- */
 int khttpd_stats_init(void);
 void khttpd_stats_exit(void);
 
@@ -69,14 +75,14 @@ void khttpd_stats_exit(void);
 struct khttpd_gz {
 	size_t len;
 	bool worthless; /* compressed was not smaller: send identity */
-	char etag[HTTP_ETAG_MAX + 4];
 	char data[];
 };
 
 /*
- * One path's metadata, and its body and gzip copy when small enough.
- * Immutable once published, except gz (set once) and the stamps. Users
- * hold a reference (khttpd_cache_get/put), never a bare RCU pointer.
+ * One path's metadata (what core's planner reads), and its body and gzip
+ * copy when small enough. Immutable once published, except gz (set once)
+ * and the stamps. Users hold a reference (khttpd_cache_get/put), never a
+ * bare RCU pointer.
  */
 struct khttpd_entry {
 	struct hlist_node node; /* in the hash table, under khttpd_cache_lock */
@@ -84,17 +90,13 @@ struct khttpd_entry {
 	refcount_t refs;
 	bool in_table; /* under khttpd_cache_lock */
 	u32 hash;
-	bool is_dir;
-	u64 size;
-	s64 mtime;
+	struct http_resource meta;
 	long mtime_nsec;
 	u64 ino;
 	dev_t dev;
 	unsigned long checked; /* jiffies of the last revalidation */
 	unsigned long used; /* jiffies of the last hit, for eviction */
 	size_t charge; /* bytes counted against cache_bytes */
-	char etag[HTTP_ETAG_MAX + 1];
-	const struct http_mime_type *mime;
 	char *body; /* whole file, or NULL */
 	struct khttpd_gz *gz; /* made on the first gzip request */
 	size_t path_len;
@@ -107,11 +109,13 @@ const struct khttpd_gz *khttpd_cache_gzip(struct khttpd_entry *e);
 void khttpd_cache_exit(void);
 void khttpd_cache_show(struct seq_file *m);
 
-/* ---- files (file.c) ---- */
+/* ---- the served root (root.c) ---- */
 /* Look rel up beneath the root: -EXDEV/-ELOOP when it leads out. */
 int khttpd_lookup_beneath(const char *rel, struct path *out);
 struct file *khttpd_open_beneath(const char *rel);
 int khttpd_read_whole(struct file *f, char *buf, size_t len);
+struct kstat;
+int khttpd_stat_in(const struct path *dir, const char *name, struct kstat *st);
 
 /* ---- gzip (gzip.c) ---- */
 struct khttpd_gz *khttpd_gzip(const char *in, size_t len);
@@ -166,47 +170,32 @@ struct khttpd_conn {
 	bool body_chunked;
 	struct http_chunked_decoder chunked;
 	struct http_parser parser;
-	struct http_header headers[KHTTPD_MAX_STORED_HEADERS];
+	struct http_header headers[HTTP_SERVER_MAX_STORED_HEADERS];
 
 	struct khttpd_out out;
-	char ebuf[64]; /* short error bodies */
-	char hbuf[KHTTPD_HEAD_BUF];
+	struct http_plan plan; /* the response going out (its error text) */
+	bool linger; /* closing: shut the write side and drop input first */
+	char hbuf[HTTP_SERVER_HEAD_BUF];
 };
 
-/* What a request handler needs while answering one request. */
-struct khttpd_req {
-	struct khttpd_conn *conn;
-	const struct http_request *req;
-	const char *rb; /* buffer the request's slices point into */
-	bool head; /* HEAD: same head as GET, no body */
-	bool keep_alive;
-	int status;
-};
-
-void khttpd_head_init(struct khttpd_req *r, struct http_response_head *h,
-		      int status);
-/* Build h into the connection's head buffer; the body is attached after.
- * False if the head could not be built (the connection is then closed). */
-bool khttpd_send_head(struct khttpd_req *r, const struct http_response_head *h);
-/* Attach a body in memory; ref (may be NULL) is a cache reference the
- * connection drops once the bytes are out. */
-void khttpd_send_mem(struct khttpd_req *r, const char *mem, size_t len,
-		     struct khttpd_entry *ref);
-/* Head plus a short text body; false when the connection must close. */
-bool khttpd_send_error(struct khttpd_req *r, int status);
-void khttpd_send_file(struct khttpd_req *r, struct file *f, loff_t pos,
-		      u64 len);
-
-/* file.c: answer a GET/HEAD for a normalised path. */
-bool khttpd_file_serve(struct khttpd_req *r, const char *rel,
-		       const struct http_path_info *info);
-/* listing.c */
-bool khttpd_listing_serve(struct khttpd_req *r, const char *rel,
-			  size_t rel_len);
+/* ---- listing.c ---- */
+/* Open the directory rel for a listing (chunked: HTTP/1.1 framing); an
+ * ERR_PTR on failure. Its first piece is rendered already. */
+struct khttpd_listing *khttpd_listing_open(const char *rel, size_t rel_len,
+					   bool chunked);
 /* Render the next piece of a listing into out.mem; 0, or -errno. Sets
  * out.listing to NULL (and frees it) after the last piece. */
 int khttpd_listing_next(struct khttpd_conn *conn);
 void khttpd_listing_free(struct khttpd_listing *l);
+
+/* ---- respond.c ---- */
+/* Plan the answer to the request in (core's planner) into conn->plan and
+ * attach it to conn->out. False if no head could be built: close. */
+bool khttpd_respond(struct khttpd_conn *conn, const struct http_plan_input *in);
+/* An error for no request (parse error, 408): then close. */
+void khttpd_respond_error(struct khttpd_conn *conn, int status);
+/* Drop what the output still holds (cache reference, file, listing). */
+void khttpd_out_reset(struct khttpd_out *o);
 
 /* conn.c: the connections, their registry and their executor. */
 enum khttpd_mode {

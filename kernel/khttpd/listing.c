@@ -4,12 +4,12 @@
  *
  * iterate_dir() with a dir_context actor collects a batch of names (the
  * actor cannot stat them: the directory's lock is held); the names are
- * then looked up one by one and core renders their rows into a 16 KiB
- * buffer. Each full buffer leaves as one chunk (HTTP/1.1) or as raw bytes
- * before a close (HTTP/1.0 has no chunked coding) — the same pieces as the
- * user-space server. A piece is rendered only once the previous one is
- * out, so memory stays flat however large the directory and a slow client
- * holds no worker.
+ * then looked up one by one and core renders their rows into a buffer of
+ * HTTP_SERVER_LISTING_BUF bytes. Each full buffer leaves as one chunk
+ * (HTTP/1.1) or as raw bytes before a close (HTTP/1.0 has no chunked
+ * coding), as the plan's head says. A piece is rendered only once the
+ * previous one is out, so memory stays flat however large the directory
+ * and a slow client holds no worker.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -22,11 +22,7 @@
 
 #include "khttpd.h"
 
-#define KHTTPD_LISTING_BUF 16384
 #define KHTTPD_NAMES_BUF 8192
-
-int vfs_path_lookup(struct dentry *dentry, struct vfsmount *mnt,
-		    const char *name, unsigned int flags, struct path *path);
 
 struct khttpd_name {
 	u16 len;
@@ -78,30 +74,6 @@ static bool khttpd_listing_actor(struct dir_context *ctx, const char *name,
 	n->name[namelen] = '\0';
 	l->names_len += need;
 	return true;
-}
-
-/* As the user-space server: stat following symlinks, else the link. */
-static int khttpd_listing_stat(struct khttpd_listing *l, const char *name,
-			       struct kstat *st)
-{
-	const struct path *dir = &l->dir->f_path;
-	unsigned int flags[] = { LOOKUP_FOLLOW, 0 };
-	int i, err = -ENOENT;
-
-	for (i = 0; i < ARRAY_SIZE(flags); i++) {
-		struct path p;
-
-		err = vfs_path_lookup(dir->dentry, dir->mnt, name, flags[i],
-				      &p);
-		if (err < 0)
-			continue;
-		err = vfs_getattr(&p, st, STATX_BASIC_STATS,
-				  AT_STATX_SYNC_AS_STAT);
-		path_put(&p);
-		if (!err)
-			return 0;
-	}
-	return err;
 }
 
 /* Queue the buffer as the next piece of the body. */
@@ -156,7 +128,8 @@ int khttpd_listing_next(struct khttpd_conn *conn)
 			size_t size = ALIGN(sizeof(*n) + n->len + 1, 2);
 			struct kstat st;
 
-			if (khttpd_listing_stat(l, n->name, &st) == 0 &&
+			if (khttpd_stat_in(&l->dir->f_path, n->name, &st) ==
+				    0 &&
 			    http_listing_entry(&l->b, n->name, n->len,
 					       S_ISDIR(st.mode), st.size,
 					       st.mtime.tv_sec) < 0) {
@@ -185,67 +158,45 @@ int khttpd_listing_next(struct khttpd_conn *conn)
 	}
 }
 
-static int khttpd_listing_status(int err)
-{
-	return err == -ENOENT ? 404 : 403;
-}
-
-bool khttpd_listing_serve(struct khttpd_req *r, const char *rel, size_t rel_len)
+struct khttpd_listing *khttpd_listing_open(const char *rel, size_t rel_len,
+					   bool chunked)
 {
 	struct khttpd_listing *l;
-	struct http_response_head h;
 	struct path path;
 	struct file *dir;
 	int err;
 
 	err = khttpd_lookup_beneath(rel, &path);
 	if (err < 0)
-		return khttpd_send_error(r, khttpd_listing_status(err));
+		return ERR_PTR(err);
 	if (!d_is_dir(path.dentry)) {
 		path_put(&path);
-		return khttpd_send_error(r, 403);
+		return ERR_PTR(-ENOTDIR);
 	}
 	dir = dentry_open(&path, O_RDONLY | O_DIRECTORY, current_cred());
 	path_put(&path);
 	if (IS_ERR(dir))
-		return khttpd_send_error(r,
-					 khttpd_listing_status(PTR_ERR(dir)));
+		return ERR_CAST(dir);
 
 	l = kzalloc(sizeof(*l), GFP_KERNEL);
-	if (!l)
-		goto out_dir;
+	if (!l) {
+		fput(dir);
+		return ERR_PTR(-ENOMEM);
+	}
 	l->dir = dir;
 	l->ctx.actor = khttpd_listing_actor;
-	l->chunked = r->req->version >= HTTP_VERSION_1_1;
+	l->chunked = chunked;
 	l->names = kmalloc(KHTTPD_NAMES_BUF, GFP_KERNEL);
-	l->mem = kmalloc(HTTP_CHUNK_HEADER_MAX + KHTTPD_LISTING_BUF +
+	l->mem = kmalloc(HTTP_CHUNK_HEADER_MAX + HTTP_SERVER_LISTING_BUF +
 				 KHTTPD_LISTING_TAIL,
 			 GFP_KERNEL);
 	if (!l->names || !l->mem) {
 		khttpd_listing_free(l);
-		return khttpd_send_error(r, 500);
+		return ERR_PTR(-ENOMEM);
 	}
 	http_buf_init(&l->b, l->mem + HTTP_CHUNK_HEADER_MAX,
-		      KHTTPD_LISTING_BUF);
-
-	if (!l->chunked)
-		r->keep_alive = false; /* the close ends the body */
-	khttpd_head_init(r, &h, 200);
-	h.content_type = "text/html; charset=utf-8";
-	h.chunked = l->chunked;
-	if (!khttpd_send_head(r, &h)) {
-		khttpd_listing_free(l);
-		return false;
-	}
-	/* HEAD: the head alone; begin always fits an empty buffer. */
-	if (r->head || http_listing_begin(&l->b, rel, rel_len) < 0) {
-		khttpd_listing_free(l);
-		return r->head;
-	}
-	r->conn->out.listing = l;
-	return true;
-
-out_dir:
-	fput(dir);
-	return khttpd_send_error(r, 500);
+		      HTTP_SERVER_LISTING_BUF);
+	/* begin always fits an empty buffer */
+	http_listing_begin(&l->b, rel, rel_len);
+	return l;
 }

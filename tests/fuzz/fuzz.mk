@@ -3,7 +3,7 @@
 # runs each for FUZZ_SECONDS; make check replays tests/fuzz/corpus/<target>/
 # through a plain gcc driver (no libFuzzer needed).
 
-FUZZ_TARGETS  := http_parser http_path
+FUZZ_TARGETS  := http_parser http_path http_plan
 FUZZ_CC       ?= clang
 FUZZ_FLAGS    := -g -O1 -std=gnu11 -Wall -Wextra -Werror -Icore \
 	-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined

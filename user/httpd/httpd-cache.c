@@ -169,10 +169,10 @@ static int read_all(int fd, char *buf, size_t len)
 
 static bool same_file(const struct httpd_file *f, const struct stat *st)
 {
-    return f->size == (uint64_t) st->st_size &&
-           f->mtime == st->st_mtim.tv_sec &&
+    return f->meta.size == (uint64_t) st->st_size &&
+           f->meta.mtime == st->st_mtim.tv_sec &&
            f->mtime_nsec == st->st_mtim.tv_nsec && f->ino == st->st_ino &&
-           f->dev == st->st_dev && f->is_dir == !!S_ISDIR(st->st_mode);
+           f->dev == st->st_dev && f->meta.is_dir == !!S_ISDIR(st->st_mode);
 }
 
 /* Build an entry from the file system; refs = 1 (the caller's). */
@@ -201,28 +201,25 @@ static int load(const char *rel,
     }
     atomic_init(&f->refs, 1);
     f->hash = hash;
-    f->is_dir = S_ISDIR(st.st_mode);
-    f->size = (uint64_t) st.st_size;
-    f->mtime = st.st_mtim.tv_sec;
+    http_resource_init(&f->meta, rel, len, S_ISDIR(st.st_mode),
+                       (uint64_t) st.st_size, st.st_mtim.tv_sec);
     f->mtime_nsec = st.st_mtim.tv_nsec;
     f->ino = st.st_ino;
     f->dev = st.st_dev;
     f->path_len = len;
     memcpy(f->path, rel, len);
-    f->mime = http_mime_for_path(rel, len);
-    http_etag_format(f->size, f->mtime, f->etag);
     atomic_init(&f->checked_ms, rt_now_ms());
     atomic_init(&f->used_ms, rt_now_ms());
     atomic_init(&f->charge, ENTRY_OVERHEAD + len);
-    if (!f->is_dir && f->size > 0 && f->size <= HTTPD_SMALL_FILE_MAX &&
-        f->size <= httpd_cfg.cache_size / 4) {
-        f->body = malloc(f->size);
-        if (f->body && read_all(fd, f->body, f->size) < 0) {
+    if (http_resource_keep_body(&f->meta, httpd_cfg.cache_size)) {
+        f->body = malloc(f->meta.size);
+        if (f->body && read_all(fd, f->body, f->meta.size) < 0) {
             free(f->body);
             f->body = NULL; /* sendfile will report the problem */
         }
         if (f->body)
-            atomic_fetch_add(&f->charge, f->size);
+            atomic_fetch_add(&f->charge, f->meta.size);
+        f->meta.body_cached = f->body != NULL;
     }
     close(fd);
     *out = f;
@@ -336,8 +333,8 @@ const struct httpd_gz *httpd_cache_gzip(struct httpd_file *f)
         int fd = httpd_open_beneath(f->path, O_RDONLY | O_NONBLOCK);
         if (fd < 0)
             return NULL;
-        tmp = malloc(f->size);
-        if (!tmp || read_all(fd, tmp, f->size) < 0) {
+        tmp = malloc(f->meta.size);
+        if (!tmp || read_all(fd, tmp, f->meta.size) < 0) {
             free(tmp);
             close(fd);
             return NULL;
@@ -345,15 +342,10 @@ const struct httpd_gz *httpd_cache_gzip(struct httpd_file *f)
         close(fd);
         src = tmp;
     }
-    gz = httpd_gzip(src, f->size);
+    gz = httpd_gzip(src, f->meta.size);
     free(tmp);
     if (!gz)
         return NULL;
-    /* the gzip variant needs its own strong validator. WORKAROUND (core's
-     * http_etag_format has no variant suffix): "<etag>-gz" */
-    size_t el = strlen(f->etag);
-    memcpy(gz->etag, f->etag, el - 1);
-    memcpy(gz->etag + el - 1, "-gz\"", 5);
     struct httpd_gz *expected = NULL;
     if (!atomic_compare_exchange_strong(&f->gz, &expected, gz)) {
         free(gz); /* someone else compressed it first */

@@ -11,19 +11,15 @@
 
 #include "httpd.h"
 
-#define REQ_BUF_INITIAL 4096
-#define HEAD_BUF_SIZE 2048
-#define MAX_STORED_HEADERS 32
-
 struct httpd_config httpd_cfg = {.root_fd = -1, .access_log_fd = -1};
 
 struct conn {
     struct rt_conn *c;
     char *buf;
     size_t start, len, cap; /* current request at buf[start..len) */
-    char hbuf[HEAD_BUF_SIZE];
+    char hbuf[HTTP_SERVER_HEAD_BUF];
     struct http_parser parser;
-    struct http_header headers[MAX_STORED_HEADERS];
+    struct http_header headers[HTTP_SERVER_MAX_STORED_HEADERS];
 };
 
 static uint64_t deadline_in(int ms)
@@ -31,69 +27,16 @@ static uint64_t deadline_in(int ms)
     return rt_now_ms() + (uint64_t) ms;
 }
 
-void httpd_head_init(struct httpd_req *r,
-                     struct http_response_head *h,
-                     int status)
-{
-    memset(h, 0, sizeof(*h));
-    h->status = status;
-    h->version = 11;
-    h->date = httpd_date_now(rt_worker_self(), &h->now_seconds);
-    h->content_length = -1;
-    h->keep_alive = r->keep_alive;
-    r->status = status;
-}
-
-bool httpd_send_head(struct httpd_req *r,
-                     const struct http_response_head *h,
-                     const void *body,
-                     size_t body_len)
-{
-    struct http_buf b;
-    http_buf_init(&b, r->hbuf, r->hcap);
-    int n = http_response_build(&b, h);
-    if (n < 0)
-        return false;
-    struct iovec iov[2] = {
-        {.iov_base = r->hbuf, .iov_len = (size_t) n},
-        {.iov_base = (void *) body, .iov_len = body_len},
-    };
-    int cnt = (body && body_len && !r->head) ? 2 : 1;
-    ssize_t s = rt_sendv(r->c, iov, cnt, r->more_pending || r->cork,
-                         httpd_cfg.idle_timeout_ms);
-    if (s < 0)
-        return false;
-    if (cnt == 2)
-        r->sent += body_len;
-    return true;
-}
-
-bool httpd_send_error(struct httpd_req *r, int status)
-{
-    struct http_response_head h;
-    char body[64];
-    const char *reason = http_status_reason(status);
-    struct http_buf b;
-
-    http_buf_init(&b, body, sizeof(body));
-    http_buf_append_u64(&b, (uint64_t) status);
-    http_buf_append_char(&b, ' ');
-    http_buf_append_str(&b, reason);
-    http_buf_append_char(&b, '\n');
-    httpd_head_init(r, &h, status);
-    h.content_type = "text/plain; charset=utf-8";
-    h.content_length = (int64_t) b.len;
-    if (status == 405)
-        h.allow = "GET, HEAD";
-    return httpd_send_head(r, &h, body, b.len) && h.keep_alive;
-}
-
 /* Answer with a close, outside of any parsed request (parse errors, 408). */
 static void send_error_close(struct conn *cs, int status)
 {
     struct httpd_req r = {
         .c = cs->c, .hbuf = cs->hbuf, .hcap = sizeof(cs->hbuf)};
-    httpd_send_error(&r, status);
+    struct http_plan_input in = {0};
+    struct http_plan p;
+    in.date = httpd_date_now(rt_worker_self(), &in.now);
+    http_plan_no_request(&p, &in, status);
+    httpd_send_head(&r, &p, p.text, p.body_len, false);
     httpd_log_request(&r);
 }
 
@@ -102,22 +45,13 @@ void httpd_conn_refuse(int fd)
     /* Called from accept paths, outside any worker's request handling: no
      * cached Date here, core formats the current second itself. */
     char head[512];
-    static const char body[] = "503 Service Unavailable\n";
-    struct http_buf b;
-    struct http_response_head h = {
-        .status = 503,
-        .version = 11,
-        .now_seconds = (int64_t) time(NULL),
-        .content_type = "text/plain; charset=utf-8",
-        .content_length = sizeof(body) - 1,
-        .keep_alive = false,
-    };
-    http_buf_init(&b, head, sizeof(head));
-    int n = http_response_build(&b, &h);
+    struct http_plan_input in = {.now = (int64_t) time(NULL)};
+    struct http_plan p;
+    http_plan_no_request(&p, &in, 503);
+    int n = http_plan_head(&p, head, sizeof(head));
     if (n < 0)
         return;
-    struct iovec iov[2] = {{head, (size_t) n},
-                           {(void *) body, sizeof(body) - 1}};
+    struct iovec iov[2] = {{head, (size_t) n}, {p.text, p.body_len}};
     struct msghdr m = {.msg_iov = iov, .msg_iovlen = 2};
     /* best effort: a fresh socket's send buffer is empty */
     if (sendmsg(fd, &m, MSG_NOSIGNAL | MSG_DONTWAIT) > 0)
@@ -136,7 +70,7 @@ static bool buf_make_room(struct conn *cs)
         cs->start = 0;
         return true;
     }
-    if (cs->cap >= HTTPD_REQ_BUF_MAX)
+    if (cs->cap >= HTTP_SERVER_REQ_BUF_MAX)
         return false;
     char *nb = realloc(cs->buf, cs->cap * 2);
     if (!nb)
@@ -172,7 +106,7 @@ static bool drain_body(struct conn *cs, const struct http_request *req)
     if (req->body_framing != HTTP_BODY_CHUNKED)
         return true;
     struct http_chunked_decoder d;
-    http_chunked_init(&d, HTTPD_MAX_BODY, 4096);
+    http_chunked_init(&d, HTTP_SERVER_MAX_BODY, HTTP_SERVER_MAX_TRAILERS);
     for (;;) {
         while (cs->start < cs->len) {
             size_t used, off, dlen;
@@ -199,8 +133,8 @@ static bool drain_body(struct conn *cs, const struct http_request *req)
 static void lingering_close(struct conn *cs)
 {
     shutdown(cs->c->fd, SHUT_WR);
-    uint64_t dl = deadline_in(1000);
-    for (int i = 0; i < 64; i++) {
+    uint64_t dl = deadline_in(HTTP_SERVER_LINGER_MS);
+    for (int i = 0; i < HTTP_SERVER_LINGER_READS; i++) {
         ssize_t n = rt_read(cs->c, cs->buf, cs->cap, dl, true);
         if (n <= 0)
             return;
@@ -211,67 +145,34 @@ static void lingering_close(struct conn *cs)
 static bool answer(struct conn *cs, size_t head_len, bool *linger)
 {
     const struct http_request *req = &cs->parser.req;
-    const char *rb = cs->buf + cs->start;
-    bool has_body = req->body_framing != HTTP_BODY_NONE &&
-                    !(req->body_framing == HTTP_BODY_CONTENT_LENGTH &&
-                      req->content_length == 0);
     struct httpd_req r = {
         .c = cs->c,
         .req = req,
-        .rb = rb,
-        .head = req->method == HTTP_METHOD_HEAD,
-        .keep_alive = req->keep_alive && !rt_stopping(),
+        .rb = cs->buf + cs->start,
         .hbuf = cs->hbuf,
         .hcap = sizeof(cs->hbuf),
     };
-    /* With Expect: 100-continue the client waits before sending its body;
-     * we never need a body, so we answer at once and close instead of
-     * reading one (the client may also send it anyway: closing is the only
-     * framing-safe end). */
-    if (has_body && req->expect_continue)
-        r.keep_alive = false;
-    /* Another whole request head already buffered behind this one (and its
-     * body)? Then the response may wait in the socket for the next
-     * (MSG_MORE); otherwise it must leave now. Chunked bodies: unknown,
-     * assume not. */
-    uint64_t after = head_len;
-    if (req->body_framing == HTTP_BODY_CONTENT_LENGTH)
-        after += req->content_length;
-    r.more_pending = r.keep_alive && req->body_framing != HTTP_BODY_CHUNKED &&
-                     cs->len - cs->start > after &&
-                     http_head_buffered(cs->buf + cs->start + after,
-                                        cs->len - cs->start - after);
+    struct http_plan_input in = {
+        .req = req,
+        .buf = r.rb,
+        .buffered = cs->len - cs->start,
+        .head_len = head_len,
+        .stopping = rt_stopping(),
+        .gzip = httpd_cfg.gzip,
+    };
+    struct http_plan p;
 
-    bool ok;
-    if (req->expect_unknown) {
-        r.keep_alive = false;
-        ok = httpd_send_error(&r, 417);
-    } else if (req->method == HTTP_METHOD_OTHER) {
-        ok = httpd_send_error(&r, 501);
-    } else if (req->method != HTTP_METHOD_GET &&
-               req->method != HTTP_METHOD_HEAD) {
-        ok = httpd_send_error(&r, 405);
-    } else if (httpd_status_wanted(&r)) {
-        ok = httpd_status_serve(&r); /* --status-path: the counters */
-    } else {
-        char rel[4096];
-        struct http_path_info info;
-        int pr = http_path_normalize(rb + req->path.off, req->path.len, rel,
-                                     sizeof(rel), &info);
-        if (pr != HTTP_PATH_OK)
-            ok = httpd_send_error(&r, http_path_error_status(pr));
-        else
-            ok = httpd_file_serve(&r, rel, &info);
-    }
+    in.date = httpd_date_now(rt_worker_self(), &in.now);
+    bool ok = httpd_respond(&r, &in, &p);
     httpd_log_request(&r);
     if (!ok)
         return false;
-    if (!r.keep_alive) {
-        *linger = has_body || r.status >= 400;
+    if (!p.keep_alive) {
+        *linger = p.linger;
         return false;
     }
     cs->start += head_len;
-    if (has_body)
+    if (p.drain_body)
         return drain_body(cs, req);
     return true;
 }
@@ -284,20 +185,16 @@ enum rt_verdict httpd_conn_serve(struct rt_conn *c)
         return RT_CLOSE;
     cs->c = c;
     cs->start = cs->len = 0;
-    cs->cap = REQ_BUF_INITIAL;
+    cs->cap = HTTP_SERVER_REQ_BUF_INITIAL;
     cs->buf = malloc(cs->cap);
     if (!cs->buf) {
         free(cs);
         return RT_CLOSE;
     }
-    struct http_limits limits = {
-        .max_request_line = HTTP_DEFAULT_MAX_REQUEST_LINE,
-        .max_header_bytes = HTTP_DEFAULT_MAX_HEADER_BYTES,
-        .max_headers = HTTP_DEFAULT_MAX_HEADERS,
-        .max_body = HTTPD_MAX_BODY,
-    };
+    struct http_limits limits = HTTP_SERVER_LIMITS;
     http_parser_init(&cs->parser, &limits);
-    http_parser_set_header_store(&cs->parser, cs->headers, MAX_STORED_HEADERS);
+    http_parser_set_header_store(&cs->parser, cs->headers,
+                                 HTTP_SERVER_MAX_STORED_HEADERS);
 
     for (;;) {
         /* 0. between requests: if nothing has come, the connection is

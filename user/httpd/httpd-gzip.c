@@ -10,9 +10,9 @@ struct httpd_gz *httpd_gzip(const char *in, size_t len)
 {
     z_stream zs;
     memset(&zs, 0, sizeof(zs));
-    /* windowBits 15 + 16: gzip wrapper; level 6, zlib's default trade-off */
-    if (deflateInit2(&zs, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) !=
-        Z_OK)
+    /* windowBits 15 + 16: the gzip wrapper */
+    if (deflateInit2(&zs, HTTP_SERVER_GZIP_LEVEL, Z_DEFLATED, 15 + 16, 8,
+                     Z_DEFAULT_STRATEGY) != Z_OK)
         return NULL;
     size_t bound = deflateBound(&zs, len);
     struct httpd_gz *gz = malloc(sizeof(*gz) + bound);

@@ -1,9 +1,9 @@
 /* httpd-listing.c — a directory listing streamed as it is read: core
- * renders rows into a 16 KiB buffer, each full buffer leaves as one chunk
- * (HTTP/1.1) or as raw bytes before a close (HTTP/1.0, which has no
- * chunked coding). Memory stays flat however large the directory. */
+ * renders rows into a buffer of HTTP_SERVER_LISTING_BUF bytes, each full
+ * buffer leaves as one chunk (HTTP/1.1) or as raw bytes before a close
+ * (HTTP/1.0, which has no chunked coding; the plan says which). Memory
+ * stays flat however large the directory. */
 #include <dirent.h>
-#include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,8 +11,6 @@
 #include <unistd.h>
 
 #include "httpd.h"
-
-#define LISTING_BUF 16384
 
 struct listing {
     struct httpd_req *r;
@@ -25,21 +23,20 @@ static bool flush(struct listing *l)
 {
     if (!l->b.len)
         return true;
-    struct iovec iov[2];
-    int cnt = 1;
+    struct iovec iov;
     if (l->chunked) {
         char hdr[HTTP_CHUNK_HEADER_MAX];
         size_t hl = http_chunk_header(hdr, l->b.len);
         char *start = l->b.data - hl;
         memcpy(start, hdr, hl);
         memcpy(l->b.data + l->b.len, HTTP_CHUNK_END, 2);
-        iov[0].iov_base = start;
-        iov[0].iov_len = hl + l->b.len + 2;
+        iov.iov_base = start;
+        iov.iov_len = hl + l->b.len + 2;
     } else {
-        iov[0].iov_base = l->b.data;
-        iov[0].iov_len = l->b.len;
+        iov.iov_base = l->b.data;
+        iov.iov_len = l->b.len;
     }
-    ssize_t n = rt_sendv(l->r->c, iov, cnt, true, httpd_cfg.idle_timeout_ms);
+    ssize_t n = rt_sendv(l->r->c, &iov, 1, true, httpd_cfg.idle_timeout_ms);
     if (n < 0)
         return false;
     l->r->sent += (uint64_t) n;
@@ -57,38 +54,18 @@ static bool flush(struct listing *l)
         _ok;                               \
     })
 
-bool httpd_listing_serve(struct httpd_req *r, const char *rel, size_t rel_len)
+bool httpd_listing_send(struct httpd_req *r, const struct http_plan *p, DIR *d)
 {
-    int dfd = httpd_open_beneath(rel, O_RDONLY | O_DIRECTORY);
-    if (dfd < 0)
-        return httpd_send_error(r, dfd == -ENOENT ? 404 : 403);
-    DIR *d = fdopendir(dfd);
-    if (!d) {
-        close(dfd);
-        return httpd_send_error(r, 500);
-    }
-
-    struct listing l = {.r = r, .chunked = r->req->version >= HTTP_VERSION_1_1};
-    struct http_response_head h;
-    if (!l.chunked)
-        r->keep_alive = false; /* the close ends the body */
-    httpd_head_init(r, &h, 200);
-    h.content_type = "text/html; charset=utf-8";
-    h.chunked = l.chunked;
-    r->cork = !r->head;
-    bool ok = httpd_send_head(r, &h, NULL, 0);
-    r->cork = false;
-    if (!ok || r->head)
-        goto out;
-
-    l.mem = malloc(HTTP_CHUNK_HEADER_MAX + LISTING_BUF + 2);
+    int dfd = dirfd(d);
+    struct listing l = {.r = r, .chunked = p->head.chunked};
+    l.mem = malloc(HTTP_CHUNK_HEADER_MAX + HTTP_SERVER_LISTING_BUF + 2);
     if (!l.mem) {
-        ok = false;
-        goto out;
+        closedir(d);
+        return false;
     }
-    http_buf_init(&l.b, l.mem + HTTP_CHUNK_HEADER_MAX, LISTING_BUF);
+    http_buf_init(&l.b, l.mem + HTTP_CHUNK_HEADER_MAX, HTTP_SERVER_LISTING_BUF);
 
-    ok = RENDER(&l, http_listing_begin(&l.b, rel, rel_len));
+    bool ok = RENDER(&l, http_listing_begin(&l.b, p->path, p->path_len));
     struct dirent *de;
     while (ok && (de = readdir(d))) {
         const char *name = de->d_name;
@@ -107,11 +84,9 @@ bool httpd_listing_serve(struct httpd_req *r, const char *rel, size_t rel_len)
     if (ok && l.chunked) {
         struct iovec iov = {.iov_base = HTTP_LAST_CHUNK,
                             .iov_len = sizeof(HTTP_LAST_CHUNK) - 1};
-        ok = rt_sendv(r->c, &iov, 1, r->more_pending,
-                      httpd_cfg.idle_timeout_ms) > 0;
+        ok = rt_sendv(r->c, &iov, 1, p->more, httpd_cfg.idle_timeout_ms) > 0;
     }
     free(l.mem);
-out:
     closedir(d);
     return ok;
 }

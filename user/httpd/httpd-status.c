@@ -180,22 +180,23 @@ static void build_body(struct http_buf *b, enum status_format fmt)
                c[RT_C_ERRORS]);
 }
 
-bool httpd_status_serve(struct httpd_req *r)
+bool httpd_status_serve(struct httpd_req *r, struct http_plan *p)
 {
     enum status_format fmt = (enum status_format)(status_match(r) - 1);
     char body[STATUS_BODY_MAX];
     struct http_buf b;
-    struct http_response_head h;
 
     r->uncounted = true;
     http_buf_init(&b, body, sizeof(body));
     build_body(&b, fmt);
-    if (b.overflow)
-        return httpd_send_error(r, 500);
-    httpd_head_init(r, &h, 200);
-    h.content_type = fmt == STATUS_PROMETHEUS
-                         ? "text/plain; version=0.0.4; charset=utf-8"
-                         : "text/plain; charset=utf-8";
-    h.content_length = (int64_t) b.len;
-    return httpd_send_head(r, &h, body, b.len);
+    if (b.overflow) {
+        http_plan_error(p, 500);
+        return httpd_send_head(r, p, p->text, p->body_len, p->more);
+    }
+    http_plan_engine_body(p,
+                          fmt == STATUS_PROMETHEUS
+                              ? "text/plain; version=0.0.4; charset=utf-8"
+                              : "text/plain; charset=utf-8",
+                          b.len);
+    return httpd_send_head(r, p, body, b.len, p->more);
 }

@@ -1,11 +1,13 @@
 /* httpd.h — the HTTP layer of ktcp-httpd: configuration, the connection
- * handler, file serving, the content cache, gzip and the access log. All
- * protocol work (parsing, paths, dates, validators, ranges, negotiation,
- * MIME, listings, response heads) is done by core/; this layer only moves
- * bytes and files. */
+ * handler, the content cache, gzip, listings and the access log. All
+ * protocol work (parsing, paths, every decision about a response, dates,
+ * validators, ranges, negotiation, MIME, listing rows, response heads) is
+ * done by core/ — its planner (http_plan.h) says what to answer; this
+ * layer fetches metadata, moves bytes and files, and keeps connections. */
 #ifndef KTCP_HTTPD_H
 #define KTCP_HTTPD_H
 
+#include <dirent.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -17,21 +19,9 @@
 #include "http_core.h"
 #include "rt.h"
 
-/* Files up to this size keep their body in the cache and leave with one
- * writev; bigger ones are opened per request and sent with sendfile. */
-#define HTTPD_SMALL_FILE_MAX (64 * 1024)
-/* gzip copies are made for compressible files up to this size (bigger ones
- * go out as identity: compressing them would stall a worker too long). */
-#define HTTPD_GZIP_MAX (4 * 1024 * 1024)
 /* A cached entry is checked against the file system (stat) at most once
  * per this many milliseconds. */
 #define HTTPD_REVALIDATE_MS 1000
-/* Request bodies (GET with a body...) are read and discarded up to this
- * size; bigger ones are refused with 413. */
-#define HTTPD_MAX_BODY (64 * 1024)
-/* Request buffer grows to this; core's limits (8 KiB request line, 16 KiB
- * of header fields) answer 414/431 before it is full. */
-#define HTTPD_REQ_BUF_MAX (32 * 1024)
 
 /* Settings, written by main() before the runtime starts and read-only
  * after, except the atomics, which a reload (SIGHUP) may change while
@@ -47,75 +37,70 @@ struct httpd_config {
 };
 extern struct httpd_config httpd_cfg;
 
-/* ---- connection (httpd-conn.c) ---- */
-enum rt_verdict httpd_conn_serve(struct rt_conn *c);
-void httpd_conn_refuse(int fd);
+/* The layers, lowest first; each file calls only into the ones above it
+ * in this list (and core/, rt):
+ *   root      httpd-root.c     files beneath --root
+ *   output    httpd-send.c     a planned head and a body in memory
+ *   cache     httpd-cache.c    metadata, small bodies, gzip copies
+ *             httpd-gzip.c
+ *   listing   httpd-listing.c  a directory streamed as its body
+ *   log       httpd-log.c      Date, counters, access log
+ *   status    httpd-status.c   the counters as a page (--status-path)
+ *   respond   httpd-respond.c  core's planner run for one request, its
+ *                              plan carried out
+ *   conn      httpd-conn.c     read, parse, answer, drain, linger, close */
 
-/* What a request handler needs while answering one request. */
+/* ---- root (httpd-root.c) ---- */
+/* openat2(root, rel, RESOLVE_BENEATH): -EXDEV/-ELOOP if it leads out. */
+int httpd_open_beneath(const char *rel, int flags);
+
+/* ---- output (httpd-send.c) ---- */
+
+/* One response on a connection, for the output and the access log. */
 struct httpd_req {
     struct rt_conn *c;
-    const struct http_request *req;
-    const char *rb; /* buffer the request's slices point into */
-    bool head;      /* HEAD: same head as GET, no body */
-    bool keep_alive;
-    bool more_pending; /* pipelined bytes follow: send with MSG_MORE */
-    bool cork;         /* the caller sends a body after the head */
-    int status;        /* for the access log */
-    uint64_t sent;     /* body bytes, for the access log */
-    bool uncounted;    /* the status page: kept out of the counters */
-    char *hbuf;        /* response head buffer */
+    const struct http_request *req; /* NULL: no request was parsed */
+    const char *rb;                 /* buffer the request's slices point into */
+    int status;                     /* for the access log */
+    uint64_t sent;                  /* body bytes, for the access log */
+    bool uncounted;                 /* the status page: not counted */
+    char *hbuf;                     /* response head buffer */
     size_t hcap;
 };
 
-/* Fill the common fields of a head (date, server, keep-alive). */
-void httpd_head_init(struct httpd_req *r,
-                     struct http_response_head *h,
-                     int status);
-/* Build h and send it, with body[0..body_len) (may be NULL). Returns false
+/* Build p's head and send it, with body[0..body_len) unless p is
+ * head-only. more: MSG_MORE (a body or another response follows). False
  * if the connection must be closed. */
 bool httpd_send_head(struct httpd_req *r,
-                     const struct http_response_head *h,
+                     const struct http_plan *p,
                      const void *body,
-                     size_t body_len);
-/* A complete error response with a short text body. */
-bool httpd_send_error(struct httpd_req *r, int status);
-
-/* ---- files (httpd-file.c, httpd-listing.c) ---- */
-bool httpd_file_serve(struct httpd_req *r,
-                      const char *rel,
-                      const struct http_path_info *info);
-bool httpd_listing_serve(struct httpd_req *r, const char *rel, size_t rel_len);
-/* openat2(root, rel, RESOLVE_BENEATH): -EXDEV/-ELOOP if it leads out. */
-int httpd_open_beneath(const char *rel, int flags);
+                     size_t body_len,
+                     bool more);
 
 /* ---- content cache (httpd-cache.c) ---- */
 
 struct httpd_gz {
     size_t len;
     bool worthless; /* compressed was not smaller: send identity */
-    char etag[HTTP_ETAG_MAX + 4];
     char data[];
 };
 
-/* One file's metadata, and its body and gzip copy when small enough.
- * Immutable after publication except the atomics. Readers hold a
- * reference (httpd_cache_get/put), never a bare RCU pointer. */
+/* One file's metadata (core's struct http_resource: what the planner
+ * reads), and its body and gzip copy when small enough. Immutable after
+ * publication except the atomics. Readers hold a reference
+ * (httpd_cache_get/put), never a bare RCU pointer. */
 struct httpd_file {
     struct cds_lfht_node node;
     struct rcu_head rcu;
     _Atomic int refs;
     _Atomic bool in_table;
     unsigned long hash;
-    bool is_dir;
-    uint64_t size;
-    int64_t mtime;
+    struct http_resource meta;
     int64_t mtime_nsec;
     uint64_t ino, dev;
     _Atomic uint64_t checked_ms;
     _Atomic uint64_t used_ms;
-    _Atomic size_t charge; /* bytes counted against --cache-size */
-    char etag[HTTP_ETAG_MAX + 1];
-    const struct http_mime_type *mime;
+    _Atomic size_t charge;       /* bytes counted against --cache-size */
     char *body;                  /* whole file, or NULL */
     struct httpd_gz *_Atomic gz; /* made on first gzip request */
     size_t path_len;
@@ -137,6 +122,11 @@ const struct httpd_gz *httpd_cache_gzip(struct httpd_file *f);
 /* gzip in[0..len) into a fresh httpd_gz; NULL on failure. */
 struct httpd_gz *httpd_gzip(const char *in, size_t len);
 
+/* ---- listing (httpd-listing.c) ---- */
+/* Stream the listing of the open directory d (p->path names it) as p's
+ * body; closes d. False if the connection must be closed. */
+bool httpd_listing_send(struct httpd_req *r, const struct http_plan *p, DIR *d);
+
 /* ---- date and access log (httpd-log.c) ---- */
 const char *httpd_date_now(struct rt_worker_pub *w, int64_t *now);
 /* Count one answered request (unless r->uncounted) and log it. */
@@ -149,7 +139,20 @@ int httpd_log_open(const char *path);
 /* ---- status page (httpd-status.c) ---- */
 /* Is r a request for --status-path (or its /metrics)? */
 bool httpd_status_wanted(const struct httpd_req *r);
-/* Answer it with the counters; false if the connection must close. */
-bool httpd_status_serve(struct httpd_req *r);
+/* Answer it with the counters, planned in p (a GET or HEAD the planner
+ * has dispatched); false if the connection must close. */
+bool httpd_status_serve(struct httpd_req *r, struct http_plan *p);
+
+/* ---- respond (httpd-respond.c) ---- */
+/* Plan the answer to one parsed request and carry it out; the plan (its
+ * connection disposition) is left in p. False if the connection must be
+ * closed at once (a send failed). */
+bool httpd_respond(struct httpd_req *r,
+                   const struct http_plan_input *in,
+                   struct http_plan *p);
+
+/* ---- connection (httpd-conn.c) ---- */
+enum rt_verdict httpd_conn_serve(struct rt_conn *c);
+void httpd_conn_refuse(int fd);
 
 #endif /* KTCP_HTTPD_H */

@@ -1,0 +1,244 @@
+/* http_plan.h — the response planner: every decision a static-file server
+ * makes about one request, taken once for both engines.
+ *
+ * An engine parses a head, then asks the planner what to do. The planner
+ * answers in steps: look this path up (the engine fetches metadata from its
+ * cache and reports it, or the lookup's errno), fetch the gzip copy (the
+ * engine makes or finds it), and finally respond — a complete plan: status,
+ * the head fields (core builds the head), the body's source and byte range,
+ * and what becomes of the connection. The engine only moves bytes: it opens
+ * what the plan names, sends the head and the body, and keeps, drains,
+ * lingers on or closes the connection as planned.
+ *
+ *     step = http_plan_start(&plan, &in, &work);
+ *     while (step == HTTP_PLAN_LOOKUP)
+ *         step = http_plan_resource(&plan, err_or_0, &meta);
+ *     if (step == HTTP_PLAN_GZIP)
+ *         step = http_plan_gzip(&plan, have_copy, copy_len);
+ *     ... open plan.path if the body needs it (http_plan_fail on error) ...
+ *     len = http_plan_head(&plan, buf, cap);
+ *
+ * No allocation, no I/O: all state is in struct http_plan and the caller's
+ * struct http_plan_work. */
+#ifndef KTCP_CORE_HTTP_PLAN_H
+#define KTCP_CORE_HTTP_PLAN_H
+
+#include "compat.h"
+#include "http_conditional.h"
+#include "http_mime.h"
+#include "http_parser.h"
+#include "http_path.h"
+#include "http_response.h"
+
+/* ---- limits both engines share ---- */
+
+/* Files up to this size keep their body in the cache and leave with the
+ * head in one send; bigger ones are opened per request and sent from the
+ * page cache (sendfile, splice). */
+#define HTTP_SERVER_SMALL_FILE_MAX (64 * 1024)
+/* gzip copies are made for compressible files up to this size; bigger ones
+ * go out as identity (compressing them would stall a worker too long). */
+#define HTTP_SERVER_GZIP_MAX (4 * 1024 * 1024)
+/* zlib's level for gzip copies: its default trade-off. */
+#define HTTP_SERVER_GZIP_LEVEL 6
+/* Request bodies are read and dropped up to this size, else 413. */
+#define HTTP_SERVER_MAX_BODY (64 * 1024)
+/* Trailer bytes after a chunked request body, else 431. */
+#define HTTP_SERVER_MAX_TRAILERS 4096
+/* The request buffer starts at this size and grows to the maximum; core's
+ * limits (8 KiB request line, 16 KiB of fields) answer 414/431 before. */
+#define HTTP_SERVER_REQ_BUF_INITIAL 4096
+#define HTTP_SERVER_REQ_BUF_MAX (32 * 1024)
+/* A response head is built into a buffer of this size. */
+#define HTTP_SERVER_HEAD_BUF 2048
+/* Header fields kept for lookups per request. */
+#define HTTP_SERVER_MAX_STORED_HEADERS 32
+/* Longest normalised path, NUL included. */
+#define HTTP_SERVER_PATH_MAX 4096
+/* A listing is rendered and sent in pieces of this size. */
+#define HTTP_SERVER_LISTING_BUF 16384
+/* After an error: how long and for how many reads a closing connection
+ * keeps dropping what the client sends, so that the close sends FIN and
+ * not an RST that could destroy the response in flight. */
+#define HTTP_SERVER_LINGER_MS 1000
+#define HTTP_SERVER_LINGER_READS 64
+
+/* The parser limits both engines run with. */
+#define HTTP_SERVER_LIMITS                                 \
+    {                                                      \
+        .max_request_line = HTTP_DEFAULT_MAX_REQUEST_LINE, \
+        .max_header_bytes = HTTP_DEFAULT_MAX_HEADER_BYTES, \
+        .max_headers = HTTP_DEFAULT_MAX_HEADERS,           \
+        .max_body = HTTP_SERVER_MAX_BODY,                  \
+    }
+
+/* ---- lookups and their errors ---- */
+
+/* The errno values a lookup reports (negated), as Linux numbers them: the
+ * same in the kernel and in user space (asm-generic/errno-base.h, errno.h).
+ * core/ has no errno.h; the engines check these against their own. */
+#define HTTP_EPERM 1
+#define HTTP_ENOENT 2
+#define HTTP_ENOMEM 12
+#define HTTP_EACCES 13
+#define HTTP_EXDEV 18
+#define HTTP_ENOTDIR 20
+#define HTTP_ENAMETOOLONG 36
+#define HTTP_ELOOP 40
+
+/* Status for a failed lookup or open (-errno): 404 for what is not there,
+ * 403 for what leads out of the root or may not be read, 500 otherwise. */
+int http_errno_status(int err);
+
+/* What the planner needs to know about a file or directory. Engines keep
+ * one in each cache entry, filled by http_resource_init. */
+struct http_resource {
+    bool is_dir;
+    bool body_cached; /* the whole body is in memory (set by the engine) */
+    uint64_t size;
+    int64_t mtime;
+    const struct http_mime_type *mime;
+    char etag[HTTP_ETAG_MAX + 1];
+};
+
+void http_resource_init(struct http_resource *r,
+                        const char *path,
+                        size_t path_len,
+                        bool is_dir,
+                        uint64_t size,
+                        int64_t mtime);
+
+/* Should a cache keep this file's whole body? Small regular files do, when
+ * they take at most a quarter of the cache. */
+bool http_resource_keep_body(const struct http_resource *r,
+                             uint64_t cache_bytes);
+
+/* ---- the plan ---- */
+
+enum http_plan_step {
+    HTTP_PLAN_RESPOND, /* the plan is complete: carry it out */
+    HTTP_PLAN_LOOKUP,  /* look plan.path up, report with http_plan_resource */
+    HTTP_PLAN_GZIP,    /* fetch the gzip copy, report with http_plan_gzip */
+};
+
+/* Where the body comes from. With head_only the head says what the body
+ * would be and nothing follows it. */
+enum http_plan_body {
+    HTTP_PLAN_BODY_NONE,    /* no body: 301, 304, 416, empty files */
+    HTTP_PLAN_BODY_TEXT,    /* plan.text[0..body_len): an error body */
+    HTTP_PLAN_BODY_CACHED,  /* the cached identity body, [body_off, +len) */
+    HTTP_PLAN_BODY_GZIP,    /* the cached gzip copy, body_len bytes */
+    HTTP_PLAN_BODY_FILE,    /* plan.path opened, [body_off, +body_len) */
+    HTTP_PLAN_BODY_LISTING, /* a listing of the directory plan.path,
+                               chunked when head.chunked, else ended by
+                               the close */
+    HTTP_PLAN_BODY_ENGINE,  /* body_len bytes the engine makes itself (a
+                               status page) */
+};
+
+/* What the engine tells the planner about the request. */
+struct http_plan_input {
+    const struct http_request *req; /* NULL: no request could be parsed */
+    const char *buf;                /* the head's first byte: slices point
+                                       here */
+    size_t buffered;                /* bytes at buf: head, body and any
+                                       pipelined requests */
+    size_t head_len;
+    bool stopping;    /* the server is going away: close */
+    bool gzip;        /* gzip copies enabled */
+    const char *date; /* preformatted Date, or NULL */
+    int64_t now;      /* seconds, when date is NULL */
+};
+
+/* Scratch the plan writes paths into; the caller's (stack, or allocated
+ * per request where stacks are small). Only path must outlive the plan's
+ * steps: it is plan.path until the body is open. */
+#define HTTP_PLAN_LOCATION_MAX 1024
+struct http_plan_work {
+    char path[HTTP_SERVER_PATH_MAX + sizeof("/index.html")];
+    char location[HTTP_PLAN_LOCATION_MAX];
+};
+
+#define HTTP_PLAN_TEXT_MAX 64
+
+struct http_plan {
+    /* ---- the outcome, read by the engine ---- */
+    int status;
+    enum http_plan_body body;
+    uint64_t body_off, body_len;
+    bool head_only;   /* HEAD: the head alone */
+    bool keep_alive;  /* false: close once the response is out */
+    bool linger;      /* closing: shut the write side first and drop what
+                         the client still sends (HTTP_SERVER_LINGER_*) */
+    bool more;        /* a whole next request head is buffered: the end of
+                         this response may wait for it (MSG_MORE) */
+    bool drain_body;  /* keeping the connection after a request body: read
+                         and drop it (core's framing) before the next head */
+    const char *path; /* LOOKUP, FILE, LISTING: NUL-terminated, relative */
+    size_t path_len;
+    struct http_response_head head; /* built by http_plan_head */
+    char etag[HTTP_ETAG_MAX + 4];   /* the representation's validator */
+    char text[HTTP_PLAN_TEXT_MAX];  /* BODY_TEXT */
+
+    /* ---- state between steps ---- */
+    const struct http_request *req;
+    const char *buf;
+    struct http_plan_work *work;
+    struct http_path_info info;
+    size_t dir_len; /* looking for an index: the directory's path length */
+    int stage;
+    bool gzip;
+    bool want_range;
+    bool compressible;
+    struct http_resource res; /* the regular file being planned */
+};
+
+/* Dispatch a parsed request (in->req): method, expectations, connection
+ * disposition, path. Returns HTTP_PLAN_LOOKUP (plan.path) or
+ * HTTP_PLAN_RESPOND (an error: 417, 501, 405, 400/403/414 for the path,
+ * 500 when w is NULL: the engine could not allocate it). */
+enum http_plan_step http_plan_start(struct http_plan *p,
+                                    const struct http_plan_input *in,
+                                    struct http_plan_work *w);
+
+/* A request that could not be parsed, timed out (408), or is refused at
+ * accept (503): an error response, then close. */
+void http_plan_no_request(struct http_plan *p,
+                          const struct http_plan_input *in,
+                          int status);
+
+/* The lookup of plan.path: err = 0 and res, or err = -errno (res unused). */
+enum http_plan_step http_plan_resource(struct http_plan *p,
+                                       int err,
+                                       const struct http_resource *res);
+
+/* The gzip copy: have = false when it could not be made or is not smaller
+ * than the file (identity is sent then). */
+enum http_plan_step http_plan_gzip(struct http_plan *p,
+                                   bool have,
+                                   uint64_t len);
+
+/* A resource the engine answers itself instead of a lookup (after
+ * http_plan_start returned HTTP_PLAN_LOOKUP): 200 with content_type and
+ * len bytes of its own, never cached by clients (no validators). */
+void http_plan_engine_body(struct http_plan *p,
+                           const char *content_type,
+                           uint64_t len);
+
+/* Replace the plan by an error response (keeping the connection plan). */
+void http_plan_error(struct http_plan *p, int status);
+/* The engine could not open or allocate what the plan needs (-errno). */
+void http_plan_fail(struct http_plan *p, int err);
+
+/* Build the head into buf; its length, or -1 if it does not fit. */
+int http_plan_head(const struct http_plan *p, char *buf, size_t cap);
+
+/* The head leaves alone, ahead of a body sent separately (file, listing):
+ * send it with MSG_MORE so head and first body bytes share a segment. */
+static inline bool http_plan_body_follows(const struct http_plan *p)
+{
+    return !p->head_only && (p->body == HTTP_PLAN_BODY_FILE ||
+                             p->body == HTTP_PLAN_BODY_LISTING);
+}
+
+#endif /* KTCP_CORE_HTTP_PLAN_H */

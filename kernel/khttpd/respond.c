@@ -1,0 +1,148 @@
+// SPDX-License-Identifier: MIT OR GPL-2.0
+/*
+ * respond.c — one request answered: core's planner decides, this file
+ * fetches what it asks for (metadata and gzip copies from the cache) and
+ * attaches the plan to the connection's output: the head in conn->hbuf,
+ * then one body source — bytes in memory (a cached body or gzip copy,
+ * held by a cache reference until sent; an error text in conn->plan),
+ * page-cache pages of an open file, or a listing rendered piece by piece.
+ * conn.c sends it.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/err.h>
+#include <linux/fs.h>
+#include <linux/slab.h>
+#include <linux/string.h>
+
+#include "khttpd.h"
+
+void khttpd_out_reset(struct khttpd_out *o)
+{
+	if (o->ref)
+		khttpd_cache_put(o->ref);
+	if (o->file)
+		fput(o->file);
+	if (o->listing)
+		khttpd_listing_free(o->listing);
+	memset(o, 0, sizeof(*o));
+}
+
+/*
+ * The body's source, opened into src before the head is built so that a
+ * failure can still change the answer; src->ref holds the cache entry.
+ */
+static void khttpd_source_open(struct http_plan *p, struct khttpd_out *src)
+{
+	if (p->body == HTTP_PLAN_BODY_FILE) {
+		src->file = khttpd_open_beneath(p->path);
+		if (IS_ERR(src->file)) {
+			http_plan_fail(p, PTR_ERR(src->file));
+			src->file = NULL;
+		}
+	} else if (p->body == HTTP_PLAN_BODY_LISTING) {
+		src->listing = khttpd_listing_open(p->path, p->path_len,
+						   p->head.chunked);
+		if (IS_ERR(src->listing)) {
+			http_plan_fail(p, PTR_ERR(src->listing));
+			src->listing = NULL;
+		}
+	}
+}
+
+/* Hand the body to the output; what it does not take stays in src. */
+static void khttpd_source_attach(struct khttpd_conn *conn,
+				 const struct http_plan *p,
+				 struct khttpd_out *src,
+				 const struct khttpd_gz *gz)
+{
+	struct khttpd_out *o = &conn->out;
+
+	if (p->head_only)
+		return;
+	switch (p->body) {
+	case HTTP_PLAN_BODY_TEXT:
+		o->mem = p->text;
+		break;
+	case HTTP_PLAN_BODY_CACHED:
+		o->mem = src->ref->body + p->body_off;
+		/* the reference keeps the bytes alive until they are out */
+		swap(o->ref, src->ref);
+		break;
+	case HTTP_PLAN_BODY_GZIP:
+		o->mem = gz->data; /* lives as long as its entry */
+		swap(o->ref, src->ref);
+		break;
+	case HTTP_PLAN_BODY_FILE:
+		o->pos = p->body_off;
+		o->file_left = p->body_len;
+		swap(o->file, src->file);
+		return;
+	case HTTP_PLAN_BODY_LISTING:
+		swap(o->listing, src->listing);
+		return;
+	case HTTP_PLAN_BODY_NONE:
+	default:
+		return;
+	}
+	o->mem_len = p->body_len;
+}
+
+/* The planned head into conn->hbuf, counted by its status. */
+static bool khttpd_head(struct khttpd_conn *conn, const struct http_plan *p)
+{
+	int n = http_plan_head(p, conn->hbuf, sizeof(conn->hbuf));
+
+	if (n < 0)
+		return false;
+	conn->out.head_off = 0;
+	conn->out.head_len = n;
+	conn->out.more = p->more;
+	khttpd_count_status(p->status);
+	return true;
+}
+
+bool khttpd_respond(struct khttpd_conn *conn, const struct http_plan_input *in)
+{
+	/* too big for a kernel stack; NULL makes the plan a 500 */
+	struct http_plan_work *w = kmalloc(sizeof(*w), GFP_KERNEL);
+	struct http_plan *p = &conn->plan;
+	const struct khttpd_gz *gz = NULL;
+	struct khttpd_out src = {};
+	enum http_plan_step step;
+	bool ok;
+
+	step = http_plan_start(p, in, w);
+	while (step == HTTP_PLAN_LOOKUP) {
+		int err;
+
+		khttpd_out_reset(&src);
+		err = khttpd_cache_get(p->path, p->path_len, &src.ref);
+		if (err < 0)
+			src.ref = NULL;
+		step = http_plan_resource(p, err, err ? NULL : &src.ref->meta);
+	}
+	if (step == HTTP_PLAN_GZIP) {
+		gz = khttpd_cache_gzip(src.ref);
+		http_plan_gzip(p, gz && !gz->worthless, gz ? gz->len : 0);
+	}
+	khttpd_source_open(p, &src);
+	ok = khttpd_head(conn, p);
+	if (ok)
+		khttpd_source_attach(conn, p, &src, gz);
+	khttpd_out_reset(&src);
+	kfree(w);
+	return ok;
+}
+
+void khttpd_respond_error(struct khttpd_conn *conn, int status)
+{
+	struct http_plan_input in = { .now = ktime_get_real_seconds() };
+	struct http_plan *p = &conn->plan;
+
+	http_plan_no_request(p, &in, status);
+	if (khttpd_head(conn, p)) {
+		conn->out.mem = p->text;
+		conn->out.mem_len = p->body_len;
+	}
+}

@@ -1,0 +1,164 @@
+/* libFuzzer target: the response planner.
+ *
+ * Input: 12 control bytes — what each lookup finds (a file, a directory,
+ * or an error), the file's size and mtime, whether the body is cached, the
+ * gzip copy's fate, the engine's gzip and stopping flags — then a request,
+ * parsed by core's parser (inputs that do not parse are skipped).
+ *
+ * Invariants: the steps end in RESPOND within three lookups; the status is
+ * one the servers send; the head always builds into the engines' head
+ * buffer, and its Content-Length agrees with the body; a byte range lies
+ * inside the file; lookup paths are clean, NUL-terminated and inside the
+ * plan's scratch; a connection that closes is never drained and never
+ * waits for a next request (MSG_MORE); a listing is chunked exactly when
+ * the connection stays open.
+ */
+#include <stdlib.h>
+
+#include "http_core.h"
+
+#define REQUIRE(c)   \
+    do {             \
+        if (!(c))    \
+            abort(); \
+    } while (0)
+
+#define CONTROL 12
+
+static const int errors[] = {-HTTP_ENOENT, -HTTP_EACCES, -HTTP_EXDEV,
+                             -HTTP_ELOOP,  -HTTP_ENOMEM, -5 /* EIO */};
+
+static bool known_status(int s)
+{
+    static const int ok[] = {200, 206, 301, 304, 400, 403, 404,
+                             405, 414, 416, 417, 500, 501};
+    for (size_t i = 0; i < HTTP_ARRAY_SIZE(ok); i++)
+        if (ok[i] == s)
+            return true;
+    return false;
+}
+
+/* The n-th lookup's answer, from the control bytes. */
+static int lookup(const uint8_t *ctl,
+                  int n,
+                  const char *path,
+                  size_t len,
+                  struct http_resource *res)
+{
+    uint8_t k = ctl[n];
+    uint64_t size;
+    int64_t mtime;
+
+    if (k % 4 == 3)
+        return errors[(k / 4) % HTTP_ARRAY_SIZE(errors)];
+    memcpy(&size, ctl + 2, 4);
+    size &= 0xffffffff;
+    if (ctl[6] & 1)
+        size %= 200; /* small files are the interesting ones */
+    mtime = (int64_t) ((uint64_t) ctl[7] << 24 | (uint64_t) ctl[8] << 8);
+    http_resource_init(res, path, len, k % 4 == 2, size, mtime);
+    res->body_cached = !res->is_dir && (ctl[6] & 2) && size > 0;
+    return 0;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    struct http_parser parser;
+    struct http_header headers[HTTP_SERVER_MAX_STORED_HEADERS];
+    struct http_plan_input in = {0};
+    struct http_plan_work work;
+    struct http_plan p;
+    struct http_resource res[3];
+    char head[HTTP_SERVER_HEAD_BUF];
+    const uint8_t *ctl = data;
+    size_t used = 0;
+    int lookups = 0;
+
+    if (size < CONTROL)
+        return 0;
+    data += CONTROL;
+    size -= CONTROL;
+    http_parser_init(&parser, NULL);
+    http_parser_set_header_store(&parser, headers,
+                                 HTTP_SERVER_MAX_STORED_HEADERS);
+    if (http_parse_request(&parser, (const char *) data, size, &used) !=
+        HTTP_PARSE_COMPLETE)
+        return 0;
+    in.req = &parser.req;
+    in.buf = (const char *) data;
+    in.buffered = size;
+    in.head_len = used;
+    in.gzip = ctl[9] & 1;
+    in.stopping = ctl[9] & 2;
+    in.now = 1700000000;
+
+    enum http_plan_step step =
+        http_plan_start(&p, &in, (ctl[9] & 4) ? NULL : &work);
+    while (step == HTTP_PLAN_LOOKUP) {
+        REQUIRE(lookups < 2);
+        REQUIRE(p.path >= work.path &&
+                p.path + p.path_len < work.path + sizeof(work.path));
+        REQUIRE(strlen(p.path) == p.path_len && p.path_len > 0);
+        REQUIRE(p.path[0] != '/');
+        int err = lookup(ctl, lookups, p.path, p.path_len, &res[lookups]);
+        step = http_plan_resource(&p, err, err ? NULL : &res[lookups]);
+        lookups++;
+    }
+    if (step == HTTP_PLAN_GZIP) {
+        REQUIRE(lookups > 0 && !res[lookups - 1].is_dir);
+        uint64_t gz_len = (uint64_t) ctl[10] | (uint64_t) ctl[11] << 8;
+        step = http_plan_gzip(&p, ctl[10] & 1, gz_len);
+    }
+    REQUIRE(step == HTTP_PLAN_RESPOND);
+    REQUIRE(known_status(p.status) && p.status == p.head.status);
+
+    int n = http_plan_head(&p, head, sizeof(head));
+    REQUIRE(n > 0);
+    REQUIRE(p.head.keep_alive == p.keep_alive);
+    if (!p.keep_alive)
+        REQUIRE(!p.drain_body && !p.more);
+
+    const struct http_resource *r = lookups ? &res[lookups - 1] : NULL;
+    switch (p.body) {
+    case HTTP_PLAN_BODY_TEXT:
+        REQUIRE(p.status >= 400);
+        REQUIRE(p.body_len > 0 && p.body_len < HTTP_PLAN_TEXT_MAX);
+        REQUIRE(p.head.content_length == (int64_t) p.body_len);
+        break;
+    case HTTP_PLAN_BODY_CACHED:
+    case HTTP_PLAN_BODY_FILE:
+        REQUIRE(r && !r->is_dir);
+        REQUIRE(p.status == 200 || p.status == 206);
+        REQUIRE(p.body_len > 0 && p.body_off + p.body_len <= r->size);
+        REQUIRE(p.head.content_length == (int64_t) p.body_len);
+        REQUIRE((p.body == HTTP_PLAN_BODY_CACHED) == r->body_cached);
+        if (p.body == HTTP_PLAN_BODY_FILE)
+            REQUIRE(strlen(p.path) == p.path_len);
+        if (p.status == 206)
+            REQUIRE(p.head.has_content_range &&
+                    p.head.range_first == p.body_off &&
+                    p.head.range_last - p.head.range_first + 1 == p.body_len);
+        break;
+    case HTTP_PLAN_BODY_GZIP:
+        REQUIRE(r && p.status == 200 && p.head.content_encoding);
+        REQUIRE(p.head.content_length == (int64_t) p.body_len);
+        break;
+    case HTTP_PLAN_BODY_LISTING:
+        REQUIRE(p.status == 200 && p.head.content_length < 0);
+        REQUIRE(p.head.chunked || !p.keep_alive);
+        REQUIRE(strlen(p.path) == p.path_len && p.path_len > 0);
+        break;
+    case HTTP_PLAN_BODY_NONE:
+        REQUIRE(p.status == 200 || p.status == 206 || p.status == 301 ||
+                p.status == 304 || p.status == 416);
+        if (p.status == 301)
+            REQUIRE(p.head.location && p.head.location[0] == '/');
+        break;
+    default:
+        REQUIRE(0);
+    }
+    if (p.status == 416)
+        REQUIRE(p.head.content_range_unsatisfied && r &&
+                p.head.range_size == r->size);
+    return 0;
+}

@@ -1,0 +1,29 @@
+/* httpd-send.c — the output layer: a planned head, gathered with a body in
+ * memory into one writev. Whether the bytes may wait in the socket for
+ * more (MSG_MORE) is the caller's, from the plan. */
+#include <sys/uio.h>
+
+#include "httpd.h"
+
+bool httpd_send_head(struct httpd_req *r,
+                     const struct http_plan *p,
+                     const void *body,
+                     size_t body_len,
+                     bool more)
+{
+    int n = http_plan_head(p, r->hbuf, r->hcap);
+    if (n < 0)
+        return false;
+    r->status = p->status;
+    struct iovec iov[2] = {
+        {.iov_base = r->hbuf, .iov_len = (size_t) n},
+        {.iov_base = (void *) body, .iov_len = body_len},
+    };
+    int cnt = (body && body_len && !p->head_only) ? 2 : 1;
+    ssize_t s = rt_sendv(r->c, iov, cnt, more, httpd_cfg.idle_timeout_ms);
+    if (s < 0)
+        return false;
+    if (cnt == 2)
+        r->sent += body_len;
+    return true;
+}

@@ -40,6 +40,14 @@ static int chunked_fail(struct http_chunked_decoder *d, int err)
     return err;
 }
 
+/* Count one byte of chunk-ext (the ';' that starts it included); false
+ * once past either limit. */
+static bool chunk_ext_byte(struct http_chunked_decoder *d)
+{
+    return ++d->ext_line_bytes <= HTTP_CHUNK_EXT_MAX_LINE &&
+           ++d->ext_total_bytes <= HTTP_CHUNK_EXT_MAX_TOTAL;
+}
+
 int http_chunked_decode(struct http_chunked_decoder *d,
                         const char *buf,
                         size_t len,
@@ -91,6 +99,8 @@ int http_chunked_decode(struct http_chunked_decoder *d,
                 d->chunk_remaining = (d->chunk_remaining << 4) | (unsigned) h;
                 d->state = CH_SIZE;
             } else if (d->state == CH_SIZE && c == ';') {
+                if (!chunk_ext_byte(d))
+                    return chunked_fail(d, HTTP_PARSE_ERR_CHUNK_EXT_TOO_LARGE);
                 d->state = CH_EXT;
             } else if (d->state == CH_SIZE && c == '\r') {
                 d->state = CH_SIZE_LF;
@@ -101,12 +111,16 @@ int http_chunked_decode(struct http_chunked_decoder *d,
             break;
         case CH_EXT:
             /* extensions carry nothing we use; only their bytes matter */
-            if (c == '\r')
+            if (c == '\r') {
                 d->state = CH_SIZE_LF;
-            else if (c == '\n')
+                break;
+            }
+            if (c == '\n')
                 return chunked_fail(d, HTTP_PARSE_ERR_BARE_LF);
-            else if ((c < 0x20 && c != '\t') || c == 0x7f)
+            if ((c < 0x20 && c != '\t') || c == 0x7f)
                 return chunked_fail(d, HTTP_PARSE_ERR_CHUNK_SIZE);
+            if (!chunk_ext_byte(d))
+                return chunked_fail(d, HTTP_PARSE_ERR_CHUNK_EXT_TOO_LARGE);
             break;
         case CH_SIZE_LF:
             if (c != '\n')
@@ -116,6 +130,7 @@ int http_chunked_decode(struct http_chunked_decoder *d,
                 return chunked_fail(d, HTTP_PARSE_ERR_BODY_TOO_LARGE);
             d->body_total += d->chunk_remaining;
             d->size_digits = 0;
+            d->ext_line_bytes = 0;
             d->state = d->chunk_remaining ? CH_DATA : CH_TRAILER_START;
             break;
         case CH_DATA_CR:

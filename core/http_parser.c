@@ -800,6 +800,8 @@ const char *http_parse_error_name(int result)
         return "trailers-too-large";
     case HTTP_PARSE_ERR_TRAILER:
         return "trailer";
+    case HTTP_PARSE_ERR_CHUNK_EXT_TOO_LARGE:
+        return "chunk-ext-too-large";
     default:
         return "unknown";
     }

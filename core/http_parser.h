@@ -94,10 +94,11 @@ enum http_parse_result {
     HTTP_PARSE_ERR_BODY_TOO_LARGE = -25, /* 413 body limit */
     HTTP_PARSE_ERR_CHUNK_SIZE = -26,     /* 400 bad chunk-size line */
     HTTP_PARSE_ERR_CHUNK_DATA = -27,     /* 400 chunk data not ended by CRLF */
-    HTTP_PARSE_ERR_TRAILERS_TOO_LARGE = -28, /* 431 */
-    HTTP_PARSE_ERR_TRAILER = -29,            /* 400 bad trailer field */
+    HTTP_PARSE_ERR_TRAILERS_TOO_LARGE = -28,  /* 431 */
+    HTTP_PARSE_ERR_TRAILER = -29,             /* 400 bad trailer field */
+    HTTP_PARSE_ERR_CHUNK_EXT_TOO_LARGE = -30, /* 400 chunk-ext limit */
 };
-#define HTTP_PARSE_ERR_LAST HTTP_PARSE_ERR_TRAILER
+#define HTTP_PARSE_ERR_LAST HTTP_PARSE_ERR_CHUNK_EXT_TOO_LARGE
 
 /* HTTP status code for a negative parse result (400/413/414/431/501/505). */
 int http_parse_error_status(int result);
@@ -230,6 +231,22 @@ const char *http_method_name(enum http_method m);
  * business; an invalid one gets an error response, which pushes anyway. */
 bool http_head_buffered(const char *buf, size_t len);
 
+/* Limits of the chunked decoder. Chunk extensions carry nothing a server
+ * here uses, yet a client may send them without end ("1;aaaa..." never
+ * reaching its CR, or a long one on every 1-byte chunk, which max_body
+ * alone bounds only at max_body times the extension's length). Bytes from
+ * the ';' up to the CR count against both limits below; past either the
+ * decoder fails with HTTP_PARSE_ERR_CHUNK_EXT_TOO_LARGE (400). With them,
+ * a chunked body is at most 21 bytes on the wire per data byte (1-byte
+ * chunks with 16-digit sizes) for max_body data bytes, plus 16 KiB of
+ * extensions, plus the trailer limit. */
+#define HTTP_CHUNK_EXT_MAX_LINE 4096   /* extension bytes of one chunk line */
+#define HTTP_CHUNK_EXT_MAX_TOTAL 16384 /* extension bytes of one whole body */
+/* Trailer bytes (every field line and the final CRLF) engines allow; the
+ * decoder takes its limit as an argument (HTTP_PARSE_ERR_TRAILERS_TOO_LARGE,
+ * 431). */
+#define HTTP_DEFAULT_MAX_TRAILER_BYTES 4096
+
 /* Incremental chunked-body decoder. It keeps no pointer into the input, so
  * each call may get any piece of the stream: it consumes bytes and, when
  * chunk data is available, hands back where it is in this piece. */
@@ -239,6 +256,8 @@ struct http_chunked_decoder {
     uint64_t max_body;
     uint32_t trailer_bytes;
     uint32_t max_trailer_bytes;
+    uint32_t ext_line_bytes;  /* extension bytes on the current size line */
+    uint32_t ext_total_bytes; /* extension bytes of the whole body */
     uint8_t state;
     uint8_t size_digits;
 };
@@ -247,8 +266,9 @@ enum http_chunked_result {
     HTTP_CHUNKED_DONE = 0,  /* last chunk and trailers consumed */
     HTTP_CHUNKED_AGAIN = 1, /* all input consumed; feed more */
     HTTP_CHUNKED_DATA = 2,  /* *data_off, *data_len: body bytes */
-    /* errors: HTTP_PARSE_ERR_CHUNK_SIZE, _CHUNK_DATA, _BODY_TOO_LARGE,
-     * _TRAILERS_TOO_LARGE, _TRAILER, _NUL, _BARE_CR, _BARE_LF */
+    /* errors: HTTP_PARSE_ERR_CHUNK_SIZE, _CHUNK_DATA, _CHUNK_EXT_TOO_LARGE,
+     * _BODY_TOO_LARGE, _TRAILERS_TOO_LARGE, _TRAILER, _NUL, _BARE_CR,
+     * _BARE_LF */
 };
 
 void http_chunked_init(struct http_chunked_decoder *d,

@@ -415,7 +415,20 @@ static int khttpd_read_head(struct khttpd_conn *conn)
 	return 0;
 }
 
-/* Drop the body of the request just answered; 0 when it is gone. */
+/*
+ * A body core's decoder refused (its limits bound what a client can make us
+ * read): the request has its answer already; say why we close and close.
+ */
+static void khttpd_refuse_body(struct khttpd_conn *conn, int result)
+{
+	conn->body_chunked = false;
+	khttpd_respond_error(conn, http_parse_error_status(result));
+	conn->close_after = true;
+	conn->state = KHTTPD_SEND;
+}
+
+/* Drop the body of the request just answered; 0 when it is gone (or
+ * refused: then the state is KHTTPD_SEND). */
 static int khttpd_drain_body(struct khttpd_conn *conn)
 {
 	int n;
@@ -443,8 +456,10 @@ static int khttpd_drain_body(struct khttpd_conn *conn)
 					conn->body_chunked = false;
 					return 0;
 				}
-				if (r < 0)
-					return -EPROTO; /* answered already: just close */
+				if (r < 0) {
+					khttpd_refuse_body(conn, r);
+					return 0;
+				}
 			}
 		} else {
 			return 0;
@@ -576,7 +591,7 @@ static void khttpd_conn_step(struct khttpd_conn *conn)
 			break;
 		case KHTTPD_DRAIN_BODY:
 			err = khttpd_drain_body(conn);
-			if (!err)
+			if (!err && conn->state == KHTTPD_DRAIN_BODY)
 				conn->state = KHTTPD_READ_HEAD;
 			break;
 		case KHTTPD_LINGER:

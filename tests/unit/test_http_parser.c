@@ -706,6 +706,76 @@ static void test_chunked(void)
     CHECK_INT(http_parse_error_status(HTTP_PARSE_ERR_CHUNK_SIZE), 400);
 }
 
+/* "1", an extension of ext_len bytes (';' included), "\r\nx\r\n", the
+ * unit n times, then the last chunk; returns the length written to out. */
+static size_t ext_body(char *out, size_t ext_len, int n)
+{
+    size_t len = 0;
+    int i;
+
+    for (i = 0; i < n; i++) {
+        memcpy(out + len, "1;", 2);
+        len += 2;
+        memset(out + len, 'e', ext_len - 1);
+        len += ext_len - 1;
+        memcpy(out + len, "\r\nx\r\n", 5);
+        len += 5;
+    }
+    memcpy(out + len, "0\r\n\r\n", 5);
+    return len + 5;
+}
+
+static void test_chunk_extension_limits(void)
+{
+    static char in[HTTP_CHUNK_EXT_MAX_TOTAL * 2 + 4096];
+    char out[256];
+    size_t len, n, used, step;
+
+    /* one extension at the line limit passes, one byte more fails, however
+     * the input is cut */
+    len = ext_body(in, HTTP_CHUNK_EXT_MAX_LINE, 1);
+    for (step = 1; step <= len; step = step * 3 + 1) {
+        CHECK_INT(decode_all(in, len, step, out, &n, &used), HTTP_CHUNKED_DONE);
+        CHECK_MEM(out, n, "x");
+    }
+    len = ext_body(in, HTTP_CHUNK_EXT_MAX_LINE + 1, 1);
+    for (step = 1; step <= len; step = step * 3 + 1) {
+        CHECK_INT(decode_all(in, len, step, out, &n, &used),
+                  HTTP_PARSE_ERR_CHUNK_EXT_TOO_LARGE);
+        /* refused at the first byte past the limit, not at the CR */
+        CHECK(used <= 1 + HTTP_CHUNK_EXT_MAX_LINE);
+    }
+    /* an extension that never ends: refused within the line limit */
+    memcpy(in, "1;", 2);
+    memset(in + 2, 'a', sizeof(in) - 2);
+    CHECK_INT(decode_all(in, sizeof(in), 4096, out, &n, &used),
+              HTTP_PARSE_ERR_CHUNK_EXT_TOO_LARGE);
+    CHECK(used <= 1 + HTTP_CHUNK_EXT_MAX_LINE);
+    /* extensions under the line limit, chunk after chunk: the body total */
+    len = ext_body(in, 1000, HTTP_CHUNK_EXT_MAX_TOTAL / 1000);
+    CHECK_INT(decode_all(in, len, 512, out, &n, &used), HTTP_CHUNKED_DONE);
+    CHECK_INT(n, HTTP_CHUNK_EXT_MAX_TOTAL / 1000);
+    len = ext_body(in, 1000, HTTP_CHUNK_EXT_MAX_TOTAL / 1000 + 1);
+    CHECK_INT(decode_all(in, len, 512, out, &n, &used),
+              HTTP_PARSE_ERR_CHUNK_EXT_TOO_LARGE);
+    CHECK(used < len);
+    /* the same error is returned again, and maps to 400 */
+    {
+        struct http_chunked_decoder d;
+        size_t off, dl;
+        http_chunked_init(&d, 1000, 200);
+        memset(in + 2, 'a', HTTP_CHUNK_EXT_MAX_LINE);
+        CHECK_INT(http_chunked_decode(&d, in, HTTP_CHUNK_EXT_MAX_LINE + 2,
+                                      &used, &off, &dl),
+                  HTTP_PARSE_ERR_CHUNK_EXT_TOO_LARGE);
+        CHECK_INT(http_chunked_decode(&d, "\r\n", 2, &used, &off, &dl),
+                  HTTP_PARSE_ERR_CHUNK_EXT_TOO_LARGE);
+    }
+    CHECK_INT(http_parse_error_status(HTTP_PARSE_ERR_CHUNK_EXT_TOO_LARGE), 400);
+    CHECK_STR(http_parse_error_name(HTTP_PARSE_ERR_CHUNK_EXT_TOO_LARGE),
+              "chunk-ext-too-large");
+}
+
 static void test_head_buffered(void)
 {
 #define HB(str) http_head_buffered(str, sizeof(str) - 1)
@@ -748,6 +818,7 @@ int main(void)
     test_smuggling();
     test_body_framing();
     test_chunked();
+    test_chunk_extension_limits();
     test_head_buffered();
     test_error_names();
     UNIT_DONE();

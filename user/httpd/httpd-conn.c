@@ -81,8 +81,11 @@ static bool buf_make_room(struct conn *cs)
 }
 
 /* Read and discard a request body. Content-Length bodies skip what is
- * buffered and read the rest; chunked ones go through core's decoder. */
-static bool drain_body(struct conn *cs, const struct http_request *req)
+ * buffered and read the rest; chunked ones go through core's decoder,
+ * whose limits bound what a client can make us read. Returns 0 when the
+ * body is gone, -1 when the connection is (EOF, error, timeout), or the
+ * status to answer a body the decoder refused with before closing. */
+static int drain_body(struct conn *cs, const struct http_request *req)
 {
     uint64_t dl = deadline_in(httpd_cfg.idle_timeout_ms);
     if (req->body_framing == HTTP_BODY_CONTENT_LENGTH) {
@@ -95,16 +98,16 @@ static bool drain_body(struct conn *cs, const struct http_request *req)
             cs->start = cs->len = 0;
             ssize_t n = rt_read(cs->c, cs->buf, cs->cap, dl, false);
             if (n <= 0)
-                return false;
+                return -1;
             take = (uint64_t) n < left ? (size_t) n : (size_t) left;
             cs->start = take;
             cs->len = (size_t) n;
             left -= take;
         }
-        return true;
+        return 0;
     }
     if (req->body_framing != HTTP_BODY_CHUNKED)
-        return true;
+        return 0;
     struct http_chunked_decoder d;
     http_chunked_init(&d, HTTP_SERVER_MAX_BODY, HTTP_SERVER_MAX_TRAILERS);
     for (;;) {
@@ -115,14 +118,14 @@ static bool drain_body(struct conn *cs, const struct http_request *req)
                                     cs->len - cs->start, &used, &off, &dlen);
             cs->start += used;
             if (r == HTTP_CHUNKED_DONE)
-                return true;
+                return 0;
             if (r < 0)
-                return false;
+                return http_parse_error_status(r);
         }
         cs->start = cs->len = 0;
         ssize_t n = rt_read(cs->c, cs->buf, cs->cap, dl, false);
         if (n <= 0)
-            return false;
+            return -1;
         cs->len = (size_t) n;
     }
 }
@@ -172,9 +175,17 @@ static bool answer(struct conn *cs, size_t head_len, bool *linger)
         return false;
     }
     cs->start += head_len;
-    if (p.drain_body)
-        return drain_body(cs, req);
-    return true;
+    if (!p.drain_body)
+        return true;
+    /* A body we cannot frame ends the connection: say why, after the
+     * answer already sent, and close (lingering: the client is likely
+     * still sending). */
+    int st = drain_body(cs, req);
+    if (st > 0) {
+        send_error_close(cs, st);
+        *linger = true;
+    }
+    return st == 0;
 }
 
 enum rt_verdict httpd_conn_serve(struct rt_conn *c)

@@ -408,7 +408,11 @@ def test_cache_evictions_counted(server, site, model):
     assert s2["cache_hits"] - s1["cache_hits"] == 1
 
 
-@pytest.mark.parametrize("model", MODELS)
+# The threads model's acceptor hands each connection to a thread of its own
+# and can stay below the descriptor limit while the clients queue, so whether
+# an accept fails there depends on timing; the event models hold every
+# connection in their loops and reach it every time.
+@pytest.mark.parametrize("model", ["epoll", "mn"])
 def test_accept_errors_counted(server, site, model):
     """Out of descriptors, accept fails: an error, counted; the clients are
     served once descriptors are free again."""

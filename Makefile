@@ -32,8 +32,9 @@ UNIT_TESTS  :=   # C test programs run by make check, each exits non-zero on fai
 all: user modules
 
 # The version --version prints: VERSION plus git describe, regenerated only
-# when it changes, in one object every binary links.
-KTCP_VERSION     := $(shell cat VERSION)$(shell d=$$(git describe --always --dirty 2>/dev/null) && echo " ($$d)")
+# when it changes, in one object every binary links. Expanded only when that
+# object is built (git describe over 9p in the VM is slow).
+KTCP_VERSION      = $(shell cat VERSION)$(shell d=$$(git describe --always --dirty 2>/dev/null) && echo " ($$d)")
 KTCP_VERSION_OBJ := $(BUILD)/gen/version.o
 $(BUILD)/gen/version.c: FORCE
 	@mkdir -p $(@D)

@@ -294,7 +294,8 @@ def test_cost_instructions_scale_between_n_and_2n(cost_smoke):
         assert m["b"] > m["a"] > 0 and m["c"] > m["b"], (key, m)
         assert m["per_request_3n"] == pytest.approx(m["per_request"], rel=0.15), (key, m)
         # what a batch costs once (a connection, the dump) is not negative
-        assert m["fixed"] > -0.05 * m["a"], (key, m)
+        # (within a quarter of the first batch: a loaded host adds wake-ups)
+        assert m["fixed"] > -0.25 * m["a"], (key, m)
         # the calls that serve a request, likewise; the server's other
         # threads (timers, RCU) wake by time, not by request, and are left
         # out here

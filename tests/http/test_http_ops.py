@@ -408,7 +408,11 @@ def test_cache_evictions_counted(server, site, model):
     assert s2["cache_hits"] - s1["cache_hits"] == 1
 
 
-@pytest.mark.parametrize("model", MODELS)
+# The threads model's acceptor hands each connection to a thread of its own
+# and can stay below the descriptor limit while the clients queue, so whether
+# an accept fails there depends on timing; the event models hold every
+# connection in their loops and reach it every time.
+@pytest.mark.parametrize("model", ["epoll", "mn"])
 def test_accept_errors_counted(server, site, model):
     """Out of descriptors, accept fails: an error, counted; the clients are
     served once descriptors are free again."""
@@ -441,7 +445,14 @@ def test_prometheus_exposition(server, site, model, path):
     for _ in range(3):
         assert get(srv.port, "/a.txt").status == 200
     assert get(srv.port, "/nope").status == 404
-    r = get(srv.port, path)
+    # A worker counts a request as its response leaves: the threads model's
+    # last count can trail the client's read by a moment on a busy host.
+    deadline = time.monotonic() + 5
+    while True:
+        r = get(srv.port, path)
+        if b"ktcp_httpd_requests_total 4" in r.body or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
     assert r.status == 200
     assert r.header("Content-Type") == "text/plain; version=0.0.4; charset=utf-8"
     helps, types, samples = {}, {}, {}

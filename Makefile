@@ -28,7 +28,7 @@ MODDIR   := $(BUILD)/modules/$(KVER)
 BINS        :=   # user-space programs, each $(BUILD)/<name>
 UNIT_TESTS  :=   # C test programs run by make check, each exits non-zero on failure
 
-.PHONY: all modules user check check-unit check-host check-vm run bench bench-quick bench-echo bench-kcm fmt fmt-check deps clean
+.PHONY: all modules user check check-unit check-host check-vm check-debug run bench bench-quick bench-echo bench-kcm fmt fmt-check deps clean
 all: user modules
 
 # The version --version prints: VERSION plus git describe, regenerated only
@@ -72,6 +72,8 @@ check: deps
 	$(MAKE) check-unit
 	$(MAKE) check-host
 	@set -e; for k in $(KERNELS); do $(MAKE) check-vm KERNEL=$$k; done
+	@if scripts/kernels release debug >/dev/null 2>&1; then $(MAKE) check-debug; else \
+		echo "check: check-debug skipped: no debug kernel (build it once with scripts/debug-kernel, ~2 h on 2 cores)"; fi
 
 check-unit: $(UNIT_TESTS)
 	@set -e; for t in $(UNIT_TESTS); do echo "== $$t"; $$t; done
@@ -85,6 +87,16 @@ VM_TESTS = $(wildcard tests/test_echo.py tests/test_kernel_modules.py tests/http
 	tests/test_khttpd_kernel.py tests/test_kcm.py tests/test_dkms.py tests/test_scaleout.py)
 check-vm: user modules dkms-prebuild
 	scripts/vm --kernel $(KERNEL) --timeout 2400 -- env KTCP_ENGINES=kernel $(CURDIR)/$(PYTHON) -m pytest -q -rs $(VM_TESTS) $(PYTEST_ARGS)
+
+# make check-debug: the same kernel suites on the debug kernel (KASAN, KFENCE,
+# lockdep, kmemleak...; scripts/debug-kernel builds it once, docs/reliability.md),
+# after tests/kmod proves its detectors fail on purposeful faults. scripts/vm
+# fails on any report in the guest's dmesg and on any kmemleak leak.
+check-debug: user
+	scripts/debug-kernel
+	$(MAKE) modules kmod KERNEL=debug
+	KTCP_DEBUG_SELFTEST=1 $(PYTHON) -m pytest -q tests/kmod
+	scripts/vm --kernel debug --timeout 14400 -- env KTCP_ENGINES=kernel $(CURDIR)/$(PYTHON) -m pytest -q -rs $(VM_TESTS) $(PYTEST_ARGS)
 
 # make run: serve over the VM with a port forwarded to the host's loopback.
 run: deps all

@@ -1,5 +1,6 @@
 """Kernel-only checks, run inside the VM: kecho unload under load, slab
-memory over many connections, parameter validation, and drop-tcp-socket.
+memory over many connections, parameter validation (drop_tcp_socket.ko has
+its own file, test_drop_tcp_socket.py).
 (scripts/vm fails the whole run on BUG/WARNING/Oops in the guest's dmesg.)
 """
 import os
@@ -13,9 +14,6 @@ import pytest
 
 from testlib import ROOT, free_port, require_kind, run, slab_bytes, wait_port, module_path
 from echo_engines import KECHO_KO, KernelEcho
-
-DROP_KO = module_path("drop_tcp_socket")
-DROP_PROC = "/proc/net/drop_tcp_sock"
 
 
 @pytest.fixture(autouse=True)
@@ -128,117 +126,3 @@ def test_kecho_slab_does_not_grow_over_10000_connections():
         assert after - before < 2 * 1024 * 1024, f"slab grew by {after - before} bytes"
     finally:
         echo.stop()
-
-
-# --- drop-tcp-socket -----------------------------------------------------
-
-TCP_STATES = {"01": "ESTABLISHED", "06": "TIME_WAIT", "0A": "LISTEN"}
-
-
-def hex_to_addr(h, family):
-    addr, port = h.split(":")
-    raw = bytes.fromhex(addr)
-    if family == socket.AF_INET:
-        raw = raw[::-1]
-    else:
-        raw = b"".join(raw[i:i + 4][::-1] for i in range(0, 16, 4))
-    return socket.inet_ntop(family, raw), int(port, 16)
-
-
-def tcp_sockets():
-    """(local, remote, state) for every TCP socket, from /proc/net/tcp{,6}."""
-    out = []
-    for path, fam in (("/proc/net/tcp", socket.AF_INET), ("/proc/net/tcp6", socket.AF_INET6)):
-        with open(path) as f:
-            for line in f.readlines()[1:]:
-                fields = line.split()
-                out.append((hex_to_addr(fields[1], fam), hex_to_addr(fields[2], fam),
-                            TCP_STATES.get(fields[3], fields[3])))
-    return out
-
-
-@pytest.fixture
-def drop_module():
-    run(["insmod", DROP_KO])
-    yield DROP_PROC
-    run(["rmmod", "drop_tcp_socket"])
-
-
-def make_time_wait(family, host):
-    """A closed connection whose client end (the first to close) sits in
-    TIME-WAIT; returns (client_addr, server_addr)."""
-    srv = socket.socket(family, socket.SOCK_STREAM)
-    srv.bind((host, 0))
-    srv.listen()
-    c = socket.socket(family, socket.SOCK_STREAM)
-    c.connect(srv.getsockname()[:2])
-    a, _ = srv.accept()
-    client, server = c.getsockname()[:2], c.getpeername()[:2]
-    c.close()
-    time.sleep(0.1)
-    a.close()
-    srv.close()
-    time.sleep(0.2)
-    return client, server
-
-
-def fmt(addr, family):
-    host, port = addr
-    return f"[{host}]:{port}" if family == socket.AF_INET6 and port % 2 else f"{host}:{port}"
-
-
-def state_of(local, remote):
-    for l, r, st in tcp_sockets():
-        if l == local and r == remote:
-            return st
-    return None
-
-
-@pytest.mark.parametrize("family,host", [(socket.AF_INET, "127.0.0.1"), (socket.AF_INET6, "::1")])
-def test_drop_removes_time_wait(drop_module, family, host):
-    pairs = [make_time_wait(family, host) for _ in range(3)]
-    for client, server in pairs:
-        assert state_of(client, server) == "TIME_WAIT"
-    # Several pairs in one write; the last without trailing whitespace.
-    text = "\n".join(f"{fmt(c, family)} {fmt(s, family)}" for c, s in pairs)
-    with open(drop_module, "w") as f:
-        f.write(text)
-    for client, server in pairs:
-        assert state_of(client, server) is None, f"{client} {server} still there"
-
-
-def test_drop_aborts_established(drop_module):
-    srv = socket.create_server(("127.0.0.1", 0))
-    c = socket.create_connection(srv.getsockname())
-    a, _ = srv.accept()
-    try:
-        with open(drop_module, "w") as f:
-            f.write(f"{fmt(c.getsockname(), socket.AF_INET)} {fmt(c.getpeername(), socket.AF_INET)}\n")
-        c.settimeout(5)
-        with pytest.raises(OSError):
-            c.sendall(b"x")
-            c.recv(1)
-    finally:
-        for s in (c, a, srv):
-            s.close()
-
-
-@pytest.mark.parametrize("bad", [
-    "127.0.0.1:1",                       # half a pair
-    "127.0.0.1:99999 127.0.0.1:80",      # port out of range
-    "127.0.0.1 127.0.0.1:80",            # no port
-    "300.0.0.1:80 127.0.0.1:80",         # bad IPv4
-    "127.0.0.1:80 [::1]:80",             # mixed families
-    "hello world",
-])
-def test_drop_refuses_malformed_and_drops_nothing(drop_module, bad):
-    client, server = make_time_wait(socket.AF_INET, "127.0.0.1")
-    good = f"{fmt(client, socket.AF_INET)} {fmt(server, socket.AF_INET)}\n"
-    fd = os.open(drop_module, os.O_WRONLY)
-    try:
-        with pytest.raises(OSError) as e:
-            os.write(fd, (good + bad).encode())
-        assert e.value.errno == 22  # EINVAL
-    finally:
-        os.close(fd)
-    assert state_of(client, server) == "TIME_WAIT", "a refused write dropped a socket"

@@ -427,51 +427,53 @@ static void khttpd_refuse_body(struct khttpd_conn *conn, int result)
 	conn->state = KHTTPD_SEND;
 }
 
-/* Drop the body of the request just answered; 0 when it is gone (or
- * refused: then the state is KHTTPD_SEND). */
+/*
+ * Drop the body of the request just answered: what is buffered, then one
+ * read. 0 when it is gone (or refused: then the state is KHTTPD_SEND);
+ * -EINPROGRESS after a read, so that every read spends the step's budget
+ * and a client streaming a body cannot hold the worker.
+ */
 static int khttpd_drain_body(struct khttpd_conn *conn)
 {
 	int n;
 
-	for (;;) {
-		if (conn->body_left) {
-			u64 take = min_t(u64, conn->body_left,
-					 conn->rlen - conn->rstart);
+	if (conn->body_left) {
+		u64 take =
+			min_t(u64, conn->body_left, conn->rlen - conn->rstart);
 
-			conn->rstart += take;
-			conn->body_left -= take;
-			if (!conn->body_left)
-				return 0;
-		} else if (conn->body_chunked) {
-			while (conn->rstart < conn->rlen) {
-				size_t used, off, len;
-				int r = http_chunked_decode(
-					&conn->chunked,
-					conn->rbuf + conn->rstart,
-					conn->rlen - conn->rstart, &used, &off,
-					&len);
-
-				conn->rstart += used;
-				if (r == HTTP_CHUNKED_DONE) {
-					conn->body_chunked = false;
-					return 0;
-				}
-				if (r < 0) {
-					khttpd_refuse_body(conn, r);
-					return 0;
-				}
-			}
-		} else {
+		conn->rstart += take;
+		conn->body_left -= take;
+		if (!conn->body_left)
 			return 0;
+	} else if (conn->body_chunked) {
+		while (conn->rstart < conn->rlen) {
+			size_t used, off, len;
+			int r = http_chunked_decode(&conn->chunked,
+						    conn->rbuf + conn->rstart,
+						    conn->rlen - conn->rstart,
+						    &used, &off, &len);
+
+			conn->rstart += used;
+			if (r == HTTP_CHUNKED_DONE) {
+				conn->body_chunked = false;
+				return 0;
+			}
+			if (r < 0) {
+				khttpd_refuse_body(conn, r);
+				return 0;
+			}
 		}
-		conn->rstart = conn->rlen = 0;
-		n = khttpd_recv(conn, conn->rbuf, conn->rcap);
-		if (n < 0)
-			return n;
-		if (n == 0)
-			return -ESHUTDOWN;
-		conn->rlen = n;
+	} else {
+		return 0;
 	}
+	conn->rstart = conn->rlen = 0;
+	n = khttpd_recv(conn, conn->rbuf, conn->rcap);
+	if (n < 0)
+		return n;
+	if (n == 0)
+		return -ESHUTDOWN;
+	conn->rlen = n;
+	return -EINPROGRESS;
 }
 
 static void khttpd_start_linger(struct khttpd_conn *conn)
@@ -591,6 +593,8 @@ static void khttpd_conn_step(struct khttpd_conn *conn)
 			break;
 		case KHTTPD_DRAIN_BODY:
 			err = khttpd_drain_body(conn);
+			if (err == -EINPROGRESS)
+				continue;
 			if (!err && conn->state == KHTTPD_DRAIN_BODY)
 				conn->state = KHTTPD_READ_HEAD;
 			break;

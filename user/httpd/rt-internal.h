@@ -48,7 +48,11 @@ struct rt_coro {
     size_t heap_idx;
     _Atomic int refs;     /* alive + timer entries + transient */
     struct rt_coro *next; /* run queue link */
-    struct rcu_head rcu;  /* freed after a grace period */
+    /* link in the heap owner's rekey inbox (mn): a wait whose deadline is
+     * earlier than the entry another worker's heap holds */
+    struct rt_coro *rekey_next;
+    _Atomic bool rekey_queued;
+    struct rcu_head rcu; /* freed after a grace period */
 } __attribute__((aligned(64)));
 
 struct rt_coro *rt_coro_new(int fd);
@@ -80,6 +84,8 @@ int rt_timer_push(struct rt_timer_heap *h,
                   struct rt_coro *co);
 struct rt_timer_entry rt_timer_pop(struct rt_timer_heap *h);
 void rt_timer_remove(struct rt_timer_heap *h, size_t idx);
+/* Move entry idx to a new deadline, earlier or later. */
+void rt_timer_update(struct rt_timer_heap *h, size_t idx, uint64_t deadline);
 static inline const struct rt_timer_entry *rt_timer_top(
     const struct rt_timer_heap *h)
 {
@@ -101,6 +107,7 @@ struct rt_worker {
      * deadline; linked through rt_coro.next */
     pthread_mutex_t cancel_lock;
     struct rt_coro *cancel_inbox_locked;
+    struct rt_coro *rekey_inbox_locked;
     uint64_t last_log_flush_ms;
     _Atomic uint64_t log_flush_done; /* last rt_flush_logs() round seen */
     /* Out of descriptors, accept stopped at EMFILE; the edge-triggered

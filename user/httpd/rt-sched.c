@@ -131,7 +131,21 @@ static bool coro_wake(struct rt_worker *w, struct rt_coro *co, int reason)
     }
 }
 
-/* Arm a timer for co in w's heap unless some heap already holds it. The
+/* co's entry in w's heap (w its owner) says dl or later: make it say the
+ * wait's deadline if that is earlier. */
+static void timer_rekey_owned(struct rt_worker *w,
+                              struct rt_coro *co,
+                              uint64_t dl)
+{
+    if (dl && atomic_load(&co->heap_owner) == w &&
+        dl < w->timers.v[co->heap_idx].deadline)
+        rt_timer_update(&w->timers, co->heap_idx, dl);
+}
+
+/* Arm a timer for co in w's heap. If some heap already holds it, a later
+ * deadline is found when that entry pops; an earlier one moves the entry:
+ * here if w owns it, else through the owner's rekey inbox (mn), drained on
+ * the owner's next loop (its epoll_wait sleeps at most a second). The
  * caller passes a reference the heap keeps (or which is dropped here). */
 static void timer_arm(struct rt_worker *w, struct rt_coro *co, uint64_t dl)
 {
@@ -141,8 +155,40 @@ static void timer_arm(struct rt_worker *w, struct rt_coro *co, uint64_t dl)
             return;
         }
         atomic_store(&co->in_heap, 0);
+        rt_coro_put(co);
+        return;
+    }
+    struct rt_worker *owner = atomic_load(&co->heap_owner);
+    if (owner == w) {
+        timer_rekey_owned(w, co, dl);
+    } else if (owner && !atomic_exchange(&co->rekey_queued, true)) {
+        /* an owner it had a moment ago: if it popped the entry since, the
+         * drain finds it no longer owns co and does nothing */
+        pthread_mutex_lock(&owner->cancel_lock);
+        co->rekey_next = owner->rekey_inbox_locked;
+        owner->rekey_inbox_locked = co;
+        pthread_mutex_unlock(&owner->cancel_lock);
+        return; /* the inbox keeps the reference */
     }
     rt_coro_put(co);
+}
+
+static void rekey_inbox_drain(struct rt_worker *w)
+{
+    if (!__atomic_load_n(&w->rekey_inbox_locked, __ATOMIC_RELAXED))
+        return;
+    pthread_mutex_lock(&w->cancel_lock);
+    struct rt_coro *list = w->rekey_inbox_locked;
+    w->rekey_inbox_locked = NULL;
+    pthread_mutex_unlock(&w->cancel_lock);
+    while (list) {
+        struct rt_coro *co = list;
+        list = co->rekey_next;
+        atomic_store(&co->rekey_queued, false);
+        if (RT_ST(atomic_load(&co->wstate)) != RT_ST_DEAD)
+            timer_rekey_owned(w, co, atomic_load(&co->deadline));
+        rt_coro_put(co);
+    }
 }
 
 /* A closed connection's timer entry goes at once: removed here if this
@@ -483,6 +529,7 @@ static void *worker_main(void *arg)
 
         now = rt_now_ms();
         cancel_inbox_drain(w);
+        rekey_inbox_drain(w);
         timers_expire(w, now);
         if (rt_stopping()) {
             saw_stop = true;

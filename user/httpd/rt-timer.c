@@ -1,10 +1,12 @@
 /* rt-timer.c — a binary min-heap of deadlines, one per worker.
  *
  * Entries are not moved when a connection makes progress: it just moves its
- * deadline, and the worker that pops the stale entry re-reads the
- * coroutine's current deadline and re-arms or drops it (rt-sched.c). That
- * keeps every heap single-threaded even when coroutines migrate (mn). A
- * closed connection's entry is removed at once by its owner (heap_idx).
+ * deadline later, and the worker that pops the stale entry re-reads the
+ * coroutine's current deadline and re-arms or drops it (rt-sched.c). A wait
+ * with an earlier deadline than its entry (a lingering close after an idle
+ * wait) moves the entry up, through the owner (rt_timer_update). That keeps
+ * every heap single-threaded even when coroutines migrate (mn). A closed
+ * connection's entry is removed at once by its owner (heap_idx).
  */
 #include <stdlib.h>
 
@@ -75,6 +77,16 @@ void rt_timer_remove(struct rt_timer_heap *h, size_t idx)
         sift_up(h, idx, last);
     else
         sift_down(h, idx, last);
+}
+
+void rt_timer_update(struct rt_timer_heap *h, size_t idx, uint64_t deadline)
+{
+    struct rt_timer_entry e = h->v[idx];
+    e.deadline = deadline;
+    if (idx > 0 && deadline < h->v[(idx - 1) / 2].deadline)
+        sift_up(h, idx, e);
+    else
+        sift_down(h, idx, e);
 }
 
 struct rt_timer_entry rt_timer_pop(struct rt_timer_heap *h)

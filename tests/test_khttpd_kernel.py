@@ -507,3 +507,93 @@ def test_counters_move(docroot):
         assert st1["requests"] - st0["requests"] == 3
         assert st1["bytes_out"] > st0["bytes_out"]
         assert st1["cache_misses"] + st1["cache_hits"] > st0["cache_misses"] + st0["cache_hits"]
+
+
+TRACEFS = "/sys/kernel/tracing"
+TRACE_LINE = re.compile(r"khttpd_request: peer=(\S+) method=(\S*) target=(\S*) "
+                        r"status=(\d+) bytes=(\d+) usecs=(\d+)")
+
+
+@pytest.fixture
+def tracefs():
+    if not os.path.isdir(os.path.join(TRACEFS, "events")):
+        os.makedirs(TRACEFS, exist_ok=True)
+        subprocess.run(["mount", "-t", "tracefs", "nodev", TRACEFS], check=False)
+    if not os.path.isdir(os.path.join(TRACEFS, "events")):
+        pytest.fail("tracefs is not available in the guest")
+    yield TRACEFS
+    with open(os.path.join(TRACEFS, "trace"), "w") as f:
+        f.write("")
+
+
+def test_request_trace_event(docroot, tracefs):
+    """khttpd:khttpd_request records every answered request — peer, method,
+    target, status, bytes sent, duration — the kernel's way to an access
+    log (trace-cmd record -e khttpd); nothing is recorded while it is off."""
+    with Khttpd(docroot) as k:
+        enable = os.path.join(tracefs, "events/khttpd/khttpd_request/enable")
+        assert os.path.exists(enable), os.listdir(os.path.join(tracefs, "events"))
+        with open(os.path.join(tracefs, "trace"), "w") as f:
+            f.write("")
+        get(k.port, "/hello.txt")  # off: not recorded
+        with open(enable, "w") as f:
+            f.write("1")
+        try:
+            whole = get(k.port, "/hello.txt")
+            with socket.create_connection(("127.0.0.1", k.port), timeout=10) as s:
+                port = s.getsockname()[1]
+                s.sendall(b"GET /nope?x=1 HTTP/1.1\r\nHost: x\r\n\r\n"
+                          b"HEAD /page.html HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+                got = b""
+                while (b := s.recv(65536)):
+                    got += b
+            raw(k.port, b"BAD\r\n\r\n")
+            time.sleep(0.2)
+        finally:
+            with open(enable, "w") as f:
+                f.write("0")
+        with open(os.path.join(tracefs, "trace")) as f:
+            recs = [m.groups() for m in map(TRACE_LINE.search, f) if m]
+    assert len(recs) == 4, recs
+    peer, method, target, status, nbytes, usecs = recs[0]
+    assert (method, target, status) == ("GET", "/hello.txt", "200")
+    assert peer.startswith("127.0.0.1:") and int(nbytes) == len(whole)
+    assert recs[1][:5] == (f"127.0.0.1:{port}", "GET", "/nope?x=1", "404", recs[1][4])
+    assert recs[2][:4] == (f"127.0.0.1:{port}", "HEAD", "/page.html", "200")
+    assert int(recs[1][4]) + int(recs[2][4]) == len(got)
+    assert recs[3][1:4] == ("", "", "400")  # no request parsed
+    assert all(int(r[5]) < 10_000_000 for r in recs)
+
+
+PROM_LINE = re.compile(r'^(khttpd_[a-z_]+)(\{class="[1-5]xx"\})? (\d+)$')
+
+
+def test_metrics_in_prometheus_format(docroot):
+    """/proc/net/khttpd_metrics: the counters of /proc/net/khttpd in the
+    Prometheus text format, named and documented as ktcp-httpd's."""
+    with Khttpd(docroot) as k:
+        get(k.port, "/hello.txt")
+        get(k.port, "/nope")
+        plain = stats()
+        with open("/proc/net/khttpd_metrics") as f:
+            text = f.read()
+    helps, types, samples = set(), {}, {}
+    for line in text.splitlines():
+        if line.startswith("# HELP "):
+            helps.add(line.split()[2])
+        elif line.startswith("# TYPE "):
+            _, _, name, kind = line.split()
+            types[name] = kind
+        else:
+            m = PROM_LINE.match(line)
+            assert m, line
+            samples[m.group(1) + (m.group(2) or "")] = int(m.group(3))
+    assert set(types) == helps
+    assert types["khttpd_requests_total"] == "counter"
+    assert types["khttpd_active"] == "gauge"
+    assert samples["khttpd_requests_total"] == plain["requests"]
+    assert samples["khttpd_accepted_total"] == plain["accepted"]
+    assert samples['khttpd_responses_total{class="2xx"}'] == plain["status_2xx"]
+    assert samples['khttpd_responses_total{class="4xx"}'] == plain["status_4xx"]
+    assert samples["khttpd_cache_entries"] == plain["cache_entries"]
+    assert plain["status_4xx"] >= 1 and plain["status_2xx"] >= 1

@@ -26,7 +26,6 @@
 #include <linux/mm.h>
 #include <linux/mutex.h>
 #include <linux/rcupdate.h>
-#include <linux/seq_file.h>
 #include <linux/slab.h>
 #include <linux/spinlock.h>
 #include <linux/stat.h>
@@ -336,10 +335,10 @@ const struct khttpd_gz *khttpd_cache_gzip(struct khttpd_entry *e)
 	return gz;
 }
 
-void khttpd_cache_show(struct seq_file *m)
+void khttpd_cache_usage(size_t *bytes, size_t *entries)
 {
-	seq_printf(m, "cache_bytes %zu\n", READ_ONCE(khttpd_cache_total));
-	seq_printf(m, "cache_entries %u\n", READ_ONCE(khttpd_cache_entries));
+	*bytes = READ_ONCE(khttpd_cache_total);
+	*entries = READ_ONCE(khttpd_cache_entries);
 }
 
 void khttpd_cache_exit(void)

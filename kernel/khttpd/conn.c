@@ -211,6 +211,7 @@ static int khttpd_send_file_piece(struct khttpd_conn *conn)
 		return ret;
 	o->pos += ret;
 	o->file_left -= ret;
+	conn->sent += ret;
 	khttpd_count(bytes_out, ret);
 	conn->last_active = jiffies;
 	return 0;
@@ -250,6 +251,7 @@ static int khttpd_out_flush(struct khttpd_conn *conn)
 			ret = kernel_sendmsg(conn->sock, &msg, vec, n, total);
 			if (ret < 0)
 				return ret;
+			conn->sent += ret;
 			khttpd_count(bytes_out, ret);
 			conn->last_active = jiffies;
 			if (o->head_off < o->head_len) {
@@ -294,6 +296,7 @@ static void khttpd_send_error_close(struct khttpd_conn *conn, int status)
 {
 	khttpd_count(requests, 1);
 	khttpd_respond_error(conn, status);
+	khttpd_trace_begin(conn, NULL, NULL, status);
 	conn->close_after = true;
 	conn->linger = true;
 	conn->state = KHTTPD_SEND;
@@ -313,8 +316,12 @@ static void khttpd_answer(struct khttpd_conn *conn, size_t head_len)
 	};
 	const struct http_plan *p = &conn->plan;
 
+	bool ok;
+
 	khttpd_count(requests, 1);
-	if (!khttpd_respond(conn, &in) || !p->keep_alive) {
+	ok = khttpd_respond(conn, &in);
+	khttpd_trace_begin(conn, req, in.buf, p->status);
+	if (!ok || !p->keep_alive) {
 		conn->close_after = true;
 		conn->linger = p->linger;
 	} else {
@@ -500,6 +507,7 @@ static int khttpd_linger(struct khttpd_conn *conn)
 /* 0, or -ESHUTDOWN: close now (the plan did not ask to linger). */
 static int khttpd_response_done(struct khttpd_conn *conn)
 {
+	khttpd_trace_end(conn);
 	khttpd_out_reset(&conn->out);
 	conn->last_active = jiffies;
 	if (conn->close_after && !conn->linger)
@@ -646,6 +654,7 @@ static void khttpd_conn_free(struct khttpd_conn *conn)
 	if (!conn->thread)
 		cancel_work_sync(&conn->work);
 
+	khttpd_trace_end(conn); /* a response cut short: what was sent */
 	khttpd_out_reset(&conn->out);
 	sock_release(conn->sock);
 	kfree(conn->rbuf);

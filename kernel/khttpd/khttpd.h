@@ -20,7 +20,6 @@
 #include "http_core.h"
 #include "ktcp_sock.h"
 
-struct seq_file;
 struct sock;
 struct socket;
 
@@ -107,7 +106,8 @@ int khttpd_cache_get(const char *rel, size_t len, struct khttpd_entry **out);
 void khttpd_cache_put(struct khttpd_entry *e);
 const struct khttpd_gz *khttpd_cache_gzip(struct khttpd_entry *e);
 void khttpd_cache_exit(void);
-void khttpd_cache_show(struct seq_file *m);
+/* What the cache holds now: bytes charged and entries. */
+void khttpd_cache_usage(size_t *bytes, size_t *entries);
 
 /* ---- the served root (root.c) ---- */
 /* Look rel up beneath the root: -EXDEV/-ELOOP when it leads out. */
@@ -175,8 +175,20 @@ struct khttpd_conn {
 	struct khttpd_out out;
 	struct http_plan plan; /* the response going out (its error text) */
 	bool linger; /* closing: shut the write side and drop input first */
+	u64 sent; /* bytes sent on this connection */
+	struct khttpd_trace_req *trace; /* the request being traced, if any */
 	char hbuf[HTTP_SERVER_HEAD_BUF];
 };
+
+/* ---- trace.c: the khttpd:khttpd_request trace event ---- */
+/* Note the request just planned (req NULL: none parsed; base: the buffer
+ * its slices point into) if the event is enabled. */
+void khttpd_trace_begin(struct khttpd_conn *conn,
+			const struct http_request *req, const char *base,
+			int status);
+/* Emit the noted request's record, if any: its response is out or the
+ * connection ends. */
+void khttpd_trace_end(struct khttpd_conn *conn);
 
 /* ---- listing.c ---- */
 /* Open the directory rel for a listing (chunked: HTTP/1.1 framing); an

@@ -1,37 +1,75 @@
 // SPDX-License-Identifier: MIT OR GPL-2.0
 /*
  * proc.c — /proc/net/khttpd: the counters of stats.c added up, with the
- * live connections and the cache's size. The top of the module's layers:
+ * live connections and the cache's size; /proc/net/khttpd_metrics: the
+ * same in the Prometheus text format. core/http_counters.c renders both,
+ * as it does ktcp-httpd's status page. The top of the module's layers:
  * it reads from all of them and nothing calls into it but main.c.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/proc_fs.h>
 #include <linux/seq_file.h>
+#include <linux/slab.h>
 #include <net/net_namespace.h>
 
+#include "http_counters.h"
 #include "khttpd.h"
 
-static int khttpd_proc_show(struct seq_file *m, void *v)
+/* The counters in core's order (http_counters.h). */
+static void khttpd_counters_get(u64 v[HTTP_NCOUNTERS])
 {
 	struct khttpd_stats sum;
+	size_t cache_bytes, cache_entries;
 	int i;
 
 	khttpd_stats_sum(&sum);
-	seq_printf(m, "accepted %llu\n", sum.accepted);
-	seq_printf(m, "active %u\n", khttpd_conns_active());
-	seq_printf(m, "refused %llu\n", sum.refused);
-	seq_printf(m, "requests %llu\n", sum.requests);
+	khttpd_cache_usage(&cache_bytes, &cache_entries);
+	v[HTTP_CTR_ACCEPTED] = sum.accepted;
+	v[HTTP_CTR_ACTIVE] = khttpd_conns_active();
+	v[HTTP_CTR_REFUSED] = sum.refused;
+	v[HTTP_CTR_REQUESTS] = sum.requests;
 	for (i = 0; i < 5; i++)
-		seq_printf(m, "status_%dxx %llu\n", i + 1, sum.status[i]);
-	seq_printf(m, "bytes_out %llu\n", sum.bytes_out);
-	seq_printf(m, "cache_hits %llu\n", sum.cache_hits);
-	seq_printf(m, "cache_misses %llu\n", sum.cache_misses);
-	seq_printf(m, "cache_evictions %llu\n", sum.cache_evictions);
-	khttpd_cache_show(m);
-	seq_printf(m, "timeouts %llu\n", sum.timeouts);
-	seq_printf(m, "errors %llu\n", sum.errors);
-	return 0;
+		v[HTTP_CTR_STATUS_1XX + i] = sum.status[i];
+	v[HTTP_CTR_BYTES_OUT] = sum.bytes_out;
+	v[HTTP_CTR_CACHE_HITS] = sum.cache_hits;
+	v[HTTP_CTR_CACHE_MISSES] = sum.cache_misses;
+	v[HTTP_CTR_CACHE_EVICTIONS] = sum.cache_evictions;
+	v[HTTP_CTR_CACHE_BYTES] = cache_bytes;
+	v[HTTP_CTR_CACHE_ENTRIES] = cache_entries;
+	v[HTTP_CTR_TIMEOUTS] = sum.timeouts;
+	v[HTTP_CTR_ERRORS] = sum.errors;
+}
+
+/* Both files: core renders into a page, shown whole. */
+static int khttpd_proc_render(struct seq_file *m, bool prometheus)
+{
+	u64 v[HTTP_NCOUNTERS];
+	struct http_buf b;
+	char *page = kmalloc(PAGE_SIZE, GFP_KERNEL);
+
+	if (!page)
+		return -ENOMEM;
+	khttpd_counters_get(v);
+	http_buf_init(&b, page, PAGE_SIZE);
+	if (prometheus)
+		http_counters_prometheus(&b, "khttpd", v);
+	else
+		http_counters_plain(&b, v);
+	if (!b.overflow)
+		seq_write(m, page, b.len);
+	kfree(page);
+	return b.overflow ? -EOVERFLOW : 0;
+}
+
+static int khttpd_proc_show(struct seq_file *m, void *v)
+{
+	return khttpd_proc_render(m, false);
+}
+
+static int khttpd_metrics_show(struct seq_file *m, void *v)
+{
+	return khttpd_proc_render(m, true);
 }
 
 int khttpd_stats_init(void)
@@ -41,15 +79,22 @@ int khttpd_stats_init(void)
 	if (err < 0)
 		return err;
 	if (!proc_create_single("khttpd", 0444, init_net.proc_net,
-				khttpd_proc_show)) {
-		khttpd_counters_exit();
-		return -ENOMEM;
+				khttpd_proc_show))
+		goto err;
+	if (!proc_create_single("khttpd_metrics", 0444, init_net.proc_net,
+				khttpd_metrics_show)) {
+		remove_proc_entry("khttpd", init_net.proc_net);
+		goto err;
 	}
 	return 0;
+err:
+	khttpd_counters_exit();
+	return -ENOMEM;
 }
 
 void khttpd_stats_exit(void)
 {
+	remove_proc_entry("khttpd_metrics", init_net.proc_net);
 	remove_proc_entry("khttpd", init_net.proc_net);
 	khttpd_counters_exit();
 }

@@ -1,6 +1,7 @@
 /* httpd-status.c — the counters at --status-path: the same names, meanings
  * and order as khttpd's /proc/net/khttpd ("name value" lines), or the
- * Prometheus text exposition format at PATH/metrics or PATH?format=prometheus.
+ * Prometheus text exposition format at PATH/metrics or PATH?format=prometheus
+ * (both rendered by core/http_counters.c).
  *
  * The page is built from one pass over the counters (rt_counters_sum), so
  * its values are each recent, not one atomic snapshot. A status request is
@@ -9,6 +10,7 @@
  * bytes_out, which is every byte written to clients. */
 #include <string.h>
 
+#include "http_counters.h"
 #include "httpd.h"
 
 #define STATUS_BODY_MAX 4096
@@ -67,117 +69,32 @@ bool httpd_status_wanted(const struct httpd_req *r)
     return status_match(r) != 0;
 }
 
-/* One counter: its /proc/net/khttpd name, its Prometheus name and help. */
-struct status_line {
-    const char *name;
-    const char *metric; /* NULL: a status class, below */
-    bool gauge;
-    const char *help;
-};
-
-static void add_plain(struct http_buf *b, const char *name, uint64_t v)
-{
-    http_buf_append_str(b, name);
-    http_buf_append_char(b, ' ');
-    http_buf_append_u64(b, v);
-    http_buf_append_char(b, '\n');
-}
-
-static void add_metric_head(struct http_buf *b,
-                            const char *metric,
-                            bool gauge,
-                            const char *help)
-{
-    http_buf_append_str(b, "# HELP ");
-    http_buf_append_str(b, metric);
-    http_buf_append_char(b, ' ');
-    http_buf_append_str(b, help);
-    http_buf_append_str(b, "\n# TYPE ");
-    http_buf_append_str(b, metric);
-    http_buf_append_str(b, gauge ? " gauge\n" : " counter\n");
-}
-
-static void add_metric(struct http_buf *b,
-                       const char *metric,
-                       bool gauge,
-                       const char *help,
-                       uint64_t v)
-{
-    add_metric_head(b, metric, gauge, help);
-    add_plain(b, metric, v);
-}
-
 static void build_body(struct http_buf *b, enum status_format fmt)
 {
-    uint64_t c[RT_NCOUNTERS];
+    uint64_t c[RT_NCOUNTERS], v[HTTP_NCOUNTERS];
     size_t cache_bytes, cache_entries;
     rt_counters_sum(c);
     httpd_cache_usage(&cache_bytes, &cache_entries);
     long active = rt_live_conns();
-    if (active < 0)
-        active = 0;
 
-    if (fmt == STATUS_PLAIN) {
-        add_plain(b, "accepted", c[RT_C_ACCEPTED]);
-        add_plain(b, "active", (uint64_t) active);
-        add_plain(b, "refused", c[RT_C_REFUSED]);
-        add_plain(b, "requests", c[RT_C_REQUESTS]);
-        for (int i = 0; i < 5; i++) {
-            char name[] = "status_1xx";
-            name[7] = (char) ('1' + i);
-            add_plain(b, name, c[RT_C_STATUS_1XX + i]);
-        }
-        add_plain(b, "bytes_out", c[RT_C_BYTES_OUT]);
-        add_plain(b, "cache_hits", c[RT_C_CACHE_HITS]);
-        add_plain(b, "cache_misses", c[RT_C_CACHE_MISSES]);
-        add_plain(b, "cache_evictions", c[RT_C_CACHE_EVICTIONS]);
-        add_plain(b, "cache_bytes", cache_bytes);
-        add_plain(b, "cache_entries", cache_entries);
-        add_plain(b, "timeouts", c[RT_C_TIMEOUTS]);
-        add_plain(b, "errors", c[RT_C_ERRORS]);
-        return;
-    }
-    add_metric(b, "ktcp_httpd_accepted_total", false, "Connections accepted.",
-               c[RT_C_ACCEPTED]);
-    add_metric(b, "ktcp_httpd_active", true, "Connections open now.",
-               (uint64_t) active);
-    add_metric(b, "ktcp_httpd_refused_total", false,
-               "Connections refused with 503 beyond --max-conns.",
-               c[RT_C_REFUSED]);
-    add_metric(b, "ktcp_httpd_requests_total", false,
-               "Requests answered (the status page excluded).",
-               c[RT_C_REQUESTS]);
-    add_metric_head(b, "ktcp_httpd_responses_total", false,
-                    "Responses by status class (the status page excluded).");
-    for (int i = 0; i < 5; i++) {
-        http_buf_append_str(b, "ktcp_httpd_responses_total{class=\"");
-        http_buf_append_char(b, (char) ('1' + i));
-        http_buf_append_str(b, "xx\"} ");
-        http_buf_append_u64(b, c[RT_C_STATUS_1XX + i]);
-        http_buf_append_char(b, '\n');
-    }
-    add_metric(b, "ktcp_httpd_bytes_out_total", false,
-               "Bytes written to clients, heads and bodies.",
-               c[RT_C_BYTES_OUT]);
-    add_metric(b, "ktcp_httpd_cache_hits_total", false,
-               "Content cache lookups that found a fresh entry.",
-               c[RT_C_CACHE_HITS]);
-    add_metric(b, "ktcp_httpd_cache_misses_total", false,
-               "Content cache lookups that went to the file system.",
-               c[RT_C_CACHE_MISSES]);
-    add_metric(b, "ktcp_httpd_cache_evictions_total", false,
-               "Content cache entries evicted to stay under --cache-size.",
-               c[RT_C_CACHE_EVICTIONS]);
-    add_metric(b, "ktcp_httpd_cache_bytes", true,
-               "Bytes charged against --cache-size.", cache_bytes);
-    add_metric(b, "ktcp_httpd_cache_entries", true,
-               "Entries in the content cache.", cache_entries);
-    add_metric(b, "ktcp_httpd_timeouts_total", false,
-               "Connections closed for an idle, head or send timeout.",
-               c[RT_C_TIMEOUTS]);
-    add_metric(b, "ktcp_httpd_errors_total", false,
-               "Accept and socket errors other than a peer going away.",
-               c[RT_C_ERRORS]);
+    v[HTTP_CTR_ACCEPTED] = c[RT_C_ACCEPTED];
+    v[HTTP_CTR_ACTIVE] = active < 0 ? 0 : (uint64_t) active;
+    v[HTTP_CTR_REFUSED] = c[RT_C_REFUSED];
+    v[HTTP_CTR_REQUESTS] = c[RT_C_REQUESTS];
+    for (int i = 0; i < 5; i++)
+        v[HTTP_CTR_STATUS_1XX + i] = c[RT_C_STATUS_1XX + i];
+    v[HTTP_CTR_BYTES_OUT] = c[RT_C_BYTES_OUT];
+    v[HTTP_CTR_CACHE_HITS] = c[RT_C_CACHE_HITS];
+    v[HTTP_CTR_CACHE_MISSES] = c[RT_C_CACHE_MISSES];
+    v[HTTP_CTR_CACHE_EVICTIONS] = c[RT_C_CACHE_EVICTIONS];
+    v[HTTP_CTR_CACHE_BYTES] = cache_bytes;
+    v[HTTP_CTR_CACHE_ENTRIES] = cache_entries;
+    v[HTTP_CTR_TIMEOUTS] = c[RT_C_TIMEOUTS];
+    v[HTTP_CTR_ERRORS] = c[RT_C_ERRORS];
+    if (fmt == STATUS_PLAIN)
+        http_counters_plain(b, v);
+    else
+        http_counters_prometheus(b, "ktcp_httpd", v);
 }
 
 bool httpd_status_serve(struct httpd_req *r, struct http_plan *p)
@@ -195,8 +112,8 @@ bool httpd_status_serve(struct httpd_req *r, struct http_plan *p)
     }
     http_plan_engine_body(p,
                           fmt == STATUS_PROMETHEUS
-                              ? "text/plain; version=0.0.4; charset=utf-8"
-                              : "text/plain; charset=utf-8",
+                              ? HTTP_COUNTERS_PROMETHEUS_TYPE
+                              : HTTP_COUNTERS_PLAIN_TYPE,
                           b.len);
     return httpd_send_head(r, p, body, b.len, p->more);
 }

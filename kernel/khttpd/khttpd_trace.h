@@ -1,0 +1,82 @@
+/* SPDX-License-Identifier: MIT OR GPL-2.0 */
+/*
+ * khttpd_trace.h — the khttpd:khttpd_request trace event: one record per
+ * answered request (peer, method, target, status, bytes, duration), so that
+ * trace-cmd, perf or the tracefs files record an access log the kernel's
+ * own way. Nothing is recorded, copied or allocated while it is off.
+ */
+#undef TRACE_SYSTEM
+#define TRACE_SYSTEM khttpd
+
+#if !defined(KHTTPD_TRACE_H) || defined(TRACE_HEADER_MULTI_READ)
+#define KHTTPD_TRACE_H
+
+#include <linux/in.h>
+#include <linux/in6.h>
+#include <linux/tracepoint.h>
+#include <net/ipv6.h>
+#include <net/sock.h>
+
+/* The longest method token and target a record keeps (longer: cut). */
+#define KHTTPD_TRACE_METHOD_MAX 15
+#define KHTTPD_TRACE_TARGET_MAX 1024
+
+/* Laid out as the kernel's own trace headers are. */
+/* clang-format off */
+TRACE_EVENT(khttpd_request,
+
+	TP_PROTO(const struct sock *sk, const char *method, const char *target,
+		 unsigned int target_len, int status, u64 bytes, u64 ns),
+
+	TP_ARGS(sk, method, target, target_len, status, bytes, ns),
+
+	TP_STRUCT__entry(
+		__array(u8, peer, sizeof(struct sockaddr_in6))
+		__array(char, method, KHTTPD_TRACE_METHOD_MAX + 1)
+		__dynamic_array(char, target, target_len + 1)
+		__field(int, status)
+		__field(u64, bytes)
+		__field(u64, usecs)
+	),
+
+	TP_fast_assign(
+		memset(__entry->peer, 0, sizeof(__entry->peer));
+		/* a dual-stack listener's IPv4 peer is shown as IPv4 */
+		if (sk->sk_family == AF_INET6 &&
+		    !ipv6_addr_v4mapped(&sk->sk_v6_daddr)) {
+			struct sockaddr_in6 *a = (void *)__entry->peer;
+
+			a->sin6_family = AF_INET6;
+			a->sin6_port = inet_sk(sk)->inet_dport;
+			a->sin6_addr = sk->sk_v6_daddr;
+		} else {
+			struct sockaddr_in *a = (void *)__entry->peer;
+
+			a->sin_family = AF_INET;
+			a->sin_port = inet_sk(sk)->inet_dport;
+			a->sin_addr.s_addr = sk->sk_family == AF_INET6 ?
+				sk->sk_v6_daddr.s6_addr32[3] :
+				inet_sk(sk)->inet_daddr;
+		}
+		strscpy(__entry->method, method, sizeof(__entry->method));
+		memcpy(__get_dynamic_array(target), target, target_len);
+		((char *)__get_dynamic_array(target))[target_len] = '\0';
+		__entry->status = status;
+		__entry->bytes = bytes;
+		__entry->usecs = div_u64(ns, NSEC_PER_USEC);
+	),
+
+	TP_printk("peer=%pISpc method=%s target=%s status=%d bytes=%llu usecs=%llu",
+		  __entry->peer, __entry->method,
+		  (char *)__get_dynamic_array(target),
+		  __entry->status, __entry->bytes, __entry->usecs)
+);
+/* clang-format on */
+
+#endif /* KHTTPD_TRACE_H */
+
+#undef TRACE_INCLUDE_PATH
+#define TRACE_INCLUDE_PATH .
+#undef TRACE_INCLUDE_FILE
+#define TRACE_INCLUDE_FILE khttpd_trace
+#include <trace/define_trace.h>

@@ -13,7 +13,7 @@ from testlib import ROOT
 
 BINS = ["ktcp-httpd", "ktcp-echo", "ktcp-kcm-server", "ktcp-msg-server",
         "htstress", "echo-bench", "lat", "msg-bench"]
-UNITS = ["ktcp-httpd.service", "ktcp-khttpd.service"]
+UNITS = ["ktcp-httpd.service", "ktcp-httpd.socket", "ktcp-khttpd.service"]
 
 
 def make(*args):
@@ -50,7 +50,8 @@ def test_install_into_destdir_and_uninstall(tmp_path):
         assert mode(path) == 0o644
         text = path.read_text()
         assert "@BINDIR@" not in text and "@DOCDIR@" not in text
-        for section in ("[Unit]", "[Service]", "[Install]"):
+        kind = "[Socket]" if u.endswith(".socket") else "[Service]"
+        for section in ("[Unit]", kind, "[Install]"):
             assert section in text
     httpd_unit = (dest / "usr/lib/systemd/system/ktcp-httpd.service").read_text()
     assert "ExecStart=/usr/bin/ktcp-httpd " in httpd_unit

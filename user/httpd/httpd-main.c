@@ -36,7 +36,10 @@ static void usage(FILE *out)
             "  -p, --port N            TCP port (default: %d)\n"
             "  -b, --bind ADDR         numeric IPv4/IPv6 address to listen "
             "on (default: %s;\n"
-            "                          0.0.0.0 or :: for all interfaces)\n"
+            "                          0.0.0.0 or :: for all interfaces;\n"
+            "                          a socket passed by systemd's socket "
+            "activation\n"
+            "                          replaces --bind and --port)\n"
             "  -t, --threads N         worker threads for epoll and mn "
             "(default: one per\n"
             "                          online CPU, here %ld)\n"
@@ -494,9 +497,13 @@ int main(int argc, char **argv)
             fprintf(stderr, "ktcp-httpd: cannot start: %s\n", strerror(-err));
         return 1;
     }
-    fprintf(stderr,
-            "ktcp-httpd: serving %s on %s port %d (model %s, %d worker%s)\n",
-            s.root, s.rt.bind, s.rt.port, model_names[s.rt.model],
+    char where[96];
+    if (rt_socket_activated())
+        snprintf(where, sizeof(where), "the socket passed by systemd");
+    else
+        snprintf(where, sizeof(where), "%s port %d", s.rt.bind, s.rt.port);
+    fprintf(stderr, "ktcp-httpd: serving %s on %s (model %s, %d worker%s)\n",
+            s.root, where, model_names[s.rt.model],
             s.rt.model == RT_MODEL_THREADS ? 1 : s.rt.workers,
             s.rt.model != RT_MODEL_THREADS && s.rt.workers > 1 ? "s" : "");
 

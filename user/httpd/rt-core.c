@@ -3,6 +3,7 @@
  * worker pointer, and the threads model (small enough to live here). */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
@@ -10,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -164,6 +166,54 @@ fail:
     return -errno;
 }
 
+/* systemd's socket activation (the sd_listen_fds(3) protocol, read without
+ * libsystemd): when LISTEN_PID is this process, descriptor 3 is a socket
+ * already bound and listening, and it is served instead of --bind/--port.
+ * -ENOENT when there is none; more than one: the first is served. */
+static int inherited_listener(const struct rt_config *cfg)
+{
+    const char *pid = getenv("LISTEN_PID"), *fds = getenv("LISTEN_FDS");
+    if (!pid || !fds || strtol(pid, NULL, 10) != (long) getpid())
+        return -ENOENT;
+    long n = strtol(fds, NULL, 10);
+    unsetenv("LISTEN_PID");
+    unsetenv("LISTEN_FDS");
+    unsetenv("LISTEN_FDNAMES");
+    if (n < 1)
+        return -ENOENT;
+    if (n > 1)
+        fprintf(stderr,
+                "ktcp-httpd: %ld sockets passed by systemd; serving the "
+                "first\n",
+                n);
+    int fd = 3, type = 0, listening = 0;
+    socklen_t l = sizeof(type);
+    if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &l) < 0 ||
+        type != SOCK_STREAM ||
+        getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening,
+                   &(socklen_t){sizeof(listening)}) < 0 ||
+        !listening) {
+        fprintf(stderr,
+                "ktcp-httpd: the socket passed by systemd is not a "
+                "listening stream socket\n");
+        return -EINVAL;
+    }
+    int fl = fcntl(fd, F_GETFL);
+    if (cfg->model == RT_MODEL_THREADS)
+        fl &= ~O_NONBLOCK;
+    else
+        fl |= O_NONBLOCK;
+    if (fl < 0 || fcntl(fd, F_SETFL, fl) < 0 ||
+        fcntl(fd, F_SETFD, FD_CLOEXEC) < 0)
+        return -errno;
+    return fd;
+}
+
+bool rt_socket_activated(void)
+{
+    return rt_g.inherited;
+}
+
 /* ---- the threads model: one blocking thread per connection ---- */
 
 static pthread_t threads_acceptor;
@@ -210,6 +260,18 @@ static void *threads_accept_main(void *arg)
     for (;;) {
         struct sockaddr_storage ss;
         socklen_t sl = sizeof(ss);
+        if (rt_g.inherited) {
+            /* the socket is systemd's too and is never shut down: wait for
+             * a client or the stop, not in accept() */
+            struct pollfd pf[2] = {{rt_g.listen_fds[0], POLLIN, 0},
+                                   {rt_g.stop_fd, POLLIN, 0}};
+            if (poll(pf, 2, -1) < 0 && errno != EINTR)
+                break;
+            if (rt_stopping())
+                break;
+            if (!(pf[0].revents & POLLIN))
+                continue;
+        }
         int fd = accept4(rt_g.listen_fds[0], (struct sockaddr *) &ss, &sl,
                          SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd < 0) {
@@ -256,7 +318,16 @@ int rt_start(const struct rt_config *cfg)
     int n = cfg->model == RT_MODEL_EPOLL ? cfg->workers : 1;
     if (n > (int) (sizeof(rt_g.listen_fds) / sizeof(rt_g.listen_fds[0])))
         n = sizeof(rt_g.listen_fds) / sizeof(rt_g.listen_fds[0]);
-    for (int i = 0; i < n; i++) {
+    int inherited = inherited_listener(cfg);
+    if (inherited == -EINVAL)
+        return inherited;
+    if (inherited >= 0) {
+        /* one socket: every epoll worker waits on it (EPOLLEXCLUSIVE) */
+        rt_g.inherited = true;
+        for (int i = 0; i < n; i++)
+            rt_g.listen_fds[rt_g.nlisten++] = inherited;
+    }
+    for (int i = 0; i < n && !rt_g.inherited; i++) {
         int fd = rt_open_listener(cfg, cfg->model == RT_MODEL_EPOLL);
         if (fd < 0)
             return fd;
@@ -280,7 +351,7 @@ void rt_stop(void)
     }
     /* shutdown, not close: a worker may still hold the fd number, and a
      * closed number could be reused by an accept. Blocked accepts return. */
-    for (int i = 0; i < rt_g.nlisten; i++)
+    for (int i = 0; i < rt_g.nlisten && !rt_g.inherited; i++)
         shutdown(rt_g.listen_fds[i], SHUT_RDWR);
     if (rt_g.cfg->model != RT_MODEL_THREADS)
         rt_wake_all();
@@ -298,7 +369,7 @@ void rt_finish(void)
         rt_wake_all();
         rt_join_coro();
     }
-    for (int i = 0; i < rt_g.nlisten; i++)
+    for (int i = 0; i < (rt_g.inherited ? 1 : rt_g.nlisten); i++)
         close(rt_g.listen_fds[i]);
     urcu_memb_barrier(); /* run pending call_rcu callbacks */
 }

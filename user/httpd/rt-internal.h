@@ -124,6 +124,9 @@ struct rt_global {
     const struct rt_config *cfg;
     int listen_fds[256];
     int nlisten;
+    /* listen_fds all name one socket passed by systemd (socket activation):
+     * never shut down (systemd keeps it for the next start), closed once */
+    bool inherited;
     int stop_fd; /* eventfd, level-triggered, readable once stopping */
     _Atomic bool stopping;
     _Atomic bool exiting;

@@ -592,7 +592,8 @@ int rt_run_coro(const struct rt_config *cfg)
         w->listen_fd = rt_g.listen_fds[i];
         if (w->epfd < 0 ||
             epoll_add_tag(w->epfd, w->listen_fd, &tag_listen,
-                          EPOLLIN | EPOLLET) < 0 ||
+                          EPOLLIN | EPOLLET |
+                              (rt_g.inherited ? EPOLLEXCLUSIVE : 0)) < 0 ||
             epoll_add_tag(w->epfd, rt_g.stop_fd, &tag_stop, EPOLLIN) < 0)
             return -errno;
     }

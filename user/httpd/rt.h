@@ -61,9 +61,12 @@ struct rt_config {
     void (*refuse)(int fd); /* answer a connection over max_conns */
 };
 
-/* Open the listeners and start the threads of cfg->model; returns 0 or
- * -errno (a message naming what failed is already on stderr). */
+/* Open the listeners (or take the one systemd passed: socket activation)
+ * and start the threads of cfg->model; returns 0 or -errno (a message
+ * naming what failed is already on stderr). */
 int rt_start(const struct rt_config *cfg);
+/* The listener came from systemd, not from bind/port. */
+bool rt_socket_activated(void);
 /* After rt_stop(): wait until every connection has ended, then join. */
 void rt_finish(void);
 long rt_live_conns(void);

@@ -609,3 +609,24 @@ def test_socket_activation_leaves_the_socket_usable(site, tmp_path, model):
             p.send_signal(signal.SIGTERM)
             assert p.wait(timeout=15) == 0
     lsock.close()
+
+
+def test_threads_model_reuses_its_threads(server, site, tmp_path):
+    """The threads model keeps a thread per live connection, not per
+    connection made: 100 connections one after another run on threads it
+    already has (counted with strace: at most a handful of clone calls)."""
+    srv = server("threads", site)
+    assert get(srv.port, "/a.txt").status == 200  # a first thread exists
+    out = tmp_path / "strace"
+    tracer = subprocess.Popen(["strace", "-f", "-qq", "-e", "trace=clone,clone3",
+                               "-o", str(out), "-p", str(srv.proc.pid)],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        time.sleep(1.0)  # attached to every thread
+        for _ in range(100):
+            assert get(srv.port, "/a.txt").status == 200
+    finally:
+        tracer.terminate()
+        tracer.wait(timeout=10)
+    clones = [l for l in out.read_text().splitlines() if "clone" in l and "= " in l]
+    assert len(clones) <= 5, clones[:10]

@@ -214,27 +214,92 @@ bool rt_socket_activated(void)
     return rt_g.inherited;
 }
 
-/* ---- the threads model: one blocking thread per connection ---- */
+/* ---- the threads model: one blocking thread per live connection ----
+ *
+ * A thread serves one connection at a time, but it is not made per
+ * connection: when its connection ends it waits, up to THREAD_KEEP_MS, for
+ * the next one the acceptor hands over, so a stream of short connections
+ * runs on a few threads. The acceptor makes a thread only when none waits. */
+
+#define THREAD_KEEP_MS 10000
 
 static pthread_t threads_acceptor;
+/* An accepted connection on its way to a thread. */
+struct handoff {
+    struct rt_conn c;
+    struct handoff *next;
+};
+static struct {
+    pthread_mutex_t lock;
+    pthread_cond_t handed; /* a connection was handed over, or stopping */
+    struct handoff *queue; /* handed over, not yet taken */
+    struct handoff **tail;
+    int idle;   /* threads waiting for a connection */
+    int queued; /* connections in the queue */
+} pool = {PTHREAD_MUTEX_INITIALIZER,
+          PTHREAD_COND_INITIALIZER,
+          NULL,
+          &pool.queue,
+          0,
+          0};
 
-static void *conn_thread(void *arg)
+/* Give c to a waiting thread; false if none waits for it. */
+static bool pool_hand_over(struct handoff *c)
 {
-    struct rt_conn *heap_conn = arg;
-    struct rt_conn c = *heap_conn;
-    free(heap_conn);
-    struct rt_worker w;
-    memset(&w, 0, sizeof(w));
-    w.pub.id = -1;
-    rt_worker_set_self(&w);
-    urcu_memb_register_thread();
+    pthread_mutex_lock(&pool.lock);
+    bool taken = pool.idle > pool.queued;
+    if (taken) {
+        c->next = NULL;
+        *pool.tail = c;
+        pool.tail = &c->next;
+        pool.queued++;
+        pthread_cond_signal(&pool.handed);
+    }
+    pthread_mutex_unlock(&pool.lock);
+    return taken;
+}
+
+/* The next connection for a thread whose connection ended; NULL: exit. */
+static struct handoff *pool_wait(void)
+{
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += THREAD_KEEP_MS / 1000;
+    pthread_mutex_lock(&pool.lock);
+    pool.idle++;
+    int r = 0;
+    while (!pool.queue && !rt_stopping() && r != ETIMEDOUT)
+        r = pthread_cond_timedwait(&pool.handed, &pool.lock, &until);
+    pool.idle--;
+    struct handoff *c = pool.queue;
+    if (c) {
+        pool.queue = c->next;
+        if (!pool.queue)
+            pool.tail = &pool.queue;
+        pool.queued--;
+    }
+    pthread_mutex_unlock(&pool.lock);
+    return c;
+}
+
+static void pool_wake_all(void)
+{
+    pthread_mutex_lock(&pool.lock);
+    pthread_cond_broadcast(&pool.handed);
+    pthread_mutex_unlock(&pool.lock);
+}
+
+static void serve_conn(struct handoff *h, struct rt_worker *w)
+{
+    struct rt_conn c = h->c;
+    free(h);
     /* between requests the thread sleeps in poll, and the handler starts
      * afresh when bytes arrive: the same contract as the coroutines' */
     while (rt_g.cfg->handler(&c) == RT_IDLE) {
         /* this thread may now sleep for a whole idle timeout: its log
          * lines go out first (one write per burst of requests) */
-        if (w.pub.log_len)
-            httpd_log_flush(&w.pub);
+        if (w->pub.log_len)
+            httpd_log_flush(&w->pub);
         uint64_t dl = rt_now_ms() + (uint64_t) rt_g.cfg->idle_timeout_ms;
         int r = rt_wait(&c, POLLIN, dl, true);
         if (r == -ETIMEDOUT)
@@ -243,10 +308,21 @@ static void *conn_thread(void *arg)
             break;
     }
     close(c.fd);
-    httpd_log_flush(&w.pub);
+    httpd_log_flush(&w->pub);
+    rt_conn_release();
+}
+
+static void *conn_thread(void *arg)
+{
+    struct rt_worker w;
+    memset(&w, 0, sizeof(w));
+    w.pub.id = -1;
+    rt_worker_set_self(&w);
+    urcu_memb_register_thread();
+    for (struct handoff *c = arg; c; c = pool_wait())
+        serve_conn(c, &w);
     urcu_memb_unregister_thread();
     free(w.pub.log_buf);
-    rt_conn_release();
     return NULL;
 }
 
@@ -280,6 +356,8 @@ static void *threads_accept_main(void *arg)
             rt_count(RT_C_ERRORS, 1);
             if (errno == EMFILE || errno == ENFILE)
                 usleep(10000);
+            else if (errno != EINTR && errno != ECONNABORTED && errno != EAGAIN)
+                usleep(100000); /* a listener gone bad: do not spin */
             continue;
         }
         if (rt_stopping() || !rt_conn_admit(fd)) {
@@ -287,12 +365,14 @@ static void *threads_accept_main(void *arg)
             continue;
         }
         rt_tune_accepted(fd);
-        struct rt_conn *c = calloc(1, sizeof(*c));
+        struct handoff *c = calloc(1, sizeof(*c));
         pthread_t t;
         if (!c)
             goto drop;
-        c->fd = fd;
-        rt_conn_set_peer(c, (struct sockaddr *) &ss);
+        c->c.fd = fd;
+        rt_conn_set_peer(&c->c, (struct sockaddr *) &ss);
+        if (pool_hand_over(c))
+            continue;
         if (pthread_create(&t, &attr, conn_thread, c) != 0) {
             free(c);
             goto drop;
@@ -353,6 +433,8 @@ void rt_stop(void)
      * closed number could be reused by an accept. Blocked accepts return. */
     for (int i = 0; i < rt_g.nlisten && !rt_g.inherited; i++)
         shutdown(rt_g.listen_fds[i], SHUT_RDWR);
+    if (rt_g.cfg->model == RT_MODEL_THREADS)
+        pool_wake_all(); /* threads waiting for a connection exit */
     if (rt_g.cfg->model != RT_MODEL_THREADS)
         rt_wake_all();
 }

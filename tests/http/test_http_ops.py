@@ -630,3 +630,31 @@ def test_threads_model_reuses_its_threads(server, site, tmp_path):
         tracer.wait(timeout=10)
     clones = [l for l in out.read_text().splitlines() if "clone" in l and "= " in l]
     assert len(clones) <= 5, clones[:10]
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_keepalive_request_costs_three_system_calls(server, site, tmp_path, model):
+    """One keep-alive request is one read, one send and one wait: after a
+    response, a connection whose last read drained the socket goes idle
+    without a read that would fail with EAGAIN (counted with strace)."""
+    srv = server(model, site)
+    out = tmp_path / "strace"
+    tracer = subprocess.Popen(["strace", "-f", "-c", "-o", str(out), "-p", str(srv.proc.pid)],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    n = 300
+    try:
+        time.sleep(1.0)  # attached to every thread
+        with Conn(srv.port) as c:
+            for _ in range(n):
+                c.send(b"GET /a.txt HTTP/1.1\r\nHost: h\r\n\r\n")
+                assert c.read_response().body == b"hello\n"
+    finally:
+        tracer.send_signal(signal.SIGINT)
+        tracer.wait(timeout=10)
+    calls = {}
+    for line in out.read_text().splitlines():
+        f = line.split()
+        if len(f) >= 5 and f[-1].isidentifier() and f[3].isdigit():
+            calls[f[-1]] = int(f[3])
+    assert calls.get("recvfrom", 0) <= n * 1.05, calls
+    assert calls.get("sendmsg", 0) + calls.get("writev", 0) <= n * 1.05, calls

@@ -52,7 +52,8 @@ struct rt_coro {
      * earlier than the entry another worker's heap holds */
     struct rt_coro *rekey_next;
     _Atomic bool rekey_queued;
-    struct rcu_head rcu; /* freed after a grace period */
+    struct rcu_head rcu;       /* freed after a grace period */
+    struct rt_coro *dead_next; /* chain freed after one grace period */
 } __attribute__((aligned(64)));
 
 struct rt_coro *rt_coro_new(int fd);
@@ -66,6 +67,12 @@ void rt_coro_get(struct rt_coro *co);
 /* Drop a reference; the last one frees the stack after a grace period, as
  * an epoll event naming it may still be in another worker's hands. */
 void rt_coro_put(struct rt_coro *co);
+/* A worker thread gathers the coroutines it frees and hands them to
+ * call_rcu in batches (on), or hands over what it holds and stops (off). */
+void rt_coro_thread_batching(bool on);
+/* Hand over the gathered coroutines once the oldest has waited long enough;
+ * called by a worker outside its read-side section. */
+void rt_coro_reap(uint64_t now_ms);
 /* Save the current context in *save_sp and resume the one at next_sp. */
 void rt_coro_switch(void **save_sp, void *next_sp);
 

@@ -451,6 +451,7 @@ static void *worker_main(void *arg)
 
     rt_worker_set_self(w);
     urcu_memb_register_thread();
+    rt_coro_thread_batching(true);
     for (;;) {
         /* run what is ready */
         struct rt_coro *co;
@@ -528,6 +529,7 @@ static void *worker_main(void *arg)
         }
 
         now = rt_now_ms();
+        rt_coro_reap(now);
         cancel_inbox_drain(w);
         rekey_inbox_drain(w);
         timers_expire(w, now);
@@ -548,6 +550,7 @@ static void *worker_main(void *arg)
             break;
     }
     httpd_log_flush(&w->pub);
+    rt_coro_thread_batching(false);
     urcu_memb_unregister_thread();
     return NULL;
 }

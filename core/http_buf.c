@@ -9,18 +9,6 @@ void http_buf_init(struct http_buf *b, char *data, size_t cap)
     b->overflow = false;
 }
 
-void http_buf_append(struct http_buf *b, const char *s, size_t n)
-{
-    if (b->overflow)
-        return;
-    if (n > b->cap - b->len) {
-        b->overflow = true;
-        return;
-    }
-    memcpy(b->data + b->len, s, n);
-    b->len += n;
-}
-
 void http_buf_append_str(struct http_buf *b, const char *s)
 {
     http_buf_append(b, s, strlen(s));

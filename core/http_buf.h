@@ -17,7 +17,18 @@ struct http_buf {
 };
 
 void http_buf_init(struct http_buf *b, char *data, size_t cap);
-void http_buf_append(struct http_buf *b, const char *s, size_t n);
+/* Inline: a response head is a dozen appends, most of a known length. */
+static inline void http_buf_append(struct http_buf *b, const char *s, size_t n)
+{
+    if (b->overflow)
+        return;
+    if (n > b->cap - b->len) {
+        b->overflow = true;
+        return;
+    }
+    memcpy(b->data + b->len, s, n);
+    b->len += n;
+}
 void http_buf_append_str(struct http_buf *b, const char *s);
 void http_buf_append_char(struct http_buf *b, char c);
 void http_buf_append_u64(struct http_buf *b, uint64_t v);

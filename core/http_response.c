@@ -64,12 +64,17 @@ const char *http_status_reason(int status)
 
 void http_response_status_line(struct http_buf *b, int version, int status)
 {
-    http_buf_append_str(b, version == 10 ? "HTTP/1.0 " : "HTTP/1.1 ");
+    char line[9 + 4];
+
+    memcpy(line, version == 10 ? "HTTP/1.0 " : "HTTP/1.1 ", 9);
     /* three digits whatever the caller passed, so the line stays valid */
     if (status < 100 || status > 999)
         status = 500;
-    http_buf_append_u64(b, (uint64_t) status);
-    http_buf_append_char(b, ' ');
+    line[9] = (char) ('0' + status / 100);
+    line[10] = (char) ('0' + status / 10 % 10);
+    line[11] = (char) ('0' + status % 10);
+    line[12] = ' ';
+    http_buf_append(b, line, sizeof(line));
     http_buf_append_str(b, http_status_reason(status));
     http_buf_append(b, "\r\n", 2);
 }
@@ -144,52 +149,109 @@ void http_response_end(struct http_buf *b)
     http_buf_append(b, "\r\n", 2);
 }
 
+/* The head builder runs once per response, so it appends literals with
+ * their lengths known at compile time and checks for CR, LF and NUL only
+ * the values it is handed as strings (Date, Server, MIME type, ETag,
+ * Location...); what it formats itself (numbers, dates) and its fixed
+ * words need no check. */
+#define APPEND_LIT(b, lit) http_buf_append((b), (lit), sizeof(lit) - 1)
+
+static bool value_is_clean(const char *v, size_t n)
+{
+    size_t i;
+
+    for (i = 0; i < n; i++) {
+        unsigned char c = (unsigned char) v[i];
+        if (c < 0x20 && (c == '\r' || c == '\n' || c == '\0'))
+            return false;
+    }
+    return true;
+}
+
+static void append_checked(struct http_buf *b,
+                           const char *name,
+                           size_t name_len,
+                           const char *v)
+{
+    size_t n = strlen(v);
+
+    if (!value_is_clean(v, n)) {
+        b->overflow = true;
+        return;
+    }
+    http_buf_append(b, name, name_len);
+    http_buf_append(b, v, n);
+    APPEND_LIT(b, "\r\n");
+}
+#define APPEND_CHECKED(b, name, v) \
+    append_checked((b), name, sizeof(name) - 1, (v))
+
+static void append_date(struct http_buf *b, int64_t t)
+{
+    char date[HTTP_DATE_LEN + 1];
+
+    http_buf_append(b, date, http_date_format(t, date));
+}
+
 int http_response_build(struct http_buf *b, const struct http_response_head *h)
 {
     http_response_status_line(b, h->version ? h->version : 11, h->status);
-    if (h->date)
-        http_response_header(b, "Date", h->date);
+    if (h->date) {
+        APPEND_CHECKED(b, "Date: ", h->date);
+    } else {
+        APPEND_LIT(b, "Date: ");
+        append_date(b, h->now_seconds);
+        APPEND_LIT(b, "\r\n");
+    }
+    if (h->server)
+        APPEND_CHECKED(b, "Server: ", h->server);
     else
-        http_response_header_date(b, "Date", h->now_seconds);
-    http_response_header(b, "Server", h->server ? h->server : "ktcp");
+        APPEND_LIT(b, "Server: ktcp\r\n");
     if (h->content_type)
-        http_response_header(b, "Content-Type", h->content_type);
-    if (h->content_length >= 0)
-        http_response_header_u64(b, "Content-Length",
-                                 (uint64_t) h->content_length);
+        APPEND_CHECKED(b, "Content-Type: ", h->content_type);
+    if (h->content_length >= 0) {
+        APPEND_LIT(b, "Content-Length: ");
+        http_buf_append_u64(b, (uint64_t) h->content_length);
+        APPEND_LIT(b, "\r\n");
+    }
     if (h->chunked)
-        http_response_header(b, "Transfer-Encoding", "chunked");
-    if (h->has_last_modified)
-        http_response_header_date(b, "Last-Modified", h->last_modified);
+        APPEND_LIT(b, "Transfer-Encoding: chunked\r\n");
+    if (h->has_last_modified) {
+        APPEND_LIT(b, "Last-Modified: ");
+        append_date(b, h->last_modified);
+        APPEND_LIT(b, "\r\n");
+    }
     if (h->etag)
-        http_response_header(b, "ETag", h->etag);
+        APPEND_CHECKED(b, "ETag: ", h->etag);
     if (h->accept_ranges)
-        http_response_header(b, "Accept-Ranges", "bytes");
+        APPEND_LIT(b, "Accept-Ranges: bytes\r\n");
     if (h->has_content_range)
         http_response_content_range(b, h->range_first, h->range_last,
                                     h->range_size);
     else if (h->content_range_unsatisfied)
         http_response_content_range_unsatisfied(b, h->range_size);
     if (h->content_encoding)
-        http_response_header(b, "Content-Encoding", h->content_encoding);
+        APPEND_CHECKED(b, "Content-Encoding: ", h->content_encoding);
     if (h->vary_accept_encoding)
-        http_response_header(b, "Vary", "Accept-Encoding");
+        APPEND_LIT(b, "Vary: Accept-Encoding\r\n");
     if (h->location)
-        http_response_header(b, "Location", h->location);
+        APPEND_CHECKED(b, "Location: ", h->location);
     if (h->allow)
-        http_response_header(b, "Allow", h->allow);
-    http_response_header(b, "Connection",
-                         h->keep_alive ? "keep-alive" : "close");
+        APPEND_CHECKED(b, "Allow: ", h->allow);
+    if (h->keep_alive)
+        APPEND_LIT(b, "Connection: keep-alive\r\n");
+    else
+        APPEND_LIT(b, "Connection: close\r\n");
     if (h->keep_alive && h->keep_alive_timeout_seconds) {
-        http_buf_append_str(b, "Keep-Alive: timeout=");
+        APPEND_LIT(b, "Keep-Alive: timeout=");
         http_buf_append_u64(b, h->keep_alive_timeout_seconds);
         if (h->keep_alive_max) {
-            http_buf_append_str(b, ", max=");
+            APPEND_LIT(b, ", max=");
             http_buf_append_u64(b, h->keep_alive_max);
         }
-        http_buf_append(b, "\r\n", 2);
+        APPEND_LIT(b, "\r\n");
     }
-    http_response_end(b);
+    APPEND_LIT(b, "\r\n");
     return b->overflow ? -1 : (int) b->len;
 }
 

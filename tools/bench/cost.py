@@ -492,6 +492,9 @@ def measure(e, tool, wls, ctx, deadline, results):
                     out["by_name_3n"] = {
                         k: (c["calls"].get(k, 0) - b["calls"].get(k, 0)) / n
                         for k in sorted(set(b["calls"]) | set(c["calls"]))}
+                    out["errors_per_request_3n"] = {
+                        k: (c["errors"].get(k, 0) - b["errors"].get(k, 0)) / n
+                        for k in sorted(set(b["errors"]) | set(c["errors"]))}
             if rb and rb.get("good"):
                 out["bytes_per_response"] = rb["bytes_read"] / rb["good"]
             if tool.name == "sys":

@@ -42,6 +42,7 @@ void http_resource_init(struct http_resource *r,
     r->mtime = mtime;
     r->mime = http_mime_for_path(path, path_len);
     http_etag_format(size, mtime, r->etag);
+    http_date_format(mtime, r->last_modified);
 }
 
 bool http_resource_keep_body(const struct http_resource *r,
@@ -315,6 +316,7 @@ static enum http_plan_step plan_regular(struct http_plan *p, int64_t gz_len)
     p->head.content_type = r->mime->content_type;
     p->head.has_last_modified = true;
     p->head.last_modified = r->mtime;
+    p->head.last_modified_text = r->last_modified;
     p->head.etag = p->etag;
     p->head.vary_accept_encoding = p->compressible;
     if (http_conditional_status(inm, req->if_none_match.len, ims,

@@ -25,6 +25,7 @@
 
 #include "compat.h"
 #include "http_conditional.h"
+#include "http_date.h"
 #include "http_mime.h"
 #include "http_parser.h"
 #include "http_path.h"
@@ -99,6 +100,7 @@ struct http_resource {
     int64_t mtime;
     const struct http_mime_type *mime;
     char etag[HTTP_ETAG_MAX + 1];
+    char last_modified[HTTP_DATE_LEN + 1]; /* mtime as an HTTP-date */
 };
 
 void http_resource_init(struct http_resource *r,

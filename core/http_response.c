@@ -156,31 +156,27 @@ void http_response_end(struct http_buf *b)
  * words need no check. */
 #define APPEND_LIT(b, lit) http_buf_append((b), (lit), sizeof(lit) - 1)
 
-static bool value_is_clean(const char *v, size_t n)
-{
-    size_t i;
-
-    for (i = 0; i < n; i++) {
-        unsigned char c = (unsigned char) v[i];
-        if (c < 0x20 && (c == '\r' || c == '\n' || c == '\0'))
-            return false;
-    }
-    return true;
-}
-
 static void append_checked(struct http_buf *b,
                            const char *name,
                            size_t name_len,
                            const char *v)
 {
-    size_t n = strlen(v);
+    const char *p = v;
 
-    if (!value_is_clean(v, n)) {
-        b->overflow = true;
-        return;
+    /* one pass finds the end and any CR or LF (tabs are allowed) */
+    for (;;) {
+        while ((unsigned char) *p >= 0x20)
+            p++;
+        if (*p == '\0')
+            break;
+        if (*p == '\r' || *p == '\n') {
+            b->overflow = true;
+            return;
+        }
+        p++;
     }
     http_buf_append(b, name, name_len);
-    http_buf_append(b, v, n);
+    http_buf_append(b, v, (size_t) (p - v));
     APPEND_LIT(b, "\r\n");
 }
 #define APPEND_CHECKED(b, name, v) \
@@ -218,7 +214,10 @@ int http_response_build(struct http_buf *b, const struct http_response_head *h)
         APPEND_LIT(b, "Transfer-Encoding: chunked\r\n");
     if (h->has_last_modified) {
         APPEND_LIT(b, "Last-Modified: ");
-        append_date(b, h->last_modified);
+        if (h->last_modified_text)
+            http_buf_append(b, h->last_modified_text, HTTP_DATE_LEN);
+        else
+            append_date(b, h->last_modified);
         APPEND_LIT(b, "\r\n");
     }
     if (h->etag)

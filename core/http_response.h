@@ -47,6 +47,9 @@ struct http_response_head {
     bool chunked;             /* Transfer-Encoding: chunked */
     bool has_last_modified;
     int64_t last_modified;
+    /* last_modified already formatted (HTTP_DATE_LEN bytes, made by
+     * http_date_format), or NULL to format it here */
+    const char *last_modified_text;
     const char *etag;       /* quoted; NULL: omitted */
     bool accept_ranges;     /* Accept-Ranges: bytes */
     bool has_content_range; /* 206: range_first..range_last/range_size */

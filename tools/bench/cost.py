@@ -117,9 +117,12 @@ def echo_batch(port, n, rate, size, timeout_s=20.0):
     try:
         with socket.create_connection(("127.0.0.1", port), timeout=timeout_s) as s:
             s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            t0 = time.monotonic()
+            t0 = last = time.monotonic()
             for i in range(n):
-                delay = t0 + i / rate - time.monotonic()
+                # on schedule, and never straight after the last echo: a
+                # client that fell behind and caught up would find the
+                # server still awake and count fewer waits per message
+                delay = max(t0 + i / rate, last + 0.5 / rate) - time.monotonic()
                 if delay > 0:
                     time.sleep(delay)
                 s.sendall(msg)
@@ -131,6 +134,7 @@ def echo_batch(port, n, rate, size, timeout_s=20.0):
                     got += b
                 if got != msg:
                     return {"round_trips": i}, f"echo {i} differs from what was sent"
+                last = time.monotonic()
     except OSError as ex:
         return None, f"echo client: {ex}"
     return {"round_trips": n, "bytes_read": n * size}, None
@@ -295,6 +299,24 @@ def parse_strace(path):
     return calls, errors
 
 
+def traced_by(pid, tracer):
+    """Is every thread of pid traced by tracer?"""
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return False
+    for t in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{t}/status") as f:
+                st = f.read()
+        except OSError:
+            continue  # the thread ended
+        m = re.search(r"^TracerPid:\s*(\d+)", st, re.M)
+        if not m or int(m.group(1)) != tracer:
+            return False
+    return True
+
+
 class Strace:
     """The server runs bare; strace -f -c attaches to all its threads for a
     batch and detaches after it."""
@@ -322,6 +344,13 @@ class Strace:
                     raise RuntimeError(f"strace did not attach: {buf.strip()[-200:]}")
                 if select.select([p.stderr], [], [], left)[0]:
                     buf += os.read(p.stderr.fileno(), 4096).decode(errors="replace")
+            # "attached" comes before strace has seized every thread: wait
+            # until each of the server's threads names strace as its tracer,
+            # or the first requests of the batch go uncounted
+            while not traced_by(engine.proc.pid, p.pid):
+                if time.monotonic() > end or p.poll() is not None:
+                    raise RuntimeError("strace did not attach to every thread")
+                time.sleep(0.01)
             time.sleep(0.05)  # the server back in its wait
             res, err = client()
         finally:

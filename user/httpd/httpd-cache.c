@@ -136,7 +136,7 @@ static void evict(void)
         }
         for (int i = 0; i < n && atomic_load(&cache_bytes_shared) > target; i++)
             if (unpublish(cand[i]))
-                rt_count(RT_C_CACHE_EVICTIONS, 1);
+                rt_count(HTTPD_C_CACHE_EVICTIONS, 1);
         urcu_memb_read_unlock();
         if (!n)
             break;
@@ -269,7 +269,7 @@ int httpd_cache_get(const char *rel, size_t len, struct httpd_file **out)
             if (now - atomic_load_explicit(&f->used_ms, memory_order_relaxed) >
                 100)
                 atomic_store_explicit(&f->used_ms, now, memory_order_relaxed);
-            rt_count(RT_C_CACHE_HITS, 1);
+            rt_count(HTTPD_C_CACHE_HITS, 1);
             *out = f;
             return 0;
         }
@@ -279,7 +279,7 @@ int httpd_cache_get(const char *rel, size_t len, struct httpd_file **out)
         httpd_cache_put(f);
     }
 
-    rt_count(RT_C_CACHE_MISSES, 1);
+    rt_count(HTTPD_C_CACHE_MISSES, 1);
     int err = load(rel, len, hash, &f);
     if (err < 0)
         return err;

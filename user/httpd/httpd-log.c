@@ -1,12 +1,13 @@
 /* httpd-log.c — the cached Date header, the request counters and the
  * access log.
  *
- * Both live in the calling thread's worker (rt_worker_self()): the Date
- * string is formatted by core at most once per second per thread, and log
- * lines gather in a per-thread buffer written out when it fills, once a
- * second by the worker loop (the threads model: when its connection goes
- * idle or ends, or at a request a second later), and at exit — one write(2)
- * per flush on an O_APPEND file, so lines of different workers never
+ * Both live in the calling thread's struct httpd_worker (the runtime's
+ * rt_worker_data()): the Date string is formatted by core at most once per
+ * second per thread, and log lines gather in a per-thread buffer written
+ * out when it fills, once a second by the worker loop (the runtime's
+ * worker_flush hook; the threads model: when its connection goes idle or
+ * ends, or at a request a second later), and at exit — one write(2) per
+ * flush on an O_APPEND file, so lines of different workers never
  * interleave.
  *
  * Lines are in the Combined Log Format that nginx, Apache, goaccess and
@@ -38,7 +39,7 @@
 /* How long a reopen waits for the workers to write out their buffers. */
 #define LOG_REOPEN_FLUSH_MS 1500
 
-const char *httpd_date_now(struct rt_worker_pub *w, int64_t *now)
+const char *httpd_date_now(struct httpd_worker *w, int64_t *now)
 {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME_COARSE, &ts);
@@ -61,7 +62,7 @@ int httpd_log_open(const char *path)
      * (logrotate's renamed one): the workers write them out first, and
      * only then does the new file appear. */
     if (log_fd_kept >= 0 && atomic_load(&httpd_cfg.access_log_fd) >= 0)
-        rt_flush_logs(LOG_REOPEN_FLUSH_MS);
+        rt_flush_workers(LOG_REOPEN_FLUSH_MS);
     if (!path) {
         atomic_store(&httpd_cfg.access_log_fd, -1);
         return 0;
@@ -83,7 +84,7 @@ int httpd_log_open(const char *path)
     return 0;
 }
 
-void httpd_log_flush(struct rt_worker_pub *w)
+static void log_flush(struct httpd_worker *w)
 {
     int fd =
         atomic_load_explicit(&httpd_cfg.access_log_fd, memory_order_relaxed);
@@ -95,6 +96,20 @@ void httpd_log_flush(struct rt_worker_pub *w)
         off += (size_t) n;
     }
     w->log_len = 0;
+}
+
+void httpd_worker_flush(void *data)
+{
+    struct httpd_worker *w = data;
+    if (w->log_len)
+        log_flush(w);
+}
+
+void httpd_worker_exit(void *data)
+{
+    struct httpd_worker *w = data;
+    free(w->log_buf);
+    w->log_buf = NULL;
 }
 
 /* Append p[0..len) with '"', '\', control bytes and bytes >= 0x7f as
@@ -166,7 +181,7 @@ static __thread int64_t log_oldest_second;
 
 /* noinline: the thread-local is reached afresh on each call, never through
  * an address a caller kept across a wait (rt.h) */
-static __attribute__((noinline)) void log_line(struct rt_worker_pub *w,
+static __attribute__((noinline)) void log_line(struct httpd_worker *w,
                                                struct httpd_req *r)
 {
     if (!w->log_buf) {
@@ -180,8 +195,8 @@ static __attribute__((noinline)) void log_line(struct rt_worker_pub *w,
     /* A threads-model thread has no loop of its own to flush once a
      * second: it flushes when its oldest line is from an earlier second. */
     if (w->log_cap - w->log_len < LOG_LINE_MAX ||
-        (w->id < 0 && w->log_len && log_oldest_second != now))
-        httpd_log_flush(w);
+        (!rt_worker_ticks() && w->log_len && log_oldest_second != now))
+        log_flush(w);
     if (w->log_len == 0)
         log_oldest_second = now;
 
@@ -226,12 +241,12 @@ static __attribute__((noinline)) void log_line(struct rt_worker_pub *w,
 void httpd_log_request(struct httpd_req *r)
 {
     if (!r->uncounted) {
-        rt_count(RT_C_REQUESTS, 1);
+        rt_count(HTTPD_C_REQUESTS, 1);
         if (r->status >= 100 && r->status < 600)
-            rt_count(RT_C_STATUS_1XX + r->status / 100 - 1, 1);
+            rt_count(HTTPD_C_STATUS_1XX + r->status / 100 - 1, 1);
     }
     if (atomic_load_explicit(&httpd_cfg.access_log_fd, memory_order_relaxed) <
         0)
         return;
-    log_line(rt_worker_self(), r);
+    log_line(rt_worker_data(), r);
 }

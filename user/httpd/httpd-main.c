@@ -491,6 +491,9 @@ int main(int argc, char **argv)
     }
     s.rt.handler = httpd_conn_serve;
     s.rt.refuse = httpd_conn_refuse;
+    s.rt.worker_data_size = sizeof(struct httpd_worker);
+    s.rt.worker_flush = httpd_worker_flush;
+    s.rt.worker_exit = httpd_worker_exit;
     int err = rt_start(&s.rt);
     if (err < 0) {
         if (err != -EINVAL && err != -EADDRINUSE && err != -EACCES)

@@ -127,8 +127,36 @@ struct httpd_gz *httpd_gzip(const char *in, size_t len);
  * body; closes d. False if the connection must be closed. */
 bool httpd_listing_send(struct httpd_req *r, const struct http_plan *p, DIR *d);
 
-/* ---- date and access log (httpd-log.c) ---- */
-const char *httpd_date_now(struct rt_worker_pub *w, int64_t *now);
+/* ---- per-thread state, date and access log (httpd-log.c) ---- */
+
+/* The counters a request adds to, after the runtime's own (rt.h); the
+ * same set and meanings as khttpd's /proc/net/khttpd. */
+enum httpd_counter {
+    HTTPD_C_REQUESTS = RT_C_APP,
+    HTTPD_C_STATUS_1XX, /* .. HTTPD_C_STATUS_1XX + 4 for 5xx */
+    HTTPD_C_STATUS_2XX,
+    HTTPD_C_STATUS_3XX,
+    HTTPD_C_STATUS_4XX,
+    HTTPD_C_STATUS_5XX,
+    HTTPD_C_CACHE_HITS,
+    HTTPD_C_CACHE_MISSES,
+    HTTPD_C_CACHE_EVICTIONS,
+    HTTPD_C_END
+};
+_Static_assert(HTTPD_C_END <= RT_NCOUNTERS, "more counters than rt.h has");
+
+/* What each runtime thread keeps for the handler (rt_worker_data): the
+ * Date header of the current second and the access-log buffer. */
+struct httpd_worker {
+    int64_t date_second;
+    char date[32]; /* HTTP-date of date_second, NUL-terminated */
+    char *log_buf;
+    size_t log_len, log_cap;
+};
+const char *httpd_date_now(struct httpd_worker *w, int64_t *now);
+/* The runtime's worker_flush and worker_exit hooks (struct rt_config). */
+void httpd_worker_flush(void *data);
+void httpd_worker_exit(void *data);
 /* Count one answered request (unless r->uncounted) and log it. */
 void httpd_log_request(struct httpd_req *r);
 /* Open path ("-": stdout) as the access log, or turn it off (NULL); the

@@ -36,9 +36,41 @@ __attribute__((noinline)) struct rt_worker *rt_worker_self_full(void)
     return tls_worker;
 }
 
-__attribute__((noinline)) struct rt_worker_pub *rt_worker_self(void)
+__attribute__((noinline)) void *rt_worker_data(void)
 {
-    return &tls_worker->pub;
+    return tls_worker->data;
+}
+
+__attribute__((noinline)) bool rt_worker_ticks(void)
+{
+    return tls_worker->id >= 0;
+}
+
+int rt_worker_data_init(struct rt_worker *w)
+{
+    size_t n = rt_g.cfg->worker_data_size;
+    w->data = NULL;
+    if (!n)
+        return 0;
+    w->data = calloc(1, n);
+    return w->data ? 0 : -ENOMEM;
+}
+
+void rt_worker_flush(struct rt_worker *w)
+{
+    if (w->data && rt_g.cfg->worker_flush)
+        rt_g.cfg->worker_flush(w->data);
+}
+
+void rt_worker_data_exit(struct rt_worker *w)
+{
+    if (!w->data)
+        return;
+    rt_worker_flush(w);
+    if (rt_g.cfg->worker_exit)
+        rt_g.cfg->worker_exit(w->data);
+    free(w->data);
+    w->data = NULL;
 }
 
 uint64_t rt_now_ms(void)
@@ -58,10 +90,10 @@ long rt_live_conns(void)
     return atomic_load(&live_conns_shared);
 }
 
-void rt_count(enum rt_counter which, uint64_t n)
+void rt_count(int which, uint64_t n)
 {
     struct rt_worker *w = rt_worker_self_full();
-    if (w && w->pub.id >= 0) {
+    if (w && w->id >= 0) {
         /* only this thread writes its array: no locked instruction */
         _Atomic uint64_t *v = &w->counters[which];
         atomic_store_explicit(v,
@@ -298,8 +330,7 @@ static void serve_conn(struct handoff *h, struct rt_worker *w)
     while (rt_g.cfg->handler(&c) == RT_IDLE) {
         /* this thread may now sleep for a whole idle timeout: its log
          * lines go out first (one write per burst of requests) */
-        if (w->pub.log_len)
-            httpd_log_flush(&w->pub);
+        rt_worker_flush(w);
         uint64_t dl = rt_now_ms() + (uint64_t) rt_g.cfg->idle_timeout_ms;
         int r = rt_wait(&c, POLLIN, dl, true);
         if (r == -ETIMEDOUT)
@@ -308,7 +339,7 @@ static void serve_conn(struct handoff *h, struct rt_worker *w)
             break;
     }
     close(c.fd);
-    httpd_log_flush(&w->pub);
+    rt_worker_flush(w);
     rt_conn_release();
 }
 
@@ -316,13 +347,23 @@ static void *conn_thread(void *arg)
 {
     struct rt_worker w;
     memset(&w, 0, sizeof(w));
-    w.pub.id = -1;
+    w.id = -1;
+    if (rt_worker_data_init(&w) < 0) {
+        /* no state for the handler: this thread serves nothing */
+        for (struct handoff *c = arg; c; c = NULL) {
+            close(c->c.fd);
+            free(c);
+            rt_count(RT_C_ERRORS, 1);
+            rt_conn_release();
+        }
+        return NULL;
+    }
     rt_worker_set_self(&w);
     urcu_memb_register_thread();
     for (struct handoff *c = arg; c; c = pool_wait())
         serve_conn(c, &w);
     urcu_memb_unregister_thread();
-    free(w.pub.log_buf);
+    rt_worker_data_exit(&w);
     return NULL;
 }
 

@@ -102,7 +102,8 @@ static inline const struct rt_timer_entry *rt_timer_top(
 /* ---- workers (rt-sched.c) ---- */
 
 struct rt_worker {
-    struct rt_worker_pub pub;
+    int id;     /* worker index; -1: a threads-model thread */
+    void *data; /* the application's (rt_worker_data), or NULL */
     pthread_t tid;
     int epfd;      /* own (epoll model) or the shared one (mn) */
     int listen_fd; /* own SO_REUSEPORT listener (epoll model), else -1 */
@@ -115,8 +116,8 @@ struct rt_worker {
     pthread_mutex_t cancel_lock;
     struct rt_coro *cancel_inbox_locked;
     struct rt_coro *rekey_inbox_locked;
-    uint64_t last_log_flush_ms;
-    _Atomic uint64_t log_flush_done; /* last rt_flush_logs() round seen */
+    uint64_t last_flush_ms;
+    _Atomic uint64_t flush_done; /* last rt_flush_workers() round seen */
     /* Out of descriptors, accept stopped at EMFILE; the edge-triggered
      * listener will not fire again for the connections already queued, so
      * retry at this time (0: not waiting). */
@@ -142,8 +143,11 @@ extern struct rt_global rt_g;
 
 void rt_worker_set_self(struct rt_worker *w);
 struct rt_worker *rt_worker_self_full(void);
-/* Flush the access-log buffer of this thread (httpd-log.c). */
-void httpd_log_flush(struct rt_worker_pub *w);
+/* A thread's application data: allocated (zeroed) when it starts, flushed
+ * and freed when it ends; -ENOMEM. */
+int rt_worker_data_init(struct rt_worker *w);
+void rt_worker_flush(struct rt_worker *w);
+void rt_worker_data_exit(struct rt_worker *w);
 
 /* Accounting of live connections for --max-conns; returns false (and
  * sends a 503) when fd must be refused; the caller then closes it. */

@@ -42,8 +42,8 @@ static struct {
 static int shared_kick_fd = -1;
 static _Atomic int shared_idle_workers;
 
-/* rounds of rt_flush_logs(); each worker acknowledges in log_flush_done */
-static _Atomic uint64_t log_flush_round;
+/* rounds of rt_flush_workers(); each worker acknowledges in flush_done */
+static _Atomic uint64_t flush_round;
 
 /* epoll data.ptr values that are not coroutines */
 static char tag_listen, tag_stop, tag_kick;
@@ -452,6 +452,7 @@ static void *worker_main(void *arg)
     rt_worker_set_self(w);
     urcu_memb_register_thread();
     rt_coro_thread_batching(true);
+    w->last_flush_ms = rt_now_ms();
     for (;;) {
         /* run what is ready */
         struct rt_coro *co;
@@ -537,19 +538,19 @@ static void *worker_main(void *arg)
             saw_stop = true;
             timers_stop_sweep(w);
         }
-        uint64_t round = atomic_load(&log_flush_round);
-        bool asked = round != atomic_load_explicit(&w->log_flush_done,
-                                                   memory_order_relaxed);
-        if (w->pub.log_len && (asked || now - w->last_log_flush_ms >= 1000)) {
-            httpd_log_flush(&w->pub);
-            w->last_log_flush_ms = now;
+        uint64_t round = atomic_load(&flush_round);
+        bool asked =
+            round != atomic_load_explicit(&w->flush_done, memory_order_relaxed);
+        if (asked || now - w->last_flush_ms >= 1000) {
+            rt_worker_flush(w);
+            w->last_flush_ms = now;
         }
         if (asked)
-            atomic_store(&w->log_flush_done, round);
+            atomic_store(&w->flush_done, round);
         if (atomic_load(&rt_g.exiting) && runq_empty(w))
             break;
     }
-    httpd_log_flush(&w->pub);
+    rt_worker_data_exit(w);
     rt_coro_thread_batching(false);
     urcu_memb_unregister_thread();
     return NULL;
@@ -584,7 +585,9 @@ int rt_run_coro(const struct rt_config *cfg)
     }
     for (int i = 0; i < nworkers; i++) {
         struct rt_worker *w = &workers[i];
-        w->pub.id = i;
+        w->id = i;
+        if (rt_worker_data_init(w) < 0)
+            return -ENOMEM;
         pthread_mutex_init(&w->cancel_lock, NULL);
         w->listen_fd = -1;
         if (model_mn) {
@@ -619,15 +622,15 @@ void rt_counters_add_workers(uint64_t out[RT_NCOUNTERS])
                                            memory_order_relaxed);
 }
 
-void rt_flush_logs(int timeout_ms)
+void rt_flush_workers(int timeout_ms)
 {
     if (!workers)
         return; /* the threads model */
-    uint64_t round = atomic_fetch_add(&log_flush_round, 1) + 1;
+    uint64_t round = atomic_fetch_add(&flush_round, 1) + 1;
     rt_wake_all(); /* mn sleepers; epoll workers wake within 1 s */
     uint64_t deadline = rt_now_ms() + (uint64_t) timeout_ms;
     for (int i = 0; i < nworkers; i++)
-        while (atomic_load(&workers[i].log_flush_done) < round &&
+        while (atomic_load(&workers[i].flush_done) < round &&
                rt_now_ms() < deadline)
             usleep(1000);
 }

@@ -17,7 +17,7 @@
  * included) across the call that switched. So such code never touches a
  * __thread variable or errno across a wait: syscalls that can wait go
  * through the rt_* functions below, which return -errno, and per-thread
- * state is reached through rt_worker_self(), called afresh after a wait.
+ * state is reached through rt_worker_data(), called afresh after a wait.
  */
 #ifndef KTCP_RT_H
 #define KTCP_RT_H
@@ -59,6 +59,13 @@ struct rt_config {
     int idle_timeout_ms; /* RT_IDLE connections are closed after this */
     rt_handler_fn handler;
     void (*refuse)(int fd); /* answer a connection over max_conns */
+    /* Per-thread application data (rt_worker_data): its size, and what
+     * writes out what a thread has buffered (about once a second, when a
+     * threads-model connection goes idle or ends, on rt_flush_workers, and
+     * before the thread ends) and frees it (when the thread ends). */
+    size_t worker_data_size;
+    void (*worker_flush)(void *data);
+    void (*worker_exit)(void *data);
 };
 
 /* Open the listeners (or take the one systemd passed: socket activation)
@@ -75,51 +82,43 @@ long rt_live_conns(void);
 void rt_stop(void);
 bool rt_stopping(void);
 
-/* Counters, the same set and meanings as khttpd's /proc/net/khttpd. Each
- * worker thread of the epoll and mn models adds to its own array (one
- * writer, no lock prefix); other threads (the threads model's) add to one
- * shared array atomically. rt_counters_sum() adds them all up, racing
- * benignly with the writers: each value is a recent one. */
+/* Counters. The runtime counts connections (accepted, refused, timed
+ * out, failed) and bytes sent; the application has RT_APP_COUNTERS more,
+ * from RT_C_APP on, named in its own header. Each worker thread of the
+ * epoll and mn models adds to its own array (one writer, no lock prefix);
+ * other threads (the threads model's) add to one shared array atomically.
+ * rt_counters_sum() adds them all up, racing benignly with the writers:
+ * each value is a recent one. */
 enum rt_counter {
     RT_C_ACCEPTED,
     RT_C_REFUSED,
-    RT_C_REQUESTS,
-    RT_C_STATUS_1XX, /* .. RT_C_STATUS_1XX + 4 for 5xx */
-    RT_C_STATUS_2XX,
-    RT_C_STATUS_3XX,
-    RT_C_STATUS_4XX,
-    RT_C_STATUS_5XX,
-    RT_C_BYTES_OUT,
-    RT_C_CACHE_HITS,
-    RT_C_CACHE_MISSES,
-    RT_C_CACHE_EVICTIONS,
     RT_C_TIMEOUTS,
     RT_C_ERRORS,
-    RT_NCOUNTERS
+    RT_C_BYTES_OUT,
+    RT_C_APP,
 };
-void rt_count(enum rt_counter which, uint64_t n);
+#define RT_APP_COUNTERS 16
+#define RT_NCOUNTERS (RT_C_APP + RT_APP_COUNTERS)
+void rt_count(int which, uint64_t n);
 void rt_counters_sum(uint64_t out[RT_NCOUNTERS]);
 
-/* Have every epoll/mn worker write out its access-log buffer now, and wait
- * until all have or timeout_ms passed (a worker notices within its loop's
+/* Have every epoll/mn worker call cfg->worker_flush now, and wait until
+ * all have or timeout_ms passed (a worker notices within its loop's
  * longest sleep, 1 s). The threads model's connection threads are not
  * waited for: they flush whenever their connection goes idle. Main thread
- * only (the access log's reopen). */
-void rt_flush_logs(int timeout_ms);
+ * only. */
+void rt_flush_workers(int timeout_ms);
 
 /* Milliseconds on CLOCK_MONOTONIC. */
 uint64_t rt_now_ms(void);
 
-/* Per-thread state the handler may use between waits: the Date header
- * cache and the access-log buffer. Never keep the pointer across a wait. */
-struct rt_worker_pub {
-    int id;
-    int64_t date_second;
-    char date[32]; /* HTTP-date of date_second, NUL-terminated */
-    char *log_buf;
-    size_t log_len, log_cap;
-};
-struct rt_worker_pub *rt_worker_self(void);
+/* The calling thread's application data: cfg->worker_data_size bytes,
+ * zeroed when the thread starts, for state the handler keeps per thread
+ * (caches, buffers). Never keep the pointer across a wait. */
+void *rt_worker_data(void);
+/* Whether the calling thread runs a loop that calls cfg->worker_flush about
+ * once a second (epoll and mn workers); a threads-model thread does not. */
+bool rt_worker_ticks(void);
 
 /* Waits. deadline_ms is absolute (rt_now_ms() clock); 0 means none.
  * idle: the connection holds no partial request, so a stopping server may

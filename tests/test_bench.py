@@ -317,8 +317,11 @@ def test_cost_instructions_scale_between_n_and_2n(cost_smoke):
     close = rows[("ktcp-httpd-epoll", "small-close")]["instr"]["per_request"]
     echo = rows[("ktcp-echo", "echo")]["instr"]["per_request"]
     # an HTTP request is parsed and answered: thousands of instructions, an
-    # echo a few hundred; a new connection per request costs more
-    assert 1000 < ka < 100_000 and echo < ka < close
+    # echo a few hundred; a new connection per request costs about as much
+    # (its coroutine comes from the worker's pool and its address is
+    # formatted only for a log, so the accept adds a few hundred at most;
+    # the system calls test shows what it adds there)
+    assert 1000 < ka < 100_000 and echo < ka and close > 0.9 * ka
 
 
 def test_cost_syscalls_per_request(cost_smoke):

@@ -204,7 +204,7 @@ static __attribute__((noinline)) void log_line(struct httpd_worker *w,
     char date[32];
     clf_date(now, date);
     http_buf_init(&b, w->log_buf + w->log_len, LOG_LINE_MAX);
-    http_buf_append_str(&b, r->c->peer[0] ? r->c->peer : "-");
+    http_buf_append_str(&b, rt_conn_peer(r->c));
     http_buf_append_str(&b, " - - [");
     http_buf_append_str(&b, date);
     http_buf_append_str(&b, "] \"");

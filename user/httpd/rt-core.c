@@ -135,12 +135,23 @@ void rt_conn_release(void)
 void rt_conn_set_peer(struct rt_conn *c, const struct sockaddr *sa)
 {
     c->peer[0] = '\0';
-    if (sa->sa_family == AF_INET)
-        inet_ntop(AF_INET, &((const struct sockaddr_in *) sa)->sin_addr,
-                  c->peer, sizeof(c->peer));
-    else if (sa->sa_family == AF_INET6)
-        inet_ntop(AF_INET6, &((const struct sockaddr_in6 *) sa)->sin6_addr,
-                  c->peer, sizeof(c->peer));
+    c->peer_family = 0;
+    if (sa->sa_family == AF_INET) {
+        c->peer_family = AF_INET;
+        memcpy(c->peer_addr, &((const struct sockaddr_in *) sa)->sin_addr, 4);
+    } else if (sa->sa_family == AF_INET6) {
+        c->peer_family = AF_INET6;
+        memcpy(c->peer_addr, &((const struct sockaddr_in6 *) sa)->sin6_addr,
+               16);
+    }
+}
+
+const char *rt_conn_peer(struct rt_conn *c)
+{
+    if (!c->peer[0] && c->peer_family &&
+        !inet_ntop(c->peer_family, c->peer_addr, c->peer, sizeof(c->peer)))
+        c->peer[0] = '\0';
+    return c->peer[0] ? c->peer : "-";
 }
 
 void rt_tune_accepted(int fd)

@@ -119,11 +119,25 @@ void rt_coro_release_stack(struct rt_coro *co)
         munmap(base, STACK_MAP_LEN);
 }
 
+/* An epoll worker keeps the coroutines it freed for its next connections
+ * (up to RT_CORO_POOL_MAX): a connection per request then costs no malloc
+ * and free of its coroutine, nor the allocator's periodic consolidation of
+ * what they leave behind. */
+#define RT_CORO_POOL_MAX 256
+static __thread struct rt_coro *coro_pool;
+static __thread unsigned coro_pool_count;
+
 struct rt_coro *rt_coro_new(int fd)
 {
-    struct rt_coro *co = aligned_alloc(64, sizeof(*co));
-    if (!co)
-        return NULL;
+    struct rt_coro *co = coro_pool;
+    if (co) {
+        coro_pool = co->dead_next;
+        coro_pool_count--;
+    } else {
+        co = aligned_alloc(64, sizeof(*co));
+        if (!co)
+            return NULL;
+    }
     memset(co, 0, sizeof(*co));
     co->conn.fd = fd;
     co->conn.coro = co;
@@ -160,26 +174,28 @@ int rt_coro_start(struct rt_coro *co)
     return 0;
 }
 
-/* A dead coroutine is freed after a grace period. Handing each one to
- * call_rcu alone costs the call_rcu thread one synchronize_rcu per
- * connection (about 5,000 instructions when connections arrive one at a
- * time, and as many as the arrivals' timing makes): a worker gathers its
- * dead coroutines in a chain and hands the chain over as one, when it holds
- * RT_DEAD_BATCH of them or has held them for RT_DEAD_HOLD_MS (counted
- * from the first reap that saw them). Handing
- * over later than the death is safe: the grace period starts at the hand-
- * over, after every reader that could have seen the coroutine. */
+/* A dead coroutine may still be named by an epoll event that a worker has
+ * taken but not yet handled. In the epoll model only its own worker can
+ * hold such an event, so the worker frees its dead when the batch of events
+ * is handled (rt_coro_reap). In the mn model any worker can, so the memory
+ * waits for an RCU grace period; handing each coroutine to call_rcu alone
+ * costs the call_rcu thread one synchronize_rcu per connection (about
+ * 5,000 instructions when connections arrive one at a time, and as many as
+ * the arrivals' timing makes), so a worker gathers its dead in a chain and
+ * hands the chain over as one, when it holds RT_DEAD_BATCH of them or has
+ * held them for RT_DEAD_HOLD_MS (counted from the first reap that saw
+ * them). Handing over later than the death is safe: the grace period starts
+ * at the hand-over, after every reader that could have seen the coroutine. */
 #define RT_DEAD_BATCH 64
 #define RT_DEAD_HOLD_MS 1000
 
-static __thread bool dead_batching; /* this thread is a worker */
+static __thread enum rt_dead_mode dead_mode;
 static __thread struct rt_coro *dead_head;
 static __thread unsigned dead_count;
 static __thread uint64_t dead_since_ms;
 
-static void coro_free_rcu(struct rcu_head *head)
+static void free_chain(struct rt_coro *co)
 {
-    struct rt_coro *co = caa_container_of(head, struct rt_coro, rcu);
     while (co) {
         struct rt_coro *next = co->dead_next;
         free(co);
@@ -187,27 +203,54 @@ static void coro_free_rcu(struct rcu_head *head)
     }
 }
 
+/* The PRIVATE mode's free: into this thread's pool while it has room. */
+static void pool_chain(struct rt_coro *co)
+{
+    while (co && coro_pool_count < RT_CORO_POOL_MAX) {
+        struct rt_coro *next = co->dead_next;
+        co->dead_next = coro_pool;
+        coro_pool = co;
+        coro_pool_count++;
+        co = next;
+    }
+    free_chain(co);
+}
+
+static void coro_free_rcu(struct rcu_head *head)
+{
+    free_chain(caa_container_of(head, struct rt_coro, rcu));
+}
+
 static void dead_hand_over(void)
 {
     if (!dead_head)
         return;
-    urcu_memb_call_rcu(&dead_head->rcu, coro_free_rcu);
+    if (dead_mode == RT_DEAD_PRIVATE)
+        pool_chain(dead_head);
+    else
+        urcu_memb_call_rcu(&dead_head->rcu, coro_free_rcu);
     dead_head = NULL;
     dead_count = 0;
 }
 
-void rt_coro_thread_batching(bool on)
+void rt_coro_thread_dead_mode(enum rt_dead_mode mode)
 {
-    if (!on)
-        dead_hand_over();
-    dead_batching = on;
+    dead_hand_over();
+    dead_mode = mode;
+    if (mode != RT_DEAD_PRIVATE) {
+        free_chain(coro_pool);
+        coro_pool = NULL;
+        coro_pool_count = 0;
+    }
 }
 
 void rt_coro_reap(uint64_t now_ms)
 {
     if (!dead_head)
         return;
-    if (!dead_since_ms)
+    if (dead_mode == RT_DEAD_PRIVATE)
+        dead_hand_over();
+    else if (!dead_since_ms)
         dead_since_ms = now_ms;
     else if (now_ms - dead_since_ms >= RT_DEAD_HOLD_MS)
         dead_hand_over();
@@ -223,7 +266,7 @@ void rt_coro_put(struct rt_coro *co)
     if (atomic_fetch_sub_explicit(&co->refs, 1, memory_order_acq_rel) != 1)
         return;
     co->dead_next = NULL;
-    if (!dead_batching) {
+    if (dead_mode == RT_DEAD_ALONE) {
         urcu_memb_call_rcu(&co->rcu, coro_free_rcu);
         return;
     }
@@ -231,6 +274,6 @@ void rt_coro_put(struct rt_coro *co)
         dead_since_ms = 0; /* the next reap starts the clock */
     co->dead_next = dead_head;
     dead_head = co;
-    if (++dead_count >= RT_DEAD_BATCH)
+    if (++dead_count >= RT_DEAD_BATCH && dead_mode == RT_DEAD_SHARED)
         dead_hand_over();
 }

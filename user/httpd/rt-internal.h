@@ -67,11 +67,17 @@ void rt_coro_get(struct rt_coro *co);
 /* Drop a reference; the last one frees the stack after a grace period, as
  * an epoll event naming it may still be in another worker's hands. */
 void rt_coro_put(struct rt_coro *co);
-/* A worker thread gathers the coroutines it frees and hands them to
- * call_rcu in batches (on), or hands over what it holds and stops (off). */
-void rt_coro_thread_batching(bool on);
-/* Hand over the gathered coroutines once the oldest has waited long enough;
- * called by a worker outside its read-side section. */
+/* How the calling thread frees the coroutines whose last reference it
+ * drops: each after its own grace period (ALONE: threads that are not
+ * workers), gathered and freed at the next rt_coro_reap (PRIVATE: an epoll
+ * worker, the only one that can hold events naming its coroutines), or
+ * gathered and handed to call_rcu in batches (SHARED: mn workers). A change
+ * first frees or hands over what the thread holds. */
+enum rt_dead_mode { RT_DEAD_ALONE, RT_DEAD_PRIVATE, RT_DEAD_SHARED };
+void rt_coro_thread_dead_mode(enum rt_dead_mode mode);
+/* Free (PRIVATE) or hand over (SHARED, once they have waited long enough)
+ * the gathered coroutines; called by a worker after handling a batch of
+ * events, outside its read-side section. */
 void rt_coro_reap(uint64_t now_ms);
 /* Save the current context in *save_sp and resume the one at next_sp. */
 void rt_coro_switch(void **save_sp, void *next_sp);

@@ -451,7 +451,7 @@ static void *worker_main(void *arg)
 
     rt_worker_set_self(w);
     urcu_memb_register_thread();
-    rt_coro_thread_batching(true);
+    rt_coro_thread_dead_mode(model_mn ? RT_DEAD_SHARED : RT_DEAD_PRIVATE);
     w->last_flush_ms = rt_now_ms();
     for (;;) {
         /* run what is ready */
@@ -551,7 +551,7 @@ static void *worker_main(void *arg)
             break;
     }
     rt_worker_data_exit(w);
-    rt_coro_thread_batching(false);
+    rt_coro_thread_dead_mode(RT_DEAD_ALONE);
     urcu_memb_unregister_thread();
     return NULL;
 }

@@ -39,8 +39,15 @@ struct rt_worker;
 struct rt_conn {
     int fd;
     struct rt_coro *coro; /* NULL in the threads model */
-    char peer[48];        /* printable address, for the access log */
+    /* the client's address, kept raw: formatting it costs more than a
+     * whole keep-alive request, so rt_conn_peer does it when asked */
+    unsigned char peer_family; /* AF_INET, AF_INET6, or 0: unknown */
+    unsigned char peer_addr[16];
+    char peer[48]; /* printable, once rt_conn_peer made it */
 };
+
+/* The client's address as text ("-" if unknown); made on first use. */
+const char *rt_conn_peer(struct rt_conn *c);
 
 /* What a handler returns: close the connection, or keep it open while it
  * is idle. RT_IDLE means "nothing buffered and nothing to read": the

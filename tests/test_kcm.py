@@ -498,6 +498,32 @@ def test_malformed_frames(server):
         assert recv_frames(s, 1) == [req]
 
 
+def test_kcm_server_runs_as_installed(msg_engine, tmp_path):
+    """The parser travels inside the binary: a copy of the server alone, as
+    make install puts it (install -m 0755), started from another directory,
+    loads it and serves."""
+    if msg_engine.kind != "kernel":
+        pytest.skip("only the KCM server has a BPF parser")
+    bindir = tmp_path / "usr" / "bin"
+    bindir.mkdir(parents=True)
+    exe = bindir / "ktcp-kcm-server"
+    subprocess.run(["install", "-m", "0755", msg_engine.exe, str(exe)], check=True)
+    engine = MsgEngine("ktcp-kcm-server-installed", str(exe), "kernel")
+    cwd = os.getcwd()
+    os.chdir(tmp_path)
+    try:
+        engine.start(threads=1, tmpdir=str(tmp_path))
+    finally:
+        os.chdir(cwd)
+    try:
+        with connect(engine) as s:
+            sent = [request(k, b"installed" * k) for k in range(5)]
+            s.sendall(b"".join(sent))
+            assert recv_frames(s, 5) == sent
+    finally:
+        engine.stop()
+
+
 def test_server_closes_everything_on_sigterm(server):
     socks = [connect(server) for _ in range(10)]
     for i, s in enumerate(socks):

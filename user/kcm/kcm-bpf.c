@@ -15,6 +15,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -151,6 +152,9 @@ int kcm_parser_add(int tcp_fd, uint32_t id, struct kcm_conn_key *key)
         err = key_addr(&local, key->local, &key->local_port);
     if (err)
         return err;
+    if (getrandom(&st.cookie, sizeof(st.cookie), GRND_NONBLOCK) !=
+        sizeof(st.cookie))
+        return errno ? -errno : -EIO;
     /* A state left by an earlier connection under this id or with these
      * addresses (none should be) is replaced, never reused. */
     if (bpf_map_update_elem(states_fd, &id, &st, BPF_ANY) < 0)

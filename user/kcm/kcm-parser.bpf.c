@@ -20,9 +20,10 @@
  * the attach and emptied after the unattach) and kept under the server's id
  * for it (kcm_states). While a header is incomplete, strparser calls again
  * for the same message with a head skb that may have no network header; the
- * first call leaves the id in the head skb's control block for those calls
- * (__sk_buff cb[0..2]: the 12 bytes of skb->cb that strparser and KCM leave
- * free on receive and that strparser copies to a new head).
+ * first call leaves the id and the state's random cookie in the head skb's
+ * control block for those calls (__sk_buff cb[0..2]: the 12 bytes of
+ * skb->cb that strparser and KCM leave free on receive and that strparser
+ * copies to a new head).
  *
  * Calls for one connection are serialised by the TCP socket's lock.
  */
@@ -105,14 +106,13 @@ int ktcp_kcm_len(struct __sk_buff *skb)
     __u32 id, len, seq = 0, *idp;
     __be32 hdr;
 
-    if (skb->cb[0] == KCM_PARSER_CB_MAGIC &&
-        skb->cb[2] == (skb->cb[1] ^ KCM_PARSER_CB_MAGIC)) {
-        /* More bytes for a message whose header was incomplete. */
-        id = skb->cb[1];
-        st = bpf_map_lookup_elem(&kcm_states, &id);
-        if (!st || !st->have_off)
-            return -EPROTO;
-    } else {
+    id = skb->cb[1];
+    st = skb->cb[0] == KCM_PARSER_CB_MAGIC
+             ? bpf_map_lookup_elem(&kcm_states, &id)
+             : 0;
+    /* Unless these are more bytes for a message whose header was
+     * incomplete, this is a message's first call: find its connection. */
+    if (!st || !st->have_off || st->cookie != skb->cb[2]) {
         idp = conn_of(skb, &seq);
         if (!idp)
             return -EPROTO; /* fail loudly rather than stall */
@@ -131,7 +131,7 @@ int ktcp_kcm_len(struct __sk_buff *skb)
         st->have_off = 1;
         skb->cb[0] = KCM_PARSER_CB_MAGIC;
         skb->cb[1] = id;
-        skb->cb[2] = id ^ KCM_PARSER_CB_MAGIC;
+        skb->cb[2] = st->cookie;
     }
     if (bpf_skb_load_bytes(skb, st->off, &hdr, sizeof(hdr)))
         return 0; /* the header is not all there yet */

@@ -28,9 +28,12 @@ struct kcm_parser_state {
     __u32 started;  /* next_seq is known (set by the first call) */
     __u32 off;      /* the current message's start in its head skb */
     __u32 have_off; /* off is known: waiting for the rest of a header */
+    __u32 cookie;   /* random, from the server: proves a cb mark ours */
 };
 
-/* Written by the parser into the head skb's control block (__sk_buff cb[0]
- * .. cb[2]) while a message's header is incomplete, so later calls for the
- * same message find the connection without a network header. */
+/* Written by the parser into the head skb's control block while a message's
+ * header is incomplete (__sk_buff cb[0] the magic, cb[1] the connection's
+ * id, cb[2] its state's cookie), so later calls for the same message find
+ * the connection without a network header. Bytes that TCP left there
+ * cannot pass for a mark without guessing the cookie. */
 #define KCM_PARSER_CB_MAGIC 0x6b636d70u

@@ -12,6 +12,8 @@ every frame comes back whole, exactly once, on its own connection.
 On the host (KTCP_ENGINES=user) the twin runs and the KCM engine skips: the
 host kernel has no AF_KCM. Inside the VM (KTCP_ENGINES=kernel) both run.
 """
+import ctypes
+import errno
 import os
 import random
 import selectors
@@ -134,6 +136,62 @@ def request(tag, payload=b"", work_us=0):
 
 
 
+
+
+# The parser's name in the kernel (the BPF program's function name).
+PARSER_PROG_NAME = b"ktcp_kcm_len"
+
+
+def loaded_parsers():
+    """How many KCM length parsers the kernel holds now, counted by the
+    kernel: every loaded BPF program is walked by id (bpf(2) with
+    BPF_PROG_GET_NEXT_ID, BPF_PROG_GET_FD_BY_ID, BPF_OBJ_GET_INFO_BY_FD),
+    so programs a server loaded and then closed, but whose psock still holds
+    them, count too. Needs root (the VM)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    nr_bpf = 321  # x86_64
+    prog_get_next_id, prog_get_fd_by_id, obj_get_info_by_fd = 11, 13, 15
+
+    def bpf(cmd, attr):
+        r = libc.syscall(nr_bpf, cmd, ctypes.byref(attr), ctypes.sizeof(attr))
+        return r, ctypes.get_errno()
+
+    count, prog_id = 0, 0
+    for _ in range(100000):  # bounded: far more programs than a guest holds
+        attr = (ctypes.c_uint32 * 4)(prog_id, 0, 0, 0)
+        r, err = bpf(prog_get_next_id, attr)
+        if r < 0:
+            assert err == errno.ENOENT, os.strerror(err)
+            return count
+        prog_id = attr[1]
+        attr = (ctypes.c_uint32 * 4)(prog_id, 0, 0, 0)
+        fd, err = bpf(prog_get_fd_by_id, attr)
+        if fd < 0:
+            assert err == errno.ENOENT, os.strerror(err)  # unloaded meanwhile
+            continue
+        info = ctypes.create_string_buffer(256)
+        attr = (ctypes.c_uint32 * 4)(fd, 256, 0, 0)
+        ctypes.cast(ctypes.byref(attr, 8), ctypes.POINTER(ctypes.c_uint64))[0] = \
+            ctypes.addressof(info)
+        r, err = bpf(obj_get_info_by_fd, attr)
+        os.close(fd)
+        assert r == 0, os.strerror(err)
+        prog_type = struct.unpack_from("<I", info.raw, 0)[0]
+        name = info.raw[64:80].split(b"\0")[0]
+        if prog_type == 1 and name == PARSER_PROG_NAME:  # BPF_PROG_TYPE_SOCKET_FILTER
+            count += 1
+    raise AssertionError("more than 100000 BPF programs")
+
+
+def wait_parsers(want, timeout=10):
+    """Wait until the kernel holds want parsers (a psock may drop its
+    reference a little after the unattach); fail with the last count."""
+    deadline = time.monotonic() + timeout
+    while True:
+        n = loaded_parsers()
+        if n == want or time.monotonic() > deadline:
+            return n
+        time.sleep(0.05)
 
 
 def connect(engine, timeout=20):
@@ -352,6 +410,118 @@ def test_client_vanishing_mid_message(server, how):
         assert time.monotonic() < deadline, "vanished clients were never closed"
         time.sleep(0.05)
     assert server.alive()
+
+
+def test_kcm_loads_one_parser_for_all_connections(msg_engine):
+    """The length parser is loaded once, when the server starts, and the
+    same program is attached to every connection's mux: the kernel holds
+    one parser whether the server has 1 or 40 clients, and each client's
+    stream is still cut at its own message boundaries."""
+    if msg_engine.kind != "kernel":
+        pytest.skip("only the KCM server has a BPF parser")
+    before = loaded_parsers()
+    server = msg_engine.start(threads=2, tmpdir=msg_engine.tmpdir)
+    assert wait_parsers(before + 1) == before + 1
+    socks = [connect(server) for _ in range(40)]
+    try:
+        # Different positions in each stream: client i first sends i bytes
+        # of frames, then a batch of frames in one segment.
+        for i, s in enumerate(socks):
+            first = [request(i * 100 + k, b"p" * k) for k in range(i % 4)]
+            if first:
+                s.sendall(b"".join(first))
+                check_answers(server, first, recv_frames(s, len(first)))
+        for i, s in enumerate(socks):
+            batch = [request(i * 100 + 50 + k, bytes([i]) * (k * 3)) for k in range(6)]
+            s.sendall(b"".join(batch))
+            check_answers(server, batch, recv_frames(s, len(batch)))
+        assert wait_parsers(before + 1) == before + 1
+        assert server.counters()["accepted"] >= 40  # and wait_port's probe
+    finally:
+        for s in socks:
+            s.close()
+    server.stop()
+    assert wait_parsers(before) == before
+
+
+def test_same_four_tuple_starts_a_fresh_stream(server1):
+    """A new connection from the address and port of one that ended (reset,
+    so no TIME_WAIT keeps the port) starts at its own first byte: nothing the
+    parser knew of the old stream is applied to the new one."""
+    port = None
+    for round_ in range(3):
+        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        s.bind(("127.0.0.1", port or 0))
+        port = s.getsockname()[1]
+        s.settimeout(20)
+        s.connect(("127.0.0.1", server1.port))
+        # Leave the old stream with a partial frame at a different offset
+        # each round, then vanish with a reset.
+        sent = [request(round_ * 10 + k, b"r" * (round_ * 7 + k)) for k in range(3)]
+        s.sendall(b"".join(sent))
+        assert recv_frames(s, 3) == sent
+        s.sendall(struct.pack(">I", 500) + b"part" * round_)
+        time.sleep(0.05)
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        s.close()
+    deadline = time.monotonic() + 20
+    while server1.counters()["active"] != 0:
+        assert time.monotonic() < deadline, "reset clients were never closed"
+        time.sleep(0.05)
+    assert server1.counters()["errors"] == 0
+
+
+def test_malformed_frames(server):
+    """Lengths the parser must refuse end only their connection: just above
+    the limit, the largest 32-bit value, and a header whose bytes arrive one
+    at a time; a header cut short by the client's FIN is a vanished client.
+    A frame of exactly the limit still passes on a fresh connection."""
+    for hdr in (struct.pack(">I", MAX_MSG + 1), b"\xff\xff\xff\xff", b"\x80\0\0\0"):
+        with connect(server) as bad:
+            bad.sendall(request(1, b"first"))
+            assert recv_frames(bad, 1) == [request(1, b"first")]
+            for b in hdr:
+                bad.send(bytes([b]))
+                time.sleep(0.01)
+            expect_closed(bad)
+    with connect(server) as short:
+        short.sendall(b"\0\0")
+        time.sleep(0.05)
+        short.shutdown(socket.SHUT_WR)
+        expect_closed(short)
+    c = server.counters()
+    assert c["too_big"] == 3, c
+    with connect(server) as s:
+        req = frame(b"m" * MAX_MSG)
+        s.sendall(req)
+        assert recv_frames(s, 1) == [req]
+
+
+def test_kcm_server_runs_as_installed(msg_engine, tmp_path):
+    """The parser travels inside the binary: a copy of the server alone, as
+    make install puts it (install -m 0755), started from another directory,
+    loads it and serves."""
+    if msg_engine.kind != "kernel":
+        pytest.skip("only the KCM server has a BPF parser")
+    bindir = tmp_path / "usr" / "bin"
+    bindir.mkdir(parents=True)
+    exe = bindir / "ktcp-kcm-server"
+    subprocess.run(["install", "-m", "0755", msg_engine.exe, str(exe)], check=True)
+    engine = MsgEngine("ktcp-kcm-server-installed", str(exe), "kernel")
+    cwd = os.getcwd()
+    os.chdir(tmp_path)
+    try:
+        engine.start(threads=1, tmpdir=str(tmp_path))
+    finally:
+        os.chdir(cwd)
+    try:
+        with connect(engine) as s:
+            sent = [request(k, b"installed" * k) for k in range(5)]
+            s.sendall(b"".join(sent))
+            assert recv_frames(s, 5) == sent
+    finally:
+        engine.stop()
 
 
 def test_server_closes_everything_on_sigterm(server):

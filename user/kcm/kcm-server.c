@@ -6,7 +6,8 @@
  *   ctl socket  socket(AF_KCM, SOCK_SEQPACKET); receive disabled, used only
  *               by the acceptor to attach and unattach the TCP socket
  *   N clones    SIOCKCMCLONE, one per worker, each in that worker's epoll
- *   TCP socket  attached with the BPF length parser (kcm-bpf.c); the only
+ *   TCP socket  attached with the BPF length parser (kcm-parser.bpf.c,
+ *               loaded once at start and attached to every mux); the only
  *               one on this mux, so any reply sent on any clone can only
  *               go back to the client that asked
  *
@@ -60,7 +61,9 @@ struct kcm_slot {
 struct kcm_conn {
     int tcp_fd;
     int ctl_fd;
+    bool in_parser; /* entered in the parser's maps (key, id = tcp_fd) */
     bool attached;
+    struct kcm_conn_key key;
     struct kcm_conn *prev, *next;
     struct kcm_slot *slots[]; /* one per worker */
 };
@@ -81,6 +84,7 @@ static struct msg_options opt;
 static struct kcm_worker *workers;
 static struct msg_counters acceptor_counters;
 static int listen_fd, acceptor_wake_fd;
+static int parser_fd;          /* the one length parser every mux uses */
 static struct kcm_conn *conns; /* the acceptor's list of live connections */
 
 static void slot_set_events(struct kcm_worker *w,
@@ -267,6 +271,10 @@ static void conn_teardown(int ep, struct kcm_conn *c)
             if (ioctl(c->ctl_fd, SIOCKCMUNATTACH, &un) < 0)
                 msg_count(&acceptor_counters, errors, 1);
         }
+        /* Unattached (or never attached): the parser runs no more for
+         * this socket, and its id is still this fd's. */
+        if (c->in_parser)
+            kcm_parser_remove((uint32_t) c->tcp_fd, &c->key);
         close(c->tcp_fd);
     }
     if (c->ctl_fd >= 0)
@@ -306,7 +314,7 @@ static void conn_setup(int ep, int tcp_fd)
     struct epoll_event ev = {.events = EPOLLERR | EPOLLHUP};
     struct tcp_info ti;
     socklen_t len;
-    int one = 1, rcvbuf = 0, state_fd, r;
+    int one = 1, rcvbuf = 0, r;
 
     c = calloc(1, sizeof(*c) + opt.threads * sizeof(c->slots[0]));
     if (!c) {
@@ -380,21 +388,16 @@ static void conn_setup(int ep, int tcp_fd)
                        sizeof(want)) < 0)
             setsockopt(tcp_fd, SOL_SOCKET, SO_RCVBUF, &want, sizeof(want));
     }
-    /* A parser of its own: its state is this connection's stream position
-     * (see kcm-bpf.c). The psock keeps the program, the program the map. */
-    state_fd = kcm_create_parser_state();
-    if (state_fd < 0) {
-        errno = -state_fd;
+    /* The server's one parser; its state for this stream is entered
+     * before the attach, as the parser may run during it. */
+    r = kcm_parser_add(tcp_fd, (uint32_t) tcp_fd, &c->key);
+    if (r < 0) {
+        errno = -r;
         goto fail;
     }
-    at.bpf_fd = kcm_load_parser(opt.max_msg, state_fd, NULL, 0);
-    close(state_fd);
-    if (at.bpf_fd < 0) {
-        errno = -at.bpf_fd;
-        goto fail;
-    }
+    c->in_parser = true;
+    at.bpf_fd = parser_fd;
     r = ioctl(c->ctl_fd, SIOCKCMATTACH, &at);
-    close(at.bpf_fd);
     if (r < 0)
         goto fail;
     c->attached = true;
@@ -465,8 +468,7 @@ int main(int argc, char **argv)
     pthread_t acceptor;
     sigset_t sigs;
     uint64_t one = 1;
-    char log[8192];
-    int probe, state_fd, bpf_fd;
+    int probe;
 
     opt.prog = "ktcp-kcm-server";
     msg_parse_options(&opt,
@@ -496,22 +498,16 @@ int main(int argc, char **argv)
         return 1;
     }
     close(probe);
-    /* Every connection loads its own parser; try one now so that a kernel
-     * or a policy refusing it fails the start, not every client. */
-    state_fd = kcm_create_parser_state();
-    bpf_fd = state_fd < 0
-                 ? state_fd
-                 : kcm_load_parser(opt.max_msg, state_fd, log, sizeof(log));
-    if (bpf_fd < 0) {
+    /* One parser for every connection, loaded now: a kernel or a policy
+     * refusing it fails the start, not the clients. */
+    parser_fd = kcm_parser_load(opt.max_msg);
+    if (parser_fd < 0) {
         fprintf(stderr,
-                "ktcp-kcm-server: loading the BPF length parser: %s (%s)%s\n%s",
-                strerror(-bpf_fd), errno_name(-bpf_fd),
-                -bpf_fd == EPERM ? ": needs root (CAP_BPF)" : "",
-                state_fd < 0 ? "" : log);
+                "ktcp-kcm-server: loading the BPF length parser: %s (%s)%s\n",
+                strerror(-parser_fd), errno_name(-parser_fd),
+                -parser_fd == EPERM ? ": needs root (CAP_BPF)" : "");
         return 1;
     }
-    close(bpf_fd);
-    close(state_fd);
 
     listen_fd = msg_listen(&opt, false);
     if (listen_fd < 0) {
@@ -572,6 +568,7 @@ int main(int argc, char **argv)
         post_close(&workers[i], NULL);
     for (int i = 0; i < opt.threads; i++)
         pthread_join(workers[i].thread, NULL);
+    kcm_parser_unload();
     msg_write_counters(&opt, sets, opt.threads + 1);
     return 0;
 }

@@ -4,6 +4,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "kcm-parser.h"
+
 #ifndef AF_KCM
 #define AF_KCM 41
 #endif
@@ -11,10 +13,18 @@
 #define SOL_KCM 281
 #endif
 
-/* The parser's per-connection state (see kcm-bpf.c): a BPF map fd or
- * -errno. */
-int kcm_create_parser_state(void);
+/* Load the length parser (kcm-bpf.c) for messages of at most max_msg body
+ * bytes, once per server: its program fd, or -errno (libbpf has printed the
+ * details, the verifier's log among them). */
+int kcm_parser_load(uint32_t max_msg);
 
-/* Load the length parser bound to one state map: a BPF program fd, or
- * -errno with the verifier's words in log. */
-int kcm_load_parser(uint32_t max_msg, int state_fd, char *log, size_t log_size);
+/* Drop the parser and its maps (psocks keep their references). */
+void kcm_parser_unload(void);
+
+/* Before attaching the TCP socket tcp_fd: enter the connection, under id,
+ * with a fresh stream position; key is filled for kcm_parser_remove.
+ * 0 or -errno (-E2BIG: KCM_PARSER_MAX_CONNS connections already). */
+int kcm_parser_add(int tcp_fd, uint32_t id, struct kcm_conn_key *key);
+
+/* After the unattach: forget the connection. */
+void kcm_parser_remove(uint32_t id, const struct kcm_conn_key *key);

@@ -163,6 +163,12 @@ int http_response_build(struct http_buf *b, const struct http_response_head *h)
         http_response_header_date(b, "Last-Modified", h->last_modified);
     if (h->etag)
         http_response_header(b, "ETag", h->etag);
+    if (h->has_max_age) {
+        http_buf_append_str(b, "Cache-Control: max-age=");
+        http_buf_append_u64(b, h->max_age);
+        http_buf_append(b, "\r\n", 2);
+        http_response_header_date(b, "Expires", h->expires);
+    }
     if (h->accept_ranges)
         http_response_header(b, "Accept-Ranges", "bytes");
     if (h->has_content_range)

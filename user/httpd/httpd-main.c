@@ -513,10 +513,10 @@ static void reload(int argc, char **argv, struct settings *running)
         httpd_log_open(NULL);
     running->access_log = n.access_log;
     fprintf(stderr,
-            "ktcp-httpd: SIGHUP: reloaded (gzip %s, gzip-static %s, expires "
-            "%u, access log %s)\n",
-            n.gzip ? "on" : "off", n.gzip_static ? "on" : "off", n.expires,
-            n.access_log ? n.access_log : "off");
+            "ktcp-httpd: SIGHUP: reloaded (gzip %s, access log %s, "
+            "gzip-static %s, expires %u)\n",
+            n.gzip ? "on" : "off", n.access_log ? n.access_log : "off",
+            n.gzip_static ? "on" : "off", n.expires);
 }
 
 /* --mime-types: read the file (at most HTTP_MIME_FILE_MAX bytes) into

@@ -358,6 +358,7 @@ static void plan_identity(struct http_plan *p)
             p->head.range_size = r->size;
             p->head.content_type = NULL;
             p->head.content_length = 0;
+            p->head.has_max_age = false; /* not on a 416 (as nginx) */
             return;
         }
         if (rr == HTTP_RANGE_SATISFIABLE) {

@@ -140,6 +140,8 @@ def test_gzip_static_needs_a_newer_regular_gz(http_engine, ops, name):
     """No .gz, an older one, or a directory named file.gz: the file (or the
     server's own gzip copy) instead."""
     with http_engine.spawn(gzip_static=True) as srv:
+        # the option is on: a usable .gz is served
+        assert get(srv.port, "/ops/app.js", [("Accept-Encoding", "gzip")]).body == JS_GZ
         for _ in range(2):
             r = get(srv.port, "/" + name, [("Accept-Encoding", "gzip")])
             assert r.status == 200
@@ -198,14 +200,19 @@ def test_error_pages(http_engine, ops):
 
 
 def test_error_page_that_fails_never_loops(http_engine, ops):
-    """The 404 page itself is missing: the 404 text, not a loop or a 500."""
-    with http_engine.spawn(error_pages="404=/ops/err/none.html") as srv:
-        r = get(srv.port, "/nope")
-        assert r.status == 404 and r.body == b"404 Not Found\n"
+    """The 404 page itself is missing: the 404 text, not a loop or a 500
+    (while the 405 page, which is there, is served)."""
+    def check(pages):
+        with http_engine.spawn(error_pages=pages + ",405=/ops/err/405.html") as srv:
+            r = get(srv.port, "/nope")
+            assert r.status == 404 and r.body == b"404 Not Found\n"
+            with Conn(srv.port) as c:
+                c.send(b"PUT /a.txt HTTP/1.1\r\nHost: h\r\nContent-Length: 0\r\n\r\n")
+                r = c.read_response()
+            assert r.status == 405 and r.body == PAGE_405
+    check("404=/ops/err/none.html")
     # the page is outside the root: the original status's text
-    with http_engine.spawn(error_pages="404=/linkdir-out/secret.txt") as srv:
-        r = get(srv.port, "/nope")
-        assert r.status == 404 and r.body == b"404 Not Found\n"
+    check("404=/linkdir-out/secret.txt")
 
 
 # ---- long directory names ----

@@ -105,17 +105,243 @@ const struct http_mime_type *http_mime_by_extension(const char *ext, size_t len)
     return NULL;
 }
 
-const struct http_mime_type *http_mime_for_path(const char *path, size_t len)
+/* Offset of the extension in path (after the last '.' of the last
+ * segment), or len when there is none; a leading dot (".bashrc") names a
+ * hidden file, not an extension. */
+static size_t extension_at(const char *path, size_t len)
 {
-    const struct http_mime_type *t;
     size_t i = len;
 
-    /* the extension is after the last '.' of the last segment; a leading
-     * dot (".bashrc") names a hidden file, not an extension */
     while (i > 0 && path[i - 1] != '.' && path[i - 1] != '/')
         i--;
     if (i <= 1 || path[i - 1] != '.' || path[i - 2] == '/')
+        return len;
+    return i;
+}
+
+const struct http_mime_type *http_mime_for_path(const char *path, size_t len)
+{
+    const struct http_mime_type *t;
+    size_t i = extension_at(path, len);
+
+    if (i == len)
         return &mime_default;
     t = http_mime_by_extension(path + i, len - i);
     return t ? t : &mime_default;
+}
+
+/* Compare ext[0..len) (any case) with a lower-case table extension. */
+static int ext_cmp(const char *ext, size_t len, const char *key)
+{
+    size_t i;
+
+    for (i = 0; i < len && key[i]; i++) {
+        unsigned char a = http_ascii_lower((unsigned char) ext[i]);
+        unsigned char b = (unsigned char) key[i];
+        if (a != b)
+            return a < b ? -1 : 1;
+    }
+    if (i < len)
+        return 1;
+    return key[i] ? -1 : 0;
+}
+
+/* Index of ext in t, or -(insertion point) - 1. */
+static long table_find(const struct http_mime_table *t,
+                       const char *ext,
+                       size_t len)
+{
+    size_t lo = 0, hi = t->count;
+
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        int c = ext_cmp(ext, len, t->types[mid].extension);
+        if (c == 0)
+            return (long) mid;
+        if (c < 0)
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    return -(long) lo - 1;
+}
+
+const struct http_mime_type *http_mime_table_for_path(
+    const struct http_mime_table *t,
+    const char *path,
+    size_t len)
+{
+    size_t i;
+    long k;
+
+    if (!t || !t->count)
+        return http_mime_for_path(path, len);
+    i = extension_at(path, len);
+    if (i == len || len - i > HTTP_MIME_EXT_LEN_MAX)
+        return http_mime_for_path(path, len);
+    k = table_find(t, path + i, len - i);
+    return k >= 0 ? &t->types[k] : http_mime_for_path(path, len);
+}
+
+static bool starts_with(const char *s, size_t len, const char *prefix)
+{
+    size_t n = strlen(prefix);
+
+    return len >= n && http_ascii_equal_nocase(s, n, prefix, n);
+}
+
+static bool ends_with(const char *s, size_t len, const char *suffix)
+{
+    size_t n = strlen(suffix);
+
+    return len >= n && http_ascii_equal_nocase(s + len - n, n, suffix, n);
+}
+
+/* Worth gzip, judged by the type alone. */
+static bool type_compressible(const char *type, size_t len)
+{
+    return starts_with(type, len, "text/") || ends_with(type, len, "+xml") ||
+           ends_with(type, len, "+json") || ends_with(type, len, "/json") ||
+           ends_with(type, len, "/xml") ||
+           ends_with(type, len, "/javascript") || ends_with(type, len, "/wasm");
+}
+
+/* "token/token", within the length bound. */
+static bool valid_type(const char *s, size_t len)
+{
+    size_t i, slash = 0, slashes = 0;
+
+    if (len == 0 || len > HTTP_MIME_TYPE_LEN_MAX)
+        return false;
+    for (i = 0; i < len; i++) {
+        if (s[i] == '/') {
+            slash = i;
+            slashes++;
+        } else if (!http_is_tchar((unsigned char) s[i])) {
+            return false;
+        }
+    }
+    return slashes == 1 && slash > 0 && slash < len - 1;
+}
+
+static bool valid_ext(const char *s, size_t len)
+{
+    size_t i;
+
+    if (len == 0 || len > HTTP_MIME_EXT_LEN_MAX)
+        return false;
+    for (i = 0; i < len; i++) {
+        unsigned char c = (unsigned char) s[i];
+        if (c == '.' || c == '/' || !http_is_tchar(c))
+            return false;
+    }
+    return true;
+}
+
+static bool is_blank(char c)
+{
+    return c == ' ' || c == '\t' || c == '\r';
+}
+
+/* Copy s[0..len) (lower-cased when lower) and suffix into store; the
+ * copy, or NULL when store is full. */
+static const char *store_copy(char *store,
+                              size_t cap,
+                              size_t *used,
+                              const char *s,
+                              size_t len,
+                              bool lower,
+                              const char *suffix)
+{
+    size_t n = strlen(suffix), i;
+    char *out = store + *used;
+
+    if (cap - *used < len + n + 1)
+        return NULL;
+    for (i = 0; i < len; i++)
+        out[i] = lower ? (char) http_ascii_lower((unsigned char) s[i]) : s[i];
+    memcpy(out + len, suffix, n + 1);
+    *used += len + n + 1;
+    return out;
+}
+
+size_t http_mime_table_parse(struct http_mime_table *t,
+                             size_t max,
+                             char *store,
+                             size_t store_cap,
+                             const char *text,
+                             size_t len)
+{
+    size_t pos = 0, used = 0;
+
+    t->count = 0;
+    if (len > HTTP_MIME_FILE_MAX)
+        len = HTTP_MIME_FILE_MAX;
+    if (max > HTTP_MIME_TABLE_MAX)
+        max = HTTP_MIME_TABLE_MAX;
+    while (pos < len && t->count < max) {
+        size_t end = pos, a, b, x;
+        const char *type = NULL;
+        bool text_type;
+
+        while (end < len && text[end] != '\n')
+            end++;
+        /* the type, then its extensions, blank-separated; '#' starts a
+         * comment */
+        a = pos;
+        pos = end + 1;
+        while (a < end && is_blank(text[a]))
+            a++;
+        if (a == end || text[a] == '#')
+            continue;
+        b = a;
+        while (b < end && !is_blank(text[b]) && text[b] != '#')
+            b++;
+        if (!valid_type(text + a, b - a))
+            continue;
+        text_type = starts_with(text + a, b - a, "text/");
+        for (x = b; x < end && t->count < max;) {
+            const struct http_mime_type *builtin;
+            const char *ext;
+            size_t y;
+            long k;
+
+            while (x < end && is_blank(text[x]))
+                x++;
+            if (x == end || text[x] == '#')
+                break;
+            y = x;
+            while (y < end && !is_blank(text[y]) && text[y] != '#')
+                y++;
+            if (!valid_ext(text + x, y - x)) {
+                x = y;
+                continue;
+            }
+            k = table_find(t, text + x, y - x);
+            if (k >= 0) { /* an earlier line named it: the first wins */
+                x = y;
+                continue;
+            }
+            k = -k - 1;
+            /* the line's type is stored once, on its first extension */
+            if (!type)
+                type = store_copy(store, store_cap, &used, text + a, b - a,
+                                  false, text_type ? "; charset=utf-8" : "");
+            ext =
+                store_copy(store, store_cap, &used, text + x, y - x, true, "");
+            if (!type || !ext)
+                return t->count; /* storage full: keep what fits */
+            builtin = http_mime_by_extension(text + x, y - x);
+            memmove(&t->types[k + 1], &t->types[k],
+                    (t->count - (size_t) k) * sizeof(t->types[0]));
+            t->types[k].extension = ext;
+            t->types[k].content_type = type;
+            t->types[k].compressible = builtin
+                                           ? builtin->compressible
+                                           : type_compressible(text + a, b - a);
+            t->count++;
+            x = y;
+        }
+    }
+    return t->count;
 }

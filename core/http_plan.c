@@ -6,9 +6,12 @@
 #include "http_range.h"
 
 enum {
-    STAGE_TARGET, /* the normalised path was looked up */
-    STAGE_INDEX,  /* dir/index.html was looked up */
-    STAGE_GZIP,   /* waiting for the gzip copy */
+    STAGE_TARGET,      /* the normalised path was looked up */
+    STAGE_INDEX,       /* dir/index.html was looked up */
+    STAGE_GZIP,        /* waiting for the gzip copy */
+    STAGE_GZ_STATIC,   /* file.gz was looked up (gzip_static) */
+    STAGE_GZ_FALLBACK, /* no usable file.gz: file was looked up again */
+    STAGE_ERROR_PAGE,  /* an error's custom page was looked up */
     STAGE_DONE,
 };
 
@@ -111,7 +114,75 @@ void http_plan_engine_body(struct http_plan *p,
 
 void http_plan_fail(struct http_plan *p, int err)
 {
+    if (p->error_page) {
+        /* the page could not be opened: the original status's text */
+        p->error_page = false;
+        http_plan_error(p, p->status);
+        return;
+    }
     http_plan_error(p, http_errno_status(err));
+}
+
+void http_plan_head_failed(struct http_plan *p)
+{
+    p->error_page = false;
+    p->keep_alive = false;
+    p->drain_body = false;
+    p->more = false;
+    http_plan_error(p, 500);
+}
+
+/* The custom page configured for status, or NULL. */
+static const struct http_error_page *error_page_for(const struct http_plan *p,
+                                                    int status)
+{
+    size_t i;
+
+    for (i = 0; i < p->error_pages_n; i++)
+        if (p->error_pages[i].status == status)
+            return &p->error_pages[i];
+    return NULL;
+}
+
+/* An error while planning: its custom page is looked up (once per
+ * request, so an error about the page itself never loops), else the
+ * built-in text is the answer. */
+static enum http_plan_step plan_error(struct http_plan *p, int status)
+{
+    const struct http_error_page *pg = error_page_for(p, status);
+
+    http_plan_error(p, status);
+    if (!pg || p->page_tried || !p->work)
+        return HTTP_PLAN_RESPOND;
+    p->page_tried = true;
+    p->error_page = true;
+    memcpy(p->work->path, pg->path, pg->path_len + 1);
+    p->path = p->work->path;
+    p->path_len = pg->path_len;
+    p->stage = STAGE_ERROR_PAGE;
+    return HTTP_PLAN_LOOKUP;
+}
+
+/* The page was found: its bytes with the original status; no
+ * validators, ranges or conditionals apply to an error (as nginx). */
+static void plan_error_page(struct http_plan *p,
+                            const struct http_resource *res)
+{
+    int status = p->status;
+    const struct http_mime_type *m =
+        http_mime_table_for_path(p->mime, p->path, p->path_len);
+
+    head_init(p, status);
+    p->res = *res;
+    p->head.content_type = m->content_type;
+    p->head.content_length = (int64_t) res->size;
+    p->body_len = res->size;
+    if (res->size)
+        p->body =
+            res->body_cached ? HTTP_PLAN_BODY_CACHED : HTTP_PLAN_BODY_FILE;
+    if (status == 405)
+        p->head.allow = "GET, HEAD";
+    p->linger = true; /* as for the text: a closing error lingers */
 }
 
 void http_plan_no_request(struct http_plan *p,
@@ -123,6 +194,19 @@ void http_plan_no_request(struct http_plan *p,
     p->head.now_seconds = in->now;
     p->keep_alive = false;
     http_plan_error(p, status);
+}
+
+enum http_plan_step http_plan_no_request_page(struct http_plan *p,
+                                              const struct http_plan_input *in,
+                                              struct http_plan_work *w,
+                                              int status)
+{
+    http_plan_no_request(p, in, status);
+    p->work = w;
+    p->error_pages = in->error_pages;
+    p->error_pages_n = in->error_pages_n;
+    p->mime = in->mime;
+    return plan_error(p, status);
 }
 
 /* Disposition of the connection, decided before the answer. */
@@ -169,6 +253,12 @@ enum http_plan_step http_plan_start(struct http_plan *p,
     p->buf = in->buf;
     p->work = w;
     p->gzip = in->gzip;
+    p->gzip_static = in->gzip_static;
+    p->expires = in->expires > HTTP_SERVER_EXPIRES_MAX ? HTTP_SERVER_EXPIRES_MAX
+                                                       : in->expires;
+    p->error_pages = in->error_pages;
+    p->error_pages_n = in->error_pages_n;
+    p->mime = in->mime;
     p->head.date = in->date;
     p->head.now_seconds = in->now;
     p->head_only = req->method == HTTP_METHOD_HEAD;
@@ -176,42 +266,37 @@ enum http_plan_step http_plan_start(struct http_plan *p,
     head_init(p, 200);
     p->stage = STAGE_TARGET;
 
-    if (req->expect_unknown) {
-        http_plan_error(p, 417);
-        return HTTP_PLAN_RESPOND;
-    }
-    if (req->method == HTTP_METHOD_OTHER) {
-        http_plan_error(p, 501);
-        return HTTP_PLAN_RESPOND;
-    }
-    if (req->method != HTTP_METHOD_GET && req->method != HTTP_METHOD_HEAD) {
-        http_plan_error(p, 405);
-        return HTTP_PLAN_RESPOND;
-    }
+    if (req->expect_unknown)
+        return plan_error(p, 417);
+    if (req->method == HTTP_METHOD_OTHER)
+        return plan_error(p, 501);
+    if (req->method != HTTP_METHOD_GET && req->method != HTTP_METHOD_HEAD)
+        return plan_error(p, 405);
     if (!w) {
         http_plan_error(p, 500); /* the engine had no memory for paths */
         return HTTP_PLAN_RESPOND;
     }
     pr = http_path_normalize(in->buf + req->path.off, req->path.len, w->path,
                              HTTP_SERVER_PATH_MAX, &p->info);
-    if (pr != HTTP_PATH_OK) {
-        http_plan_error(p, http_path_error_status(pr));
-        return HTTP_PLAN_RESPOND;
-    }
+    if (pr != HTTP_PATH_OK)
+        return plan_error(p, http_path_error_status(pr));
     p->path = w->path;
     p->path_len = p->info.len;
     return HTTP_PLAN_LOOKUP;
 }
 
-/* 301 to the same path with a slash, the query kept. */
-static void plan_redirect(struct http_plan *p)
+/* 301 to the same path with a slash, the query kept; 414 when that
+ * Location would not fit HTTP_PLAN_LOCATION_MAX. */
+static enum http_plan_step plan_redirect(struct http_plan *p)
 {
     const struct http_request *req = p->req;
     struct http_buf b;
 
     http_buf_init(&b, p->work->location, sizeof(p->work->location));
     http_buf_append_char(&b, '/');
-    http_url_encode(&b, p->path, p->path_len, true);
+    /* all or nothing: on overflow it keeps nothing and clears the flag */
+    if (http_url_encode(&b, p->path, p->path_len, true) < 0)
+        return plan_error(p, 414);
     http_buf_append_char(&b, '/');
     /* the query as sent: the parser has vetted its bytes, and the head
      * builder refuses CR/LF in values */
@@ -221,14 +306,13 @@ static void plan_redirect(struct http_plan *p)
                         p->info.query_len);
     }
     http_buf_append_char(&b, '\0');
-    if (b.overflow) {
-        http_plan_error(p, 414);
-        return;
-    }
+    if (b.overflow)
+        return plan_error(p, 414);
     head_init(p, 301);
     p->head.location = p->work->location;
     p->head.content_type = "text/plain; charset=utf-8";
     p->head.content_length = 0;
+    return HTTP_PLAN_RESPOND;
 }
 
 static void plan_listing(struct http_plan *p)
@@ -275,6 +359,7 @@ static void plan_identity(struct http_plan *p)
             p->head.range_size = r->size;
             p->head.content_type = NULL;
             p->head.content_length = 0;
+            p->head.has_max_age = false; /* not on a 416 (as nginx) */
             return;
         }
         if (rr == HTTP_RANGE_SATISFIABLE) {
@@ -295,15 +380,30 @@ static void plan_identity(struct http_plan *p)
         p->body = r->body_cached ? HTTP_PLAN_BODY_CACHED : HTTP_PLAN_BODY_FILE;
 }
 
+/* Cache-Control: max-age and Expires on a file's 200, 206 and 304. */
+static void plan_expires(struct http_plan *p)
+{
+    if (!p->expires)
+        return;
+    p->head.has_max_age = true;
+    p->head.max_age = p->expires;
+    p->head.expires = p->head.now_seconds + (int64_t) p->expires;
+}
+
 /* Validators, conditionals and the body, once the representation is
- * chosen (gz_len: the gzip copy's length, or -1 for identity). */
-static enum http_plan_step plan_regular(struct http_plan *p, int64_t gz_len)
+ * chosen (gz_len: the gzip copy's length, or -1 for identity; with
+ * gz_static, p->res is the file.gz beside the file and its bytes are the
+ * body, validators and ranges included, as nginx's gzip_static). */
+static enum http_plan_step plan_regular(struct http_plan *p,
+                                        int64_t gz_len,
+                                        bool gz_static)
 {
     const struct http_request *req = p->req;
     const struct http_resource *r = &p->res;
     const char *inm = field(p, HTTP_SEEN_IF_NONE_MATCH, req->if_none_match);
     const char *ims =
         field(p, HTTP_SEEN_IF_MODIFIED_SINCE, req->if_modified_since);
+    const char *content_type = r->mime->content_type;
     size_t etag_len;
 
     if (gz_len >= 0) {
@@ -313,12 +413,13 @@ static enum http_plan_step plan_regular(struct http_plan *p, int64_t gz_len)
         memcpy(p->etag, r->etag, etag_len + 1);
     }
     head_init(p, 200);
-    p->head.content_type = r->mime->content_type;
+    p->head.content_type = content_type;
     p->head.has_last_modified = true;
     p->head.last_modified = r->mtime;
     p->head.last_modified_text = r->last_modified;
     p->head.etag = p->etag;
-    p->head.vary_accept_encoding = p->compressible;
+    p->head.vary_accept_encoding = p->compressible || p->gzip_static;
+    plan_expires(p);
     if (http_conditional_status(inm, req->if_none_match.len, ims,
                                 req->if_modified_since.len, p->etag, etag_len,
                                 r->mtime) == 304) {
@@ -334,36 +435,80 @@ static enum http_plan_step plan_regular(struct http_plan *p, int64_t gz_len)
         return HTTP_PLAN_RESPOND;
     }
     plan_identity(p);
+    if (gz_static && p->status != 416)
+        p->head.content_encoding = "gzip";
     return HTTP_PLAN_RESPOND;
 }
 
-/* A regular file found: gzip or identity? Range applies to identity only
- * (as nginx does), so a Range request gets identity. */
+static bool accepts_gzip(const struct http_plan *p)
+{
+    const struct http_request *req = p->req;
+
+    return http_accept_encoding_negotiate(
+               field(p, HTTP_SEEN_ACCEPT_ENCODING, req->accept_encoding),
+               req->accept_encoding.len, true) == HTTP_ENCODING_GZIP;
+}
+
+/* A regular file found: a static .gz beside it, a gzip copy, or identity?
+ * A gzip copy is never ranged (as nginx), so a Range request gets
+ * identity; a static .gz is a file and takes ranges. may_static: look
+ * for file.gz (not when it was just found missing). */
 static enum http_plan_step plan_file(struct http_plan *p,
-                                     const struct http_resource *res)
+                                     const struct http_resource *res,
+                                     bool may_static)
 {
     const struct http_request *req = p->req;
 
     p->res = *res;
+    /* the operator's table (mime.types) first, core's as the fallback */
+    if (p->mime)
+        p->res.mime = http_mime_table_for_path(p->mime, p->path, p->path_len);
     p->want_range =
         (req->seen & HTTP_SEEN_RANGE) && !(req->repeated & HTTP_SEEN_RANGE);
-    p->compressible = p->gzip && res->mime->compressible &&
+    if (may_static && p->gzip_static && accepts_gzip(p)) {
+        /* gzip_static: file.gz, if there is one beside the file (the
+         * scratch has room for ".gz" after any path) */
+        memcpy(p->work->path + p->path_len, ".gz", sizeof(".gz"));
+        p->path = p->work->path;
+        p->path_len += sizeof(".gz") - 1;
+        p->stage = STAGE_GZ_STATIC;
+        return HTTP_PLAN_LOOKUP;
+    }
+    p->compressible = p->gzip && p->res.mime->compressible &&
                       res->size <= HTTP_SERVER_GZIP_MAX && res->size > 0;
-    if (p->compressible && !p->want_range &&
-        http_accept_encoding_negotiate(
-            field(p, HTTP_SEEN_ACCEPT_ENCODING, req->accept_encoding),
-            req->accept_encoding.len, true) == HTTP_ENCODING_GZIP) {
+    if (p->compressible && !p->want_range && accepts_gzip(p)) {
         p->stage = STAGE_GZIP;
         return HTTP_PLAN_GZIP;
     }
-    return plan_regular(p, -1);
+    return plan_regular(p, -1, false);
+}
+
+/* The file.gz lookup: usable when it is a regular file not older than
+ * the file; its size, mtime and ETag are the response's, the type stays
+ * the file's. Else the file itself is looked up again (the engine keeps
+ * one entry: the last one looked up). */
+static enum http_plan_step plan_gz_static(struct http_plan *p,
+                                          int err,
+                                          const struct http_resource *gz)
+{
+    if (err == 0 && !gz->is_dir && gz->mtime >= p->res.mtime) {
+        const struct http_mime_type *mime = p->res.mime;
+
+        p->res = *gz;
+        p->res.mime = mime;
+        return plan_regular(p, -1, true);
+    }
+    p->path_len -= sizeof(".gz") - 1;
+    p->work->path[p->path_len] = '\0';
+    p->stage = STAGE_GZ_FALLBACK;
+    return HTTP_PLAN_LOOKUP;
 }
 
 enum http_plan_step http_plan_gzip(struct http_plan *p, bool have, uint64_t len)
 {
     if (p->stage != STAGE_GZIP)
         return HTTP_PLAN_RESPOND;
-    return plan_regular(p, have ? (int64_t) len : -1);
+    return plan_regular(p, have ? (int64_t) len : -1, false);
 }
 
 /* dir/ (or the root): dir/index.html, else a listing. */
@@ -385,29 +530,44 @@ enum http_plan_step http_plan_resource(struct http_plan *p,
                                        int err,
                                        const struct http_resource *res)
 {
-    if (p->stage == STAGE_INDEX) {
+    switch (p->stage) {
+    case STAGE_INDEX:
         if (err == 0 && !res->is_dir)
-            return plan_file(p, res);
+            return plan_file(p, res, true);
         plan_listing(p);
         return HTTP_PLAN_RESPOND;
-    }
-    if (p->stage != STAGE_TARGET)
-        return HTTP_PLAN_RESPOND;
-    if (err < 0) {
-        http_plan_fail(p, err);
-        return HTTP_PLAN_RESPOND;
-    }
-    if (!res->is_dir) {
-        if (p->info.trailing_slash && !p->info.is_root) {
-            http_plan_error(p, 404); /* "file/" names no file */
+    case STAGE_GZ_STATIC:
+        return plan_gz_static(p, err, res);
+    case STAGE_GZ_FALLBACK:
+        if (err < 0)
+            return plan_error(p, http_errno_status(err));
+        if (res->is_dir) /* replaced by a directory in between */
+            return plan_error(p, 404);
+        return plan_file(p, res, false);
+    case STAGE_ERROR_PAGE:
+        /* a page that is missing or not a file: the built-in text */
+        p->stage = STAGE_DONE;
+        if (err < 0 || res->is_dir) {
+            p->error_page = false;
+            http_plan_error(p, p->status);
             return HTTP_PLAN_RESPOND;
         }
-        return plan_file(p, res);
-    }
-    if (!p->info.trailing_slash && !p->info.is_root) {
-        plan_redirect(p);
+        plan_error_page(p, res);
+        return HTTP_PLAN_RESPOND;
+    case STAGE_TARGET:
+        break;
+    default:
         return HTTP_PLAN_RESPOND;
     }
+    if (err < 0)
+        return plan_error(p, http_errno_status(err));
+    if (!res->is_dir) {
+        if (p->info.trailing_slash && !p->info.is_root)
+            return plan_error(p, 404); /* "file/" names no file */
+        return plan_file(p, res, true);
+    }
+    if (!p->info.trailing_slash && !p->info.is_root)
+        return plan_redirect(p);
     return plan_index(p);
 }
 
@@ -417,4 +577,83 @@ int http_plan_head(const struct http_plan *p, char *buf, size_t cap)
 
     http_buf_init(&b, buf, cap);
     return http_response_build(&b, &p->head);
+}
+
+static bool spec_blank(char c)
+{
+    return c == ' ' || c == '\t';
+}
+
+/* One "CODE=/path" into pages. */
+static int error_page_one(const char *s,
+                          size_t len,
+                          struct http_error_page *pages,
+                          size_t max,
+                          size_t *n,
+                          const char **why)
+{
+    struct http_error_page *pg = NULL;
+    struct http_path_info info;
+    int status = 0;
+    size_t i = 0, k;
+
+    while (i < len && http_is_digit((unsigned char) s[i]) && i < 3)
+        status = status * 10 + (s[i++] - '0');
+    if (i != 3 || i >= len || s[i] != '=' || status < 400 || status > 599) {
+        *why = "expected CODE=/path with CODE in 400..599";
+        return -1;
+    }
+    i++;
+    for (k = 0; k < *n; k++)
+        if (pages[k].status == status)
+            pg = &pages[k]; /* given again: the later page wins */
+    if (!pg) {
+        if (*n >= max) {
+            *why = "too many error pages";
+            return -1;
+        }
+        pg = &pages[*n];
+    }
+    if (http_path_normalize(s + i, len - i, pg->path, sizeof(pg->path),
+                            &info) != HTTP_PATH_OK ||
+        info.is_root || info.trailing_slash || info.has_query) {
+        *why = "expected a file's path beneath the root, starting with '/'";
+        return -1;
+    }
+    pg->path_len = info.len;
+    pg->status = status;
+    if (pg == &pages[*n])
+        (*n)++;
+    return 0;
+}
+
+int http_error_pages_parse(const char *spec,
+                           size_t len,
+                           struct http_error_page *pages,
+                           size_t max,
+                           size_t *n,
+                           const char **why)
+{
+    size_t pos = 0;
+
+    while (pos < len) {
+        size_t a = pos, b;
+
+        while (pos < len && spec[pos] != ',')
+            pos++;
+        b = pos;
+        if (pos < len)
+            pos++;
+        while (a < b && spec_blank(spec[a]))
+            a++;
+        while (b > a && spec_blank(spec[b - 1]))
+            b--;
+        if (a == b) {
+            *why = "empty entry";
+            return -1;
+        }
+        if (error_page_one(spec + a, b - a, pages, max, n, why) < 0)
+            return -1;
+    }
+    return 0;
 }

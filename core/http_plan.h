@@ -50,8 +50,19 @@
  * limits (8 KiB request line, 16 KiB of fields) answer 414/431 before. */
 #define HTTP_SERVER_REQ_BUF_INITIAL 4096
 #define HTTP_SERVER_REQ_BUF_MAX (32 * 1024)
-/* A response head is built into a buffer of this size. */
+/* A response head is built into a buffer of this size. Every field the
+ * planner can put in a head is bounded (the longest, Location, by
+ * HTTP_PLAN_LOCATION_MAX; a Content-Type by HTTP_MIME_TYPE_LEN_MAX), so
+ * every planned head fits; tests/unit/test_http_plan.c builds the
+ * largest. An engine that still fails to build one answers the plan's
+ * 500 instead (http_plan_head_failed), never a silent close. */
 #define HTTP_SERVER_HEAD_BUF 2048
+/* nginx's "expires": the longest max-age accepted (ten years). */
+#define HTTP_SERVER_EXPIRES_MAX (10 * 365 * 24 * 3600)
+/* Custom error pages (nginx's "error_page"): at most this many, each a
+ * path of at most HTTP_ERROR_PAGE_PATH_MAX bytes. */
+#define HTTP_SERVER_ERROR_PAGES_MAX 16
+#define HTTP_ERROR_PAGE_PATH_MAX 256
 /* Header fields kept for lookups per request. */
 #define HTTP_SERVER_MAX_STORED_HEADERS 32
 /* Longest normalised path, NUL included. */
@@ -115,6 +126,29 @@ void http_resource_init(struct http_resource *r,
 bool http_resource_keep_body(const struct http_resource *r,
                              uint64_t cache_bytes);
 
+/* ---- custom error pages ---- */
+
+/* A status answered with a file beneath the root instead of the built-in
+ * text: the file's bytes, its Content-Type, the original status. */
+struct http_error_page {
+    int status;
+    char path[HTTP_ERROR_PAGE_PATH_MAX]; /* normalised, relative */
+    size_t path_len;
+};
+
+/* Parse "404=/404.html,403=/e/403.html" (one pair or several, comma
+ * separated, blanks allowed around them) into pages[*n..max), *n
+ * advanced; a status given twice keeps the later page. The status must
+ * be 400..599, the path absolute in the served tree ("/..." normalised
+ * as a request path; "..", NUL bytes and overlong paths are refused).
+ * 0, or -1 with *why naming the problem. */
+int http_error_pages_parse(const char *spec,
+                           size_t len,
+                           struct http_error_page *pages,
+                           size_t max,
+                           size_t *n,
+                           const char **why);
+
 /* ---- the plan ---- */
 
 enum http_plan_step {
@@ -149,7 +183,15 @@ struct http_plan_input {
     bool stopping;    /* the server is going away: close */
     bool gzip;        /* gzip copies enabled */
     const char *date; /* preformatted Date, or NULL */
-    int64_t now;      /* seconds, when date is NULL */
+    int64_t now;      /* seconds: the time of date (also for Expires) */
+    /* operator settings, all off when zero */
+    uint32_t expires; /* > 0: files get Cache-Control: max-age and
+                         Expires this many seconds ahead (nginx's
+                         "expires"); at most HTTP_SERVER_EXPIRES_MAX */
+    bool gzip_static; /* serve file.gz beside file (nginx's gzip_static) */
+    const struct http_error_page *error_pages; /* error_page */
+    size_t error_pages_n;
+    const struct http_mime_table *mime; /* read from mime.types, or NULL */
 };
 
 /* Scratch the plan writes paths into; the caller's (stack, or allocated
@@ -157,7 +199,7 @@ struct http_plan_input {
  * steps: it is plan.path until the body is open. */
 #define HTTP_PLAN_LOCATION_MAX 1024
 struct http_plan_work {
-    char path[HTTP_SERVER_PATH_MAX + sizeof("/index.html")];
+    char path[HTTP_SERVER_PATH_MAX + sizeof("/index.html") + sizeof(".gz")];
     char location[HTTP_PLAN_LOCATION_MAX];
 };
 
@@ -176,6 +218,7 @@ struct http_plan {
                          this response may wait for it (MSG_MORE) */
     bool drain_body;  /* keeping the connection after a request body: read
                          and drop it (core's framing) before the next head */
+    bool error_page;  /* the lookup or body is a custom error page */
     const char *path; /* LOOKUP, FILE, LISTING: NUL-terminated, relative */
     size_t path_len;
     struct http_response_head head; /* built by http_plan_head */
@@ -192,13 +235,20 @@ struct http_plan {
     bool gzip;
     bool want_range;
     bool compressible;
+    bool gzip_static;
+    bool page_tried; /* an error page was looked up: never another */
+    uint32_t expires;
+    const struct http_error_page *error_pages;
+    size_t error_pages_n;
+    const struct http_mime_table *mime;
     struct http_resource res; /* the regular file being planned */
 };
 
 /* Dispatch a parsed request (in->req): method, expectations, connection
  * disposition, path. Returns HTTP_PLAN_LOOKUP (plan.path) or
  * HTTP_PLAN_RESPOND (an error: 417, 501, 405, 400/403/414 for the path,
- * 500 when w is NULL: the engine could not allocate it). */
+ * 500 when w is NULL: the engine could not allocate it). An error with a
+ * custom page is a HTTP_PLAN_LOOKUP of the page too (plan.error_page). */
 enum http_plan_step http_plan_start(struct http_plan *p,
                                     const struct http_plan_input *in,
                                     struct http_plan_work *w);
@@ -208,8 +258,18 @@ enum http_plan_step http_plan_start(struct http_plan *p,
 void http_plan_no_request(struct http_plan *p,
                           const struct http_plan_input *in,
                           int status);
+/* The same, with the custom page of in->error_pages when there is one:
+ * HTTP_PLAN_LOOKUP of the page (w: the path's scratch, or NULL for the
+ * text), else HTTP_PLAN_RESPOND. */
+enum http_plan_step http_plan_no_request_page(struct http_plan *p,
+                                              const struct http_plan_input *in,
+                                              struct http_plan_work *w,
+                                              int status);
 
-/* The lookup of plan.path: err = 0 and res, or err = -errno (res unused). */
+/* The lookup of plan.path: err = 0 and res, or err = -errno (res unused).
+ * Steps: the path, then dir/index.html for a directory, then file.gz with
+ * gzip_static (and the file again when there is no usable .gz), or an
+ * error's custom page. */
 enum http_plan_step http_plan_resource(struct http_plan *p,
                                        int err,
                                        const struct http_resource *res);
@@ -229,11 +289,17 @@ void http_plan_engine_body(struct http_plan *p,
 
 /* Replace the plan by an error response (keeping the connection plan). */
 void http_plan_error(struct http_plan *p, int status);
-/* The engine could not open or allocate what the plan needs (-errno). */
+/* The engine could not open or allocate what the plan needs (-errno);
+ * for a custom error page: the built-in text of the original status. */
 void http_plan_fail(struct http_plan *p, int err);
 
 /* Build the head into buf; its length, or -1 if it does not fit. */
 int http_plan_head(const struct http_plan *p, char *buf, size_t cap);
+/* The head did not fit the engine's buffer (no planned head can, see
+ * HTTP_SERVER_HEAD_BUF): the plan becomes a 500 with its text, whose
+ * head fits any buffer of HTTP_SERVER_HEAD_BUF; the connection closes
+ * after it. */
+void http_plan_head_failed(struct http_plan *p);
 
 /* The head leaves alone, ahead of a body sent separately (file, listing):
  * send it with MSG_MORE so head and first body bytes share a segment. */

@@ -222,6 +222,13 @@ int http_response_build(struct http_buf *b, const struct http_response_head *h)
     }
     if (h->etag)
         APPEND_CHECKED(b, "ETag: ", h->etag);
+    if (h->has_max_age) {
+        APPEND_LIT(b, "Cache-Control: max-age=");
+        http_buf_append_u64(b, h->max_age);
+        APPEND_LIT(b, "\r\nExpires: ");
+        append_date(b, h->expires);
+        APPEND_LIT(b, "\r\n");
+    }
     if (h->accept_ranges)
         APPEND_LIT(b, "Accept-Ranges: bytes\r\n");
     if (h->has_content_range)

@@ -50,7 +50,11 @@ struct http_response_head {
     /* last_modified already formatted (HTTP_DATE_LEN bytes, made by
      * http_date_format), or NULL to format it here */
     const char *last_modified_text;
-    const char *etag;       /* quoted; NULL: omitted */
+    const char *etag; /* quoted; NULL: omitted */
+    bool has_max_age; /* Cache-Control: max-age=max_age and
+                         Expires: expires (nginx's "expires") */
+    uint32_t max_age;
+    int64_t expires;
     bool accept_ranges;     /* Accept-Ranges: bytes */
     bool has_content_range; /* 206: range_first..range_last/range_size */
     bool content_range_unsatisfied; /* 416: bytes * /range_size */

@@ -27,6 +27,10 @@ struct socket;
 extern uint khttpd_idle_timeout_ms;
 extern ulong khttpd_cache_bytes;
 extern bool khttpd_gzip_enabled;
+extern uint khttpd_expires_s;
+extern bool khttpd_gzip_static;
+extern struct http_error_page khttpd_error_pages[HTTP_SERVER_ERROR_PAGES_MAX];
+extern size_t khttpd_error_pages_n;
 extern struct path khttpd_root; /* the served directory, referenced */
 
 /*
@@ -204,7 +208,8 @@ void khttpd_listing_free(struct khttpd_listing *l);
 /* Plan the answer to the request in (core's planner) into conn->plan and
  * attach it to conn->out. False if no head could be built: close. */
 bool khttpd_respond(struct khttpd_conn *conn, const struct http_plan_input *in);
-/* An error for no request (parse error, 408): then close. */
+/* An error for no request (parse error, 408), with its custom page if
+ * there is one: then close. */
 void khttpd_respond_error(struct khttpd_conn *conn, int status);
 /* Drop what the output still holds (cache reference, file, listing). */
 void khttpd_out_reset(struct khttpd_out *o);

@@ -71,6 +71,28 @@ MODULE_PARM_DESC(gzip,
 		 "serve gzip copies of compressible files to clients that "
 		 "accept them (default Y)");
 
+uint khttpd_expires_s;
+module_param_named(expires_s, khttpd_expires_s, uint, 0444);
+MODULE_PARM_DESC(expires_s,
+		 "files' 200, 206 and 304 carry Cache-Control: max-age and "
+		 "Expires this many seconds ahead; 0 = off (default 0)");
+
+bool khttpd_gzip_static;
+module_param_named(gzip_static, khttpd_gzip_static, bool, 0444);
+MODULE_PARM_DESC(gzip_static,
+		 "serve file.gz beside a file, when not older, to clients "
+		 "that accept gzip (default N)");
+
+static char *error_pages;
+module_param(error_pages, charp, 0444);
+MODULE_PARM_DESC(error_pages,
+		 "custom error pages beneath the root, served with the "
+		 "original status: \"404=/404.html,403=/403.html\" "
+		 "(default none: the built-in text)");
+
+struct http_error_page khttpd_error_pages[HTTP_SERVER_ERROR_PAGES_MAX];
+size_t khttpd_error_pages_n;
+
 /* Longest idle timeout accepted: a day, as the user-space server. */
 #define KHTTPD_IDLE_TIMEOUT_MAX (24U * 3600 * 1000)
 
@@ -135,6 +157,22 @@ static int khttpd_check_params(enum khttpd_mode *m)
 		pr_err("idle_timeout_ms=%u: at most %u\n",
 		       khttpd_idle_timeout_ms, KHTTPD_IDLE_TIMEOUT_MAX);
 		return -EINVAL;
+	}
+	if (khttpd_expires_s > HTTP_SERVER_EXPIRES_MAX) {
+		pr_err("expires_s=%u: at most %u\n", khttpd_expires_s,
+		       HTTP_SERVER_EXPIRES_MAX);
+		return -EINVAL;
+	}
+	if (error_pages) {
+		const char *why = NULL;
+
+		if (http_error_pages_parse(error_pages, strlen(error_pages),
+					   khttpd_error_pages,
+					   HTTP_SERVER_ERROR_PAGES_MAX,
+					   &khttpd_error_pages_n, &why) < 0) {
+			pr_err("error_pages=%s: %s\n", error_pages, why);
+			return -EINVAL;
+		}
 	}
 	if (!root || root[0] != '/') {
 		pr_err("root=%s: an absolute path to a directory is required\n",

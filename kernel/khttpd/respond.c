@@ -88,11 +88,19 @@ static void khttpd_source_attach(struct khttpd_conn *conn,
 	o->mem_len = p->body_len;
 }
 
-/* The planned head into conn->hbuf, counted by its status. */
-static bool khttpd_head(struct khttpd_conn *conn, const struct http_plan *p)
+/*
+ * The planned head into conn->hbuf, counted by its status. No planned
+ * head is longer than the buffer (http_plan.h); should one be, the plan
+ * becomes a 500 and a close rather than no answer at all.
+ */
+static bool khttpd_head(struct khttpd_conn *conn, struct http_plan *p)
 {
 	int n = http_plan_head(p, conn->hbuf, sizeof(conn->hbuf));
 
+	if (n < 0) {
+		http_plan_head_failed(p);
+		n = http_plan_head(p, conn->hbuf, sizeof(conn->hbuf));
+	}
 	if (n < 0)
 		return false;
 	conn->out.head_off = 0;
@@ -102,17 +110,27 @@ static bool khttpd_head(struct khttpd_conn *conn, const struct http_plan *p)
 	return true;
 }
 
-bool khttpd_respond(struct khttpd_conn *conn, const struct http_plan_input *in)
+/* The operator's settings (module parameters) the planner takes. */
+static void khttpd_add_settings(struct http_plan_input *in)
 {
-	/* too big for a kernel stack; NULL makes the plan a 500 */
-	struct http_plan_work *w = kmalloc(sizeof(*w), GFP_KERNEL);
+	in->expires = khttpd_expires_s;
+	in->gzip_static = khttpd_gzip_static;
+	in->error_pages = khttpd_error_pages;
+	in->error_pages_n = khttpd_error_pages_n;
+}
+
+/*
+ * Run the planner's remaining steps against the cache and attach the plan
+ * to the output; the entry of the last lookup is the body's. False if no
+ * head could be built.
+ */
+static bool khttpd_finish(struct khttpd_conn *conn, enum http_plan_step step)
+{
 	struct http_plan *p = &conn->plan;
 	const struct khttpd_gz *gz = NULL;
 	struct khttpd_out src = {};
-	enum http_plan_step step;
 	bool ok;
 
-	step = http_plan_start(p, in, w);
 	while (step == HTTP_PLAN_LOOKUP) {
 		int err;
 
@@ -131,6 +149,18 @@ bool khttpd_respond(struct khttpd_conn *conn, const struct http_plan_input *in)
 	if (ok)
 		khttpd_source_attach(conn, p, &src, gz);
 	khttpd_out_reset(&src);
+	return ok;
+}
+
+bool khttpd_respond(struct khttpd_conn *conn, const struct http_plan_input *in)
+{
+	/* too big for a kernel stack; NULL makes the plan a 500 */
+	struct http_plan_work *w = kmalloc(sizeof(*w), GFP_KERNEL);
+	struct http_plan_input full = *in;
+	bool ok;
+
+	khttpd_add_settings(&full);
+	ok = khttpd_finish(conn, http_plan_start(&conn->plan, &full, w));
 	kfree(w);
 	return ok;
 }
@@ -138,11 +168,12 @@ bool khttpd_respond(struct khttpd_conn *conn, const struct http_plan_input *in)
 void khttpd_respond_error(struct khttpd_conn *conn, int status)
 {
 	struct http_plan_input in = { .now = ktime_get_real_seconds() };
-	struct http_plan *p = &conn->plan;
+	/* NULL: the built-in text */
+	struct http_plan_work *w =
+		khttpd_error_pages_n ? kmalloc(sizeof(*w), GFP_KERNEL) : NULL;
 
-	http_plan_no_request(p, &in, status);
-	if (khttpd_head(conn, p)) {
-		conn->out.mem = p->text;
-		conn->out.mem_len = p->body_len;
-	}
+	khttpd_add_settings(&in);
+	khttpd_finish(conn,
+		      http_plan_no_request_page(&conn->plan, &in, w, status));
+	kfree(w);
 }

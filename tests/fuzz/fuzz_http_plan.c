@@ -2,10 +2,12 @@
  *
  * Input: 12 control bytes — what each lookup finds (a file, a directory,
  * or an error), the file's size and mtime, whether the body is cached, the
- * gzip copy's fate, the engine's gzip and stopping flags — then a request,
- * parsed by core's parser (inputs that do not parse are skipped).
+ * gzip copy's fate, the engine's gzip and stopping flags and the
+ * operator's settings (expires, gzip_static, error pages) — then a
+ * request, parsed by core's parser (inputs that do not parse are skipped).
  *
- * Invariants: the steps end in RESPOND within three lookups; the status is
+ * Invariants: the steps end in RESPOND within four lookups (the path, an
+ * index, file.gz and the file again, or an error's page); the status is
  * one the servers send; the head always builds into the engines' head
  * buffer, and its Content-Length agrees with the body; a byte range lies
  * inside the file; lookup paths are clean, NUL-terminated and inside the
@@ -68,7 +70,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct http_plan_input in = {0};
     struct http_plan_work work;
     struct http_plan p;
-    struct http_resource res[3];
+    struct http_resource res[4];
+    struct http_error_page pages[HTTP_SERVER_ERROR_PAGES_MAX];
+    size_t npages = 0;
+    const char *why;
+    static const char spec[] =
+        "400=/e/400.html,403=/e/403.html,"
+        "404=/404.html,405=/e/405,414=/e/414.html,"
+        "500=/e/500.html,501=/e/x/";
     char head[HTTP_SERVER_HEAD_BUF];
     const uint8_t *ctl = data;
     size_t used = 0;
@@ -91,11 +100,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     in.gzip = ctl[9] & 1;
     in.stopping = ctl[9] & 2;
     in.now = 1700000000;
+    in.expires = (ctl[9] & 8) ? (uint32_t) ctl[10] << 16 : 0;
+    in.gzip_static = ctl[9] & 16;
+    if (ctl[9] & 32) {
+        /* "501=/e/x/" names a directory: refused, the others kept */
+        REQUIRE(http_error_pages_parse(spec, sizeof(spec) - 1, pages,
+                                       HTTP_SERVER_ERROR_PAGES_MAX, &npages,
+                                       &why) < 0);
+        REQUIRE(npages == 6);
+        in.error_pages = pages;
+        in.error_pages_n = npages;
+    }
 
     enum http_plan_step step =
         http_plan_start(&p, &in, (ctl[9] & 4) ? NULL : &work);
     while (step == HTTP_PLAN_LOOKUP) {
-        REQUIRE(lookups < 2);
+        REQUIRE(lookups < 4);
         REQUIRE(p.path >= work.path &&
                 p.path + p.path_len < work.path + sizeof(work.path));
         REQUIRE(strlen(p.path) == p.path_len && p.path_len > 0);
@@ -128,6 +148,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     case HTTP_PLAN_BODY_CACHED:
     case HTTP_PLAN_BODY_FILE:
         REQUIRE(r && !r->is_dir);
+        if (p.error_page) {
+            REQUIRE(p.status >= 400 && p.body_off == 0 &&
+                    p.body_len == r->size);
+            REQUIRE(p.head.content_length == (int64_t) p.body_len);
+            break;
+        }
         REQUIRE(p.status == 200 || p.status == 206);
         REQUIRE(p.body_len > 0 && p.body_off + p.body_len <= r->size);
         REQUIRE(p.head.content_length == (int64_t) p.body_len);
@@ -150,13 +176,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         break;
     case HTTP_PLAN_BODY_NONE:
         REQUIRE(p.status == 200 || p.status == 206 || p.status == 301 ||
-                p.status == 304 || p.status == 416);
+                p.status == 304 || p.status == 416 ||
+                (p.error_page && p.head.content_length == 0));
         if (p.status == 301)
             REQUIRE(p.head.location && p.head.location[0] == '/');
         break;
     default:
         REQUIRE(0);
     }
+    if (p.head.has_max_age)
+        REQUIRE(in.expires &&
+                (p.status == 200 || p.status == 206 || p.status == 304));
     if (p.status == 416)
         REQUIRE(p.head.content_range_unsatisfied && r &&
                 p.head.range_size == r->size);

@@ -10,6 +10,11 @@ Options use khttpd's module parameter names (cache_size is its cache_bytes):
   access_log       file to log requests to (user engines only)
   cache_size       content cache limit in bytes
   nofile           RLIMIT_NOFILE of the server process (user engines only)
+  expires_s        files get Cache-Control: max-age / Expires this far ahead
+  gzip_static      serve file.gz beside file to clients accepting gzip
+  error_pages      "404=/404.html,403=/403.html": custom error pages
+  mime_types       a mime.types file read before the built-in table
+                   (user engines only: khttpd keeps the built-in table)
 
 An engine that cannot honour an option skips the test that asked for it.
 """
@@ -38,7 +43,9 @@ class UserHttpd:
         self.port = None
 
     def start(self, root, idle_timeout_ms=30000, max_conns=0, gzip=True,
-              access_log=None, threads=2, cache_size=None, nofile=None):
+              access_log=None, threads=2, cache_size=None, nofile=None,
+              expires_s=None, gzip_static=None, error_pages=None,
+              mime_types=None):
         if not os.path.exists(HTTPD_BIN):
             pytest.fail(f"{HTTPD_BIN} is not built (run make)")
         self.port = free_port()
@@ -52,6 +59,14 @@ class UserHttpd:
             cmd += ["--access-log", access_log]
         if cache_size is not None:
             cmd += ["--cache-size", str(cache_size)]
+        if expires_s is not None:
+            cmd += ["--expires", str(expires_s)]
+        if gzip_static is not None:
+            cmd.append("--gzip-static" if gzip_static else "--no-gzip-static")
+        for page in (error_pages.split(",") if error_pages else []):
+            cmd += ["--error-page", page]
+        if mime_types is not None:
+            cmd += ["--mime-types", mime_types]
         self.stderr_path = os.path.join(self.logdir, f"httpd-{self.model}-{self.port}.err")
         self.stderr = open(self.stderr_path, "w")
         limit = (lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, nofile))) if nofile else None
@@ -92,7 +107,9 @@ class KernelHttpd:
     kind = "kernel"
     # suite option -> module parameter
     params = {"idle_timeout_ms": "idle_timeout_ms", "max_conns": "max_conns",
-              "gzip": "gzip", "cache_size": "cache_bytes"}
+              "gzip": "gzip", "cache_size": "cache_bytes",
+              "expires_s": "expires_s", "gzip_static": "gzip_static",
+              "error_pages": "error_pages"}
 
     def __init__(self, mode=None):
         self.mode = mode  # None: the module's default (unbound CMWQ)

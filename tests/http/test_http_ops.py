@@ -265,6 +265,35 @@ def test_sighup_with_a_bad_file_keeps_running_settings(server, site, tmp_path, m
         assert gzip_get(c) == "gzip"
 
 
+@pytest.mark.parametrize("model", ["epoll"])
+def test_sighup_reloads_expires_and_gzip_static(server, site, tmp_path, model):
+    (site / "app.js").write_bytes(b"var x = 1;\n" * 50)
+    (site / "app.js.gz").write_bytes(b"precompressed")
+    conf = tmp_path / "ktcp-httpd.conf"
+    conf.write_text("expires 60\nerror-page 404=/a.txt\n")
+    srv = server(model, site, "--config", str(conf))
+    ae = [("Accept-Encoding", "gzip")]
+    with Conn(srv.port) as c:
+        c.send(b"GET /app.js HTTP/1.1\r\nHost: h\r\nAccept-Encoding: gzip\r\n\r\n")
+        r = c.read_response()
+        assert r.header("Cache-Control") == "max-age=60"
+        assert r.body != b"precompressed"
+        assert get(srv.port, "/nope").body == b"hello\n"
+        conf.write_text("gzip-static\nexpires 120\n")
+        srv.proc.send_signal(signal.SIGHUP)
+        wait_for(lambda: "SIGHUP: reloaded" in srv.stderr(), "the reload")
+        # the same connection, after the reload
+        c.send(b"GET /app.js HTTP/1.1\r\nHost: h\r\nAccept-Encoding: gzip\r\n\r\n")
+        r = c.read_response()
+        assert r.header("Cache-Control") == "max-age=120"
+        assert r.body == b"precompressed"
+    assert "gzip-static on, expires 120" in srv.stderr()
+    # error pages take a restart: named, the running ones kept
+    assert "--error-page changed" in srv.stderr()
+    assert get(srv.port, "/nope", ae).body == b"hello\n"
+    srv.stop()
+
+
 def test_config_file_errors_are_named(site, tmp_path):
     conf = tmp_path / "bad.conf"
     conf.write_text("gzip\nthreads zero\n")

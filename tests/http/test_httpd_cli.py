@@ -10,7 +10,8 @@ from http_engines import HTTPD_BIN, UserHttpd
 from rawhttp import get
 
 FLAGS = ["--root", "--port", "--bind", "--threads", "--model", "--idle-timeout",
-         "--max-conns", "--gzip", "--no-gzip", "--cache-size", "--access-log", "--help"]
+         "--max-conns", "--gzip", "--no-gzip", "--cache-size", "--access-log", "--help",
+         "--gzip-static", "--no-gzip-static", "--expires", "--error-page", "--mime-types"]
 
 
 @pytest.fixture(autouse=True)
@@ -28,6 +29,10 @@ def test_help_lists_every_flag_with_default():
     for flag in FLAGS:
         assert flag in r.stdout, flag
     assert "8081" in r.stdout and "default" in r.stdout
+    # the operator features' defaults
+    for text in ("(default: --no-gzip-static)", "0 = off", "(default: 0)",
+                 "(default: none, built-in", "(default: /etc/mime.types)"):
+        assert text in r.stdout, text
 
 
 @pytest.mark.parametrize("args,named", [
@@ -40,6 +45,13 @@ def test_help_lists_every_flag_with_default():
     (["--idle-timeout", "-5"], "--idle-timeout -5"),
     (["--bind", "localhost"], "--bind localhost"),
     (["--access-log", "/nonexistent-dir/log"], "--access-log /nonexistent-dir/log"),
+    (["--expires", "-1"], "--expires -1"),
+    (["--expires", "999999999999"], "--expires 999999999999"),
+    (["--error-page", "404"], "--error-page 404: expected CODE=/path"),
+    (["--error-page", "200=/a.txt"], "--error-page 200=/a.txt"),
+    (["--error-page", "404=a.txt"], "--error-page 404=a.txt: expected a file's path"),
+    (["--error-page", "404=/../x"], "--error-page 404=/../x"),
+    (["--mime-types", "/"], "--mime-types /"),
 ])
 def test_unusable_argument_named(docroot, args, named):
     r = httpd("--root", docroot.root, "--port", "0", *args)

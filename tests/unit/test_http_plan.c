@@ -15,23 +15,40 @@ struct fake_file {
     bool is_dir;
     uint64_t size;
     bool cached;
-    int err; /* lookup fails with this (-errno) */
+    int err;             /* lookup fails with this (-errno) */
+    int64_t mtime_delta; /* its mtime is MTIME + this */
 };
 
 static const struct fake_file files[] = {
-    {".", true, 0, false, 0},
-    {"a.txt", false, 10, true, 0},
-    {"big.html", false, 100000, false, 0},
-    {"empty.txt", false, 0, true, 0},
-    {"img.png", false, 500, true, 0},
-    {"dir", true, 0, false, 0},
-    {"dir/index.html", false, 20, true, 0},
-    {"names", true, 0, false, 0},
-    {"secret", false, 0, false, -EACCES},
-    {"outside", false, 0, false, -EXDEV},
-    {"broken", false, 0, false, -EIO},
-    {"names/index.html", true, 0, false, 0}, /* a directory: not an index */
+    {".", true, 0, false, 0, 0},
+    {"a.txt", false, 10, true, 0, 0},
+    {"big.html", false, 100000, false, 0, 0},
+    {"empty.txt", false, 0, true, 0, 0},
+    {"img.png", false, 500, true, 0, 0},
+    {"dir", true, 0, false, 0, 0},
+    {"dir/index.html", false, 20, true, 0, 0},
+    {"names", true, 0, false, 0, 0},
+    {"secret", false, 0, false, -EACCES, 0},
+    {"outside", false, 0, false, -EXDEV, 0},
+    {"broken", false, 0, false, -EIO, 0},
+    {"names/index.html", true, 0, false, 0, 0}, /* a directory: not an index */
+    /* gzip_static */
+    {"app.js", false, 3000, true, 0, 0},
+    {"app.js.gz", false, 700, true, 0, 5},
+    {"old.css", false, 3000, false, 0, 0},
+    {"old.css.gz", false, 700, true, 0, -5}, /* older than the file */
+    {"gzdir.css", false, 3000, true, 0, 0},
+    {"gzdir.css.gz", true, 0, false, 0, 0}, /* not a regular file */
+    {"dir/index.html.gz", false, 15, true, 0, 0},
+    /* error pages */
+    {"err/404.html", false, 33, true, 0, 0},
+    {"err/big.html", false, 100000, false, 0, 0},
+    {"err/dir.html", true, 0, false, 0, 0},
+    {"f.weird", false, 4, true, 0, 0},
 };
+
+/* Operator settings every plan of plan_ex runs with (zero: off). */
+static struct http_plan_input settings;
 
 struct run {
     struct http_parser parser;
@@ -44,7 +61,7 @@ struct run {
     int head_len;
     int lookups;
     bool gzip_asked;
-    char looked_up[2][64];
+    char looked_up[4][64];
 };
 
 /* What the engine's lookup would say. */
@@ -56,9 +73,15 @@ static int lookup(struct run *r, const char *path, struct http_resource *res)
             continue;
         if (f->err)
             return f->err;
-        http_resource_init(res, path, strlen(path), f->is_dir, f->size, MTIME);
+        http_resource_init(res, path, strlen(path), f->is_dir, f->size,
+                           MTIME + f->mtime_delta);
         res->body_cached = f->cached;
         (void) r;
+        return 0;
+    }
+    /* directories with long names */
+    if (strncmp(path, "long", 4) == 0) {
+        http_resource_init(res, path, strlen(path), true, 0, MTIME);
         return 0;
     }
     return -ENOENT;
@@ -82,12 +105,17 @@ static struct run *plan_ex(const char *req, int64_t gz_len, bool with_work)
     r.in.head_len = used;
     r.in.gzip = true;
     r.in.now = MTIME + 100;
+    r.in.expires = settings.expires;
+    r.in.gzip_static = settings.gzip_static;
+    r.in.error_pages = settings.error_pages;
+    r.in.error_pages_n = settings.error_pages_n;
+    r.in.mime = settings.mime;
 
     enum http_plan_step step =
         http_plan_start(&r.plan, &r.in, with_work ? &r.work : NULL);
     while (step == HTTP_PLAN_LOOKUP) {
         CHECK(r.plan.path[r.plan.path_len] == '\0');
-        if (r.lookups < 2)
+        if (r.lookups < 4)
             snprintf(r.looked_up[r.lookups], sizeof(r.looked_up[0]), "%s",
                      r.plan.path);
         r.lookups++;
@@ -596,6 +624,420 @@ static void test_helpers(void)
     CHECK(!http_resource_keep_body(&res, 1ULL << 40));
 }
 
+static void test_expires(void)
+{
+    struct run *r;
+
+    settings = (struct http_plan_input){.expires = 60};
+    r = plan(GET("/a.txt", ""));
+    CHECK_INT(r->plan.status, 200);
+    CHECK(has(r, "Cache-Control: max-age=60\r\n"));
+    /* now (MTIME + 100) + 60 */
+    CHECK(has(r, "Expires: Tue, 14 Nov 2023 22:16:00 GMT\r\n"));
+    r = plan(GET("/a.txt", "Range: bytes=0-1\r\n"));
+    CHECK_INT(r->plan.status, 206);
+    CHECK(has(r, "Cache-Control: max-age=60\r\n"));
+    r = plan(GET("/a.txt", "If-None-Match: \"6553f100-a\"\r\n"));
+    CHECK_INT(r->plan.status, 304);
+    CHECK(has(r, "Cache-Control: max-age=60\r\n"));
+    CHECK(has(r, "Expires: "));
+    r = plan(GET("/a.txt", "Accept-Encoding: gzip\r\n"));
+    CHECK(has(r, "Content-Encoding: gzip\r\n"));
+    CHECK(has(r, "Cache-Control: max-age=60\r\n"));
+    /* not on errors, redirects, listings, 416 */
+    r = plan(GET("/nope", ""));
+    CHECK(!has(r, "Cache-Control") && !has(r, "Expires"));
+    r = plan(GET("/dir", ""));
+    CHECK_INT(r->plan.status, 301);
+    CHECK(!has(r, "Cache-Control"));
+    r = plan(GET("/names/", ""));
+    CHECK_INT(r->plan.body, HTTP_PLAN_BODY_LISTING);
+    CHECK(!has(r, "Cache-Control"));
+    /* bounded */
+    settings.expires = 0xffffffffu;
+    r = plan(GET("/a.txt", ""));
+    CHECK(has(r, "Cache-Control: max-age=315360000\r\n"));
+    settings = (struct http_plan_input){0};
+    r = plan(GET("/a.txt", ""));
+    CHECK(!has(r, "Cache-Control") && !has(r, "Expires"));
+}
+
+static void test_gzip_static(void)
+{
+    struct run *r;
+
+    settings = (struct http_plan_input){.gzip_static = true};
+    r = plan(GET("/app.js", "Accept-Encoding: gzip\r\n"));
+    CHECK_INT(r->lookups, 2);
+    CHECK_STR(r->looked_up[1], "app.js.gz");
+    CHECK(!r->gzip_asked);
+    CHECK_INT(r->plan.status, 200);
+    CHECK_INT(r->plan.body, HTTP_PLAN_BODY_CACHED);
+    CHECK_INT(r->plan.body_len, 700);
+    CHECK_STR(r->plan.path, "app.js.gz");
+    CHECK(has(r, "Content-Encoding: gzip\r\n"));
+    CHECK(has(r, "Vary: Accept-Encoding\r\n"));
+    CHECK(has(r, "Content-Type: text/javascript; charset=utf-8\r\n"));
+    CHECK(has(r, "Content-Length: 700\r\n"));
+    CHECK(has(r, "ETag: \"6553f105-2bc\"\r\n")); /* the .gz file's */
+    CHECK(has(r, "Last-Modified: Tue, 14 Nov 2023 22:13:25 GMT\r\n"));
+    /* the .gz's validator gives a 304 */
+    r = plan(GET("/app.js",
+                 "Accept-Encoding: gzip\r\n"
+                 "If-None-Match: \"6553f105-2bc\"\r\n"));
+    CHECK_INT(r->plan.status, 304);
+    CHECK_INT(r->plan.body, HTTP_PLAN_BODY_NONE);
+    /* ranges are the .gz file's bytes */
+    r = plan(GET("/app.js", "Accept-Encoding: gzip\r\nRange: bytes=10-19\r\n"));
+    CHECK_INT(r->plan.status, 206);
+    CHECK_INT(r->plan.body_off, 10);
+    CHECK_INT(r->plan.body_len, 10);
+    CHECK(has(r, "Content-Range: bytes 10-19/700\r\n"));
+    CHECK(has(r, "Content-Encoding: gzip\r\n"));
+    r = plan(GET("/app.js", "Accept-Encoding: gzip\r\nRange: bytes=700-\r\n"));
+    CHECK_INT(r->plan.status, 416);
+    CHECK(!has(r, "Content-Encoding"));
+    /* HEAD: the same head */
+    r = plan(
+        "HEAD /app.js HTTP/1.1\r\nHost: x\r\nAccept-Encoding: gzip\r\n\r\n");
+    CHECK(r->plan.head_only);
+    CHECK(has(r, "Content-Length: 700\r\n"));
+    /* not accepted: identity, one lookup, still Vary */
+    r = plan(GET("/app.js", "Accept-Encoding: gzip;q=0\r\n"));
+    CHECK_INT(r->lookups, 1);
+    CHECK(!has(r, "Content-Encoding"));
+    CHECK(has(r, "Vary: Accept-Encoding\r\n"));
+    r = plan(GET("/img.png", ""));
+    CHECK(has(r, "Vary: Accept-Encoding\r\n"));
+    /* no .gz, an older one, a directory: the file again, then the
+     * server's own gzip copy */
+    r = plan(GET("/a.txt", "Accept-Encoding: gzip\r\n"));
+    CHECK_INT(r->lookups, 3);
+    CHECK_STR(r->looked_up[1], "a.txt.gz");
+    CHECK_STR(r->looked_up[2], "a.txt");
+    CHECK(r->gzip_asked);
+    CHECK_INT(r->plan.body, HTTP_PLAN_BODY_GZIP);
+    r = plan(GET("/old.css", "Accept-Encoding: gzip\r\n"));
+    CHECK_INT(r->lookups, 3);
+    CHECK_STR(r->plan.path, "old.css");
+    r = plan(GET("/gzdir.css", "Accept-Encoding: gzip\r\n"));
+    CHECK_INT(r->lookups, 3);
+    CHECK_INT(r->plan.body, HTTP_PLAN_BODY_GZIP);
+    /* an index's .gz */
+    r = plan(GET("/dir/", "Accept-Encoding: gzip\r\n"));
+    CHECK_INT(r->lookups, 3);
+    CHECK_STR(r->looked_up[2], "dir/index.html.gz");
+    CHECK(has(r, "Content-Encoding: gzip\r\n"));
+    CHECK(has(r, "Content-Type: text/html; charset=utf-8\r\n"));
+    settings = (struct http_plan_input){0};
+}
+
+/* The longest path plus "/index.html" plus ".gz" fits the scratch. */
+static void test_gzip_static_long_path(void)
+{
+    static char req[HTTP_SERVER_PATH_MAX + 128];
+    static struct http_plan_work w;
+    struct http_parser parser;
+    struct http_plan_input in = {.gzip_static = true, .now = MTIME};
+    struct http_plan p;
+    struct http_resource res;
+    size_t used = 0, n;
+
+    n = (size_t) snprintf(req, sizeof(req), "GET /");
+    memset(req + n, 'a', HTTP_SERVER_PATH_MAX - 2);
+    n += HTTP_SERVER_PATH_MAX - 2;
+    n += (size_t) snprintf(
+        req + n, sizeof(req) - n,
+        "/ HTTP/1.1\r\nHost: x\r\nAccept-Encoding: gzip\r\n\r\n");
+    http_parser_init(&parser, NULL);
+    CHECK_INT(http_parse_request(&parser, req, n, &used), HTTP_PARSE_COMPLETE);
+    in.req = &parser.req;
+    in.buf = req;
+    in.buffered = n;
+    in.head_len = used;
+    memset(&w, 0x5a, sizeof(w));
+    CHECK_INT(http_plan_start(&p, &in, &w), HTTP_PLAN_LOOKUP);
+    CHECK_INT(p.path_len, HTTP_SERVER_PATH_MAX - 2);
+    http_resource_init(&res, p.path, p.path_len, true, 0, MTIME);
+    CHECK_INT(http_plan_resource(&p, 0, &res), HTTP_PLAN_LOOKUP);
+    http_resource_init(&res, p.path, p.path_len, false, 10, MTIME);
+    CHECK_INT(http_plan_resource(&p, 0, &res), HTTP_PLAN_LOOKUP);
+    CHECK_INT(p.path_len, HTTP_SERVER_PATH_MAX - 2 + 14);
+    CHECK(p.path + p.path_len < w.path + sizeof(w.path));
+    CHECK(strcmp(p.path + p.path_len - 14, "/index.html.gz") == 0);
+}
+
+static void test_error_pages(void)
+{
+    struct http_error_page pages[HTTP_SERVER_ERROR_PAGES_MAX];
+    size_t n = 0;
+    const char *why = NULL;
+    const char *spec =
+        "404=/err/404.html, 405=/err/404.html,"
+        "403=/err/missing.html,500=/err/dir.html,"
+        "400=/err/big.html";
+    struct run *r;
+
+    CHECK_INT(http_error_pages_parse(spec, strlen(spec), pages,
+                                     HTTP_SERVER_ERROR_PAGES_MAX, &n, &why),
+              0);
+    CHECK_INT(n, 5);
+    CHECK_INT(pages[0].status, 404);
+    CHECK_STR(pages[0].path, "err/404.html");
+    settings =
+        (struct http_plan_input){.error_pages = pages, .error_pages_n = n};
+
+    r = plan(GET("/nope", ""));
+    CHECK_INT(r->lookups, 2);
+    CHECK_STR(r->looked_up[1], "err/404.html");
+    CHECK_INT(r->plan.status, 404);
+    CHECK(r->plan.error_page);
+    CHECK_INT(r->plan.body, HTTP_PLAN_BODY_CACHED);
+    CHECK_INT(r->plan.body_len, 33);
+    CHECK(has(r, "HTTP/1.1 404 Not Found\r\n"));
+    CHECK(has(r, "Content-Type: text/html; charset=utf-8\r\n"));
+    CHECK(has(r, "Content-Length: 33\r\n"));
+    CHECK(!has(r, "ETag") && !has(r, "Last-Modified"));
+    CHECK(!has(r, "Accept-Ranges"));
+    CHECK(r->plan.keep_alive);
+    /* a Range or a validator does not apply to an error */
+    r = plan(GET("/nope", "Range: bytes=0-1\r\nIf-None-Match: *\r\n"));
+    CHECK_INT(r->plan.status, 404);
+    CHECK_INT(r->plan.body_len, 33);
+    /* "file/" too, and a 405 with Allow, from http_plan_start */
+    r = plan(GET("/a.txt/", ""));
+    CHECK_INT(r->plan.status, 404);
+    CHECK(r->plan.error_page);
+    r = plan("DELETE /a.txt HTTP/1.1\r\nHost: x\r\n\r\n");
+    CHECK_INT(r->lookups, 1);
+    CHECK_INT(r->plan.status, 405);
+    CHECK(has(r, "Allow: GET, HEAD\r\n"));
+    CHECK_INT(r->plan.body_len, 33);
+    /* a missing page, a directory: the text, one lookup of the page */
+    r = plan(GET("/secret", ""));
+    CHECK_INT(r->lookups, 2);
+    CHECK_INT(r->plan.status, 403);
+    CHECK(!r->plan.error_page);
+    CHECK_MEM(r->plan.text, r->plan.body_len, "403 Forbidden\n");
+    r = plan(GET("/broken", ""));
+    CHECK_INT(r->lookups, 2);
+    CHECK_INT(r->plan.status, 500);
+    CHECK_INT(r->plan.body, HTTP_PLAN_BODY_TEXT);
+    /* a page opened by the engine that fails: the original status */
+    r = plan("HEAD /x%2fy HTTP/1.1\r\nHost: x\r\n\r\n");
+    CHECK_INT(r->plan.status, 400);
+    CHECK_INT(r->plan.body, HTTP_PLAN_BODY_FILE);
+    CHECK(r->plan.head_only);
+    CHECK(has(r, "Content-Length: 100000\r\n"));
+    http_plan_fail(&r->plan, -EACCES);
+    CHECK_INT(r->plan.status, 400);
+    CHECK_INT(r->plan.body, HTTP_PLAN_BODY_TEXT);
+    CHECK(!r->plan.error_page);
+    /* no page configured for the status: the text, no lookup */
+    r = plan(GET("/../x", ""));
+    CHECK_INT(r->plan.status, 403);
+    CHECK_INT(r->lookups, 1); /* the missing 403 page */
+
+    /* outside a parsed request */
+    {
+        struct http_plan_input in = {
+            .now = MTIME, .error_pages = pages, .error_pages_n = n};
+        struct http_plan_work w;
+        struct http_plan p;
+
+        CHECK_INT(http_plan_no_request_page(&p, &in, &w, 400),
+                  HTTP_PLAN_LOOKUP);
+        CHECK_STR(p.path, "err/big.html");
+        struct http_resource res;
+        http_resource_init(&res, p.path, p.path_len, false, 50, MTIME);
+        CHECK_INT(http_plan_resource(&p, 0, &res), HTTP_PLAN_RESPOND);
+        CHECK_INT(p.status, 400);
+        CHECK_INT(p.body, HTTP_PLAN_BODY_FILE);
+        CHECK(!p.keep_alive && p.linger);
+        CHECK_INT(http_plan_no_request_page(&p, &in, NULL, 400),
+                  HTTP_PLAN_RESPOND);
+        CHECK_INT(p.body, HTTP_PLAN_BODY_TEXT);
+        CHECK_INT(http_plan_no_request_page(&p, &in, &w, 408),
+                  HTTP_PLAN_RESPOND);
+        CHECK_INT(p.status, 408);
+    }
+    settings = (struct http_plan_input){0};
+
+    /* the parser */
+    n = 0;
+    CHECK_INT(http_error_pages_parse("404=/a,404=/b", 13, pages, 16, &n, &why),
+              0);
+    CHECK_INT(n, 1);
+    CHECK_STR(pages[0].path, "b"); /* the later one wins */
+    static const char *bad[] = {
+        "404",      "404=",      "=/a",      "200=/a",     "600=/a",
+        "4040=/a",  "404=a",     "404=/",    "404=/../a",  "404=/d/",
+        "404=/a?x", "404=/a%00", "404=/a,,", "40x=/a.html"};
+    for (size_t i = 0; i < HTTP_ARRAY_SIZE(bad); i++) {
+        n = 0;
+        why = NULL;
+        CHECK_INT(
+            http_error_pages_parse(bad[i], strlen(bad[i]), pages, 16, &n, &why),
+            -1);
+        CHECK(why != NULL);
+    }
+    n = 0;
+    CHECK_INT(http_error_pages_parse("404=/a,403=/b", 13, pages, 1, &n, &why),
+              -1);
+    char longpath[HTTP_ERROR_PAGE_PATH_MAX + 16] = "404=/";
+    memset(longpath + 5, 'x', HTTP_ERROR_PAGE_PATH_MAX);
+    longpath[5 + HTTP_ERROR_PAGE_PATH_MAX] = '\0';
+    n = 0;
+    CHECK_INT(
+        http_error_pages_parse(longpath, strlen(longpath), pages, 16, &n, &why),
+        -1);
+}
+
+static void test_mime_table(void)
+{
+    static struct http_mime_type types[8];
+    static char store[1024];
+    struct http_mime_table t = {types, 0};
+    const char *text =
+        "# comment\n"
+        "text/x-weird weird wEiRd2 # a comment\n"
+        "application/x-a\ta  b\r\n"
+        "nonsense c\n"
+        "a/b/c d\n"
+        "text/x-dup weird\n"
+        "application/x-long "
+        "eeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeee f.g\n"
+        "image/x-own png\n"
+        "application/x-many m1 m2 m3 m4 m5 m6 m7";
+
+    CHECK_INT(
+        http_mime_table_parse(&t, 8, store, sizeof(store), text, strlen(text)),
+        8);
+    CHECK_INT(t.count, 8);
+    for (size_t i = 1; i < t.count; i++)
+        CHECK(strcmp(t.types[i - 1].extension, t.types[i].extension) < 0);
+    CHECK_STR(http_mime_table_for_path(&t, "x.weird", 7)->content_type,
+              "text/x-weird; charset=utf-8");
+    CHECK(http_mime_table_for_path(&t, "x.weird", 7)->compressible);
+    CHECK_STR(http_mime_table_for_path(&t, "d/X.WEIRD2", 10)->content_type,
+              "text/x-weird; charset=utf-8");
+    CHECK_STR(http_mime_table_for_path(&t, "x.a", 3)->content_type,
+              "application/x-a");
+    CHECK(!http_mime_table_for_path(&t, "x.a", 3)->compressible);
+    CHECK_STR(http_mime_table_for_path(&t, "x.b", 3)->content_type,
+              "application/x-a");
+    /* the file's type wins, the built-in compressibility stays */
+    CHECK_STR(http_mime_table_for_path(&t, "i.png", 5)->content_type,
+              "image/x-own");
+    CHECK(!http_mime_table_for_path(&t, "i.png", 5)->compressible);
+    /* skipped lines, unknown extensions: the built-in table */
+    CHECK_STR(http_mime_table_for_path(&t, "x.c", 3)->content_type,
+              "text/plain; charset=utf-8");
+    CHECK_STR(http_mime_table_for_path(&t, "x.d", 3)->content_type,
+              HTTP_MIME_DEFAULT);
+    CHECK_STR(http_mime_table_for_path(&t, "x.css", 5)->content_type,
+              "text/css; charset=utf-8");
+    CHECK_STR(http_mime_table_for_path(&t, ".weird", 6)->content_type,
+              HTTP_MIME_DEFAULT);
+    CHECK_STR(http_mime_table_for_path(NULL, "x.css", 5)->content_type,
+              "text/css; charset=utf-8");
+    /* capped at the room given: m1..m3 made it, m4.. not */
+    CHECK_STR(http_mime_table_for_path(&t, "x.m3", 4)->content_type,
+              "application/x-many");
+    CHECK_STR(http_mime_table_for_path(&t, "x.m4", 4)->content_type,
+              HTTP_MIME_DEFAULT);
+    /* storage too small: stops, keeps what fits */
+    CHECK(http_mime_table_parse(&t, 8, store, 20, text, strlen(text)) < 8);
+    for (size_t i = 0; i < t.count; i++)
+        CHECK(t.types[i].extension && t.types[i].content_type);
+
+    /* through the planner: the table before core's */
+    settings = (struct http_plan_input){.mime = &t};
+    http_mime_table_parse(&t, 8, store, sizeof(store), text, strlen(text));
+    struct run *r = plan(GET("/f.weird", ""));
+    CHECK(has(r, "Content-Type: text/x-weird; charset=utf-8\r\n"));
+    r = plan(GET("/img.png", ""));
+    CHECK(has(r, "Content-Type: image/x-own\r\n"));
+    r = plan(GET("/a.txt", ""));
+    CHECK(has(r, "Content-Type: text/plain; charset=utf-8\r\n"));
+    settings = (struct http_plan_input){0};
+}
+
+/* A directory name too long for a Location: 414, never a bad Location. */
+static void test_long_location(void)
+{
+    static char req[8192];
+    struct run *r;
+    size_t n;
+
+    n = (size_t) snprintf(req, sizeof(req), "GET /long");
+    memset(req + n, 'd', 1000);
+    n += 1000;
+    snprintf(req + n, sizeof(req) - n, " HTTP/1.1\r\nHost: x\r\n\r\n");
+    r = plan(req);
+    CHECK_INT(r->plan.status, 301);
+    CHECK(r->head_len > 1000 && r->head_len < HTTP_SERVER_HEAD_BUF);
+    CHECK(strstr(r->head, "Location: /long") != NULL);
+
+    n = (size_t) snprintf(req, sizeof(req), "GET /long");
+    for (int i = 0; i < 400; i++)
+        n += (size_t) snprintf(req + n, sizeof(req) - n, "%%C3%%A9");
+    snprintf(req + n, sizeof(req) - n, " HTTP/1.1\r\nHost: x\r\n\r\n");
+    r = plan(req);
+    CHECK_INT(r->plan.status, 414);
+    CHECK(r->head[0] && !has(r, "Location"));
+    CHECK_MEM(r->plan.text, r->plan.body_len, "414 URI Too Long\n");
+}
+
+/* The largest head the planner can make fits HTTP_SERVER_HEAD_BUF. */
+static void test_head_bound(void)
+{
+    static char location[HTTP_PLAN_LOCATION_MAX];
+    static char type[HTTP_MIME_TYPE_LEN_MAX + 32];
+    char etag[HTTP_ETAG_MAX + 4];
+    char buf[HTTP_SERVER_HEAD_BUF];
+    struct http_buf b;
+    struct http_response_head h = {0};
+
+    memset(location, 'L', sizeof(location) - 1);
+    memset(type, 't', HTTP_MIME_TYPE_LEN_MAX);
+    strcat(type, "; charset=utf-8");
+    memset(etag, 'e', sizeof(etag) - 1);
+    etag[sizeof(etag) - 1] = '\0';
+    h.status = 431;
+    h.now_seconds = HTTP_I64_MAX;
+    h.content_type = type;
+    h.content_length = HTTP_I64_MAX;
+    h.chunked = true;
+    h.has_last_modified = true;
+    h.last_modified = HTTP_I64_MAX;
+    h.etag = etag;
+    h.has_max_age = true;
+    h.max_age = 0xffffffffu;
+    h.expires = HTTP_I64_MAX;
+    h.accept_ranges = true;
+    h.has_content_range = true;
+    h.range_first = h.range_last = h.range_size = HTTP_U64_MAX;
+    h.content_encoding = "gzip";
+    h.vary_accept_encoding = true;
+    h.location = location;
+    h.allow = "GET, HEAD";
+    h.keep_alive = true;
+    h.keep_alive_timeout_seconds = 0xffffffffu;
+    h.keep_alive_max = 0xffffffffu;
+    http_buf_init(&b, buf, sizeof(buf));
+    CHECK(http_response_build(&b, &h) > 0);
+
+    /* should one not fit, the plan becomes a 500 that does */
+    struct run *r = plan(GET("/a.txt", ""));
+    CHECK_INT(http_plan_head(&r->plan, buf, 40), -1);
+    http_plan_head_failed(&r->plan);
+    CHECK_INT(r->plan.status, 500);
+    CHECK(!r->plan.keep_alive);
+    CHECK_INT(r->plan.body, HTTP_PLAN_BODY_TEXT);
+    CHECK(http_plan_head(&r->plan, buf, sizeof(buf)) > 0);
+}
+
 int main(void)
 {
     test_errno_status();
@@ -609,5 +1051,12 @@ int main(void)
     test_connection();
     test_no_request();
     test_helpers();
+    test_expires();
+    test_gzip_static();
+    test_gzip_static_long_path();
+    test_error_pages();
+    test_mime_table();
+    test_long_location();
+    test_head_bound();
     UNIT_DONE();
 }

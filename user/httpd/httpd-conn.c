@@ -126,10 +126,8 @@ static void send_error_close(struct conn *cs, int status)
     struct httpd_req r = {
         .c = cs->c, .hbuf = cs->hbuf, .hcap = sizeof(cs->hbuf)};
     struct http_plan_input in = {0};
-    struct http_plan p;
     in.date = httpd_date_now(rt_worker_data(), &in.now);
-    http_plan_no_request(&p, &in, status);
-    httpd_send_head(&r, &p, p.text, p.body_len, false);
+    httpd_respond_error(&r, &in, status);
     httpd_log_request(&r);
 }
 

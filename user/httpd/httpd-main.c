@@ -1,7 +1,8 @@
 /* httpd-main.c — ktcp-httpd: options (the command line and --config),
- * set-up, and signals: TERM/INT stop, USR1 reopens the access log, HUP
- * reloads the settings that can change while serving (gzip, the access
- * log) without touching a connection. */
+ * set-up (the MIME table of --mime-types), and signals: TERM/INT stop,
+ * USR1 reopens the access log, HUP reloads the settings that can change
+ * while serving (gzip, gzip-static, expires, the access log) without
+ * touching a connection. */
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -21,6 +22,7 @@
 #define DEFAULT_IDLE_TIMEOUT_MS 30000
 #define DEFAULT_CACHE_SIZE (64UL * 1024 * 1024)
 #define NO_TIMEOUT_MS (24 * 3600 * 1000) /* --idle-timeout 0 */
+#define DEFAULT_MIME_TYPES "/etc/mime.types"
 
 static const char *model_names[] = {"threads", "epoll", "mn"};
 
@@ -57,6 +59,30 @@ static void usage(FILE *out)
             "      --gzip, --no-gzip   gzip compressible files when the client "
             "accepts it\n"
             "                          (default: --gzip)\n"
+            "      --gzip-static, --no-gzip-static\n"
+            "                          serve FILE.gz (Content-Encoding: gzip) "
+            "for FILE when\n"
+            "                          it is beside it, not older, and the "
+            "client accepts\n"
+            "                          gzip (default: --no-gzip-static)\n"
+            "      --expires SECONDS   files' 200, 206 and 304 carry "
+            "Cache-Control: max-age\n"
+            "                          and Expires SECONDS ahead, at most "
+            "%d; 0 = off\n"
+            "                          (default: 0)\n"
+            "      --error-page CODE=/PATH\n"
+            "                          answer status CODE (400..599) with the "
+            "file PATH\n"
+            "                          beneath the root, keeping the status; "
+            "repeatable,\n"
+            "                          at most %d (default: none, built-in "
+            "text)\n"
+            "      --mime-types FILE   Content-Types by extension from FILE "
+            "(mime.types\n"
+            "                          format) before the built-in table; "
+            "a missing file or\n"
+            "                          '' means the built-in table only\n"
+            "                          (default: %s)\n"
             "      --cache-size BYTES  content cache limit, suffix K, M or G "
             "(default: 64M)\n"
             "      --access-log FILE   append one line per request to FILE "
@@ -73,11 +99,14 @@ static void usage(FILE *out)
             "/var/log/x.log');\n"
             "                          flags given here win; SIGHUP reads it "
             "again and\n"
-            "                          applies gzip and access-log (default: "
-            "none)\n"
+            "                          applies gzip, gzip-static, expires and "
+            "access-log\n"
+            "                          (default: none)\n"
             "      --version           print the version and exit\n"
             "  -h, --help              show this help and exit\n",
-            DEFAULT_PORT, DEFAULT_BIND, cpus, DEFAULT_IDLE_TIMEOUT_MS);
+            DEFAULT_PORT, DEFAULT_BIND, cpus, DEFAULT_IDLE_TIMEOUT_MS,
+            HTTP_SERVER_EXPIRES_MAX, HTTP_SERVER_ERROR_PAGES_MAX,
+            DEFAULT_MIME_TYPES);
 }
 
 /* Everything the options set. */
@@ -89,6 +118,12 @@ struct settings {
     const char *access_log; /* NULL: off */
     const char *status_path;
     const char *config;
+    bool gzip_static;
+    uint32_t expires;
+    const char *mime_types; /* "": the built-in table only */
+    bool mime_types_given;
+    struct http_error_page error_pages[HTTP_SERVER_ERROR_PAGES_MAX];
+    size_t error_pages_n;
 };
 
 static void settings_default(struct settings *s)
@@ -103,6 +138,7 @@ static void settings_default(struct settings *s)
     s->root = ".";
     s->gzip = true;
     s->cache_size = DEFAULT_CACHE_SIZE;
+    s->mime_types = DEFAULT_MIME_TYPES;
 }
 
 /* Messages name the option and, for a file, the file: "ktcp-httpd:
@@ -160,6 +196,11 @@ enum {
     OPT_LOG,
     OPT_STATUS,
     OPT_CONFIG,
+    OPT_GZIP_STATIC,
+    OPT_NOGZIP_STATIC,
+    OPT_EXPIRES,
+    OPT_ERROR_PAGE,
+    OPT_MIME_TYPES,
 };
 
 static const struct option opts[] = {
@@ -176,6 +217,11 @@ static const struct option opts[] = {
     {"access-log", required_argument, NULL, OPT_LOG},
     {"status-path", required_argument, NULL, OPT_STATUS},
     {"config", required_argument, NULL, OPT_CONFIG},
+    {"gzip-static", no_argument, NULL, OPT_GZIP_STATIC},
+    {"no-gzip-static", no_argument, NULL, OPT_NOGZIP_STATIC},
+    {"expires", required_argument, NULL, OPT_EXPIRES},
+    {"error-page", required_argument, NULL, OPT_ERROR_PAGE},
+    {"mime-types", required_argument, NULL, OPT_MIME_TYPES},
     {"version", no_argument, NULL, 'V'},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
@@ -253,6 +299,32 @@ static enum parse_result parse_options(int argc,
                 return PARSE_ERROR;
             }
             s->status_path = optarg;
+            break;
+        case OPT_GZIP_STATIC:
+            s->gzip_static = true;
+            break;
+        case OPT_NOGZIP_STATIC:
+            s->gzip_static = false;
+            break;
+        case OPT_EXPIRES:
+            if (!parse_long("--expires", optarg, 0, HTTP_SERVER_EXPIRES_MAX,
+                            &v))
+                return PARSE_ERROR;
+            s->expires = (uint32_t) v;
+            break;
+        case OPT_ERROR_PAGE: {
+            const char *why = NULL;
+            if (http_error_pages_parse(optarg, strlen(optarg), s->error_pages,
+                                       HTTP_SERVER_ERROR_PAGES_MAX,
+                                       &s->error_pages_n, &why) < 0) {
+                bad_arg("--error-page", optarg, why);
+                return PARSE_ERROR;
+            }
+            break;
+        }
+        case OPT_MIME_TYPES:
+            s->mime_types = optarg;
+            s->mime_types_given = true;
             break;
         case OPT_CONFIG:
             if (from_file) {
@@ -415,6 +487,11 @@ static void reload(int argc, char **argv, struct settings *running)
         {n.rt.max_conns != running->rt.max_conns, "--max-conns"},
         {n.cache_size != running->cache_size, "--cache-size"},
         {!same_str(n.status_path, running->status_path), "--status-path"},
+        {!same_str(n.mime_types, running->mime_types), "--mime-types"},
+        {n.error_pages_n != running->error_pages_n ||
+             memcmp(n.error_pages, running->error_pages,
+                    n.error_pages_n * sizeof(n.error_pages[0])) != 0,
+         "--error-page"},
     };
     for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++)
         if (fixed[i].changed)
@@ -425,14 +502,66 @@ static void reload(int argc, char **argv, struct settings *running)
 
     atomic_store(&httpd_cfg.gzip, n.gzip);
     running->gzip = n.gzip;
+    atomic_store(&httpd_cfg.gzip_static, n.gzip_static);
+    running->gzip_static = n.gzip_static;
+    atomic_store(&httpd_cfg.expires, n.expires);
+    running->expires = n.expires;
     /* the same path too: a reload also reopens the log, as SIGUSR1 does */
     if (n.access_log)
         reopen_log(n.access_log, "SIGHUP");
     else
         httpd_log_open(NULL);
     running->access_log = n.access_log;
-    fprintf(stderr, "ktcp-httpd: SIGHUP: reloaded (gzip %s, access log %s)\n",
-            n.gzip ? "on" : "off", n.access_log ? n.access_log : "off");
+    fprintf(stderr,
+            "ktcp-httpd: SIGHUP: reloaded (gzip %s, access log %s, "
+            "gzip-static %s, expires %u)\n",
+            n.gzip ? "on" : "off", n.access_log ? n.access_log : "off",
+            n.gzip_static ? "on" : "off", n.expires);
+}
+
+/* --mime-types: read the file (at most HTTP_MIME_FILE_MAX bytes) into
+ * core's table, which the planner consults before its own. A missing
+ * file leaves core's table alone; false on another error. */
+static bool load_mime_types(const struct settings *s)
+{
+    static struct http_mime_table table;
+    if (!s->mime_types[0])
+        return true;
+    FILE *f = fopen(s->mime_types, "re");
+    if (!f) {
+        if (errno == ENOENT) {
+            if (s->mime_types_given)
+                fprintf(stderr,
+                        "ktcp-httpd: --mime-types %s: no such file, "
+                        "using the built-in table\n",
+                        s->mime_types);
+            return true;
+        }
+        return bad_arg("--mime-types", s->mime_types, strerror(errno));
+    }
+    char *text = malloc(HTTP_MIME_FILE_MAX);
+    size_t len = text ? fread(text, 1, HTTP_MIME_FILE_MAX, f) : 0;
+    bool ok = text && !ferror(f);
+    if (ok && len == HTTP_MIME_FILE_MAX && fgetc(f) != EOF)
+        fprintf(stderr,
+                "ktcp-httpd: --mime-types %s: only its first %d bytes are "
+                "read\n",
+                s->mime_types, HTTP_MIME_FILE_MAX);
+    fclose(f);
+    char *store = ok ? malloc(HTTP_MIME_STORE_SIZE(len)) : NULL;
+    table.types =
+        store ? calloc(HTTP_MIME_TABLE_MAX, sizeof(*table.types)) : NULL;
+    if (!table.types) {
+        free(text);
+        free(store);
+        return bad_arg("--mime-types", s->mime_types,
+                       ok ? strerror(ENOMEM) : "read error");
+    }
+    http_mime_table_parse(&table, HTTP_MIME_TABLE_MAX, store,
+                          HTTP_MIME_STORE_SIZE(len), text, len);
+    free(text); /* the table's strings are in store, kept for good */
+    httpd_cfg.mime = &table;
+    return true;
 }
 
 int main(int argc, char **argv)
@@ -452,6 +581,12 @@ int main(int argc, char **argv)
     httpd_cfg.gzip = s.gzip;
     httpd_cfg.cache_size = s.cache_size;
     httpd_cfg.status_path = s.status_path;
+    httpd_cfg.gzip_static = s.gzip_static;
+    httpd_cfg.expires = s.expires;
+    httpd_cfg.error_pages = s.error_pages;
+    httpd_cfg.error_pages_n = s.error_pages_n;
+    if (!load_mime_types(&s))
+        return 2;
     httpd_cfg.root_fd = open(s.root, O_PATH | O_DIRECTORY | O_CLOEXEC);
     if (httpd_cfg.root_fd < 0) {
         bad_arg("--root", s.root, strerror(errno));

@@ -70,17 +70,28 @@ static bool carry_out(struct httpd_req *r,
     }
 }
 
-bool httpd_respond(struct httpd_req *r,
-                   const struct http_plan_input *in,
-                   struct http_plan *p)
+/* The operator's settings the planner takes, as they are now (a SIGHUP
+ * may change expires and gzip_static between two requests). */
+static void add_settings(struct http_plan_input *in)
 {
-    struct http_plan_work work;
+    in->expires =
+        atomic_load_explicit(&httpd_cfg.expires, memory_order_relaxed);
+    in->gzip_static =
+        atomic_load_explicit(&httpd_cfg.gzip_static, memory_order_relaxed);
+    in->error_pages = httpd_cfg.error_pages;
+    in->error_pages_n = httpd_cfg.error_pages_n;
+    in->mime = httpd_cfg.mime;
+}
+
+/* Run the planner's remaining steps against the cache, carry the plan
+ * out. The entry of the last lookup is the one the body comes from. */
+static bool finish(struct httpd_req *r,
+                   struct http_plan *p,
+                   enum http_plan_step step)
+{
     struct httpd_file *f = NULL;
     const struct httpd_gz *gz = NULL;
 
-    enum http_plan_step step = http_plan_start(p, in, &work);
-    if (step == HTTP_PLAN_LOOKUP && httpd_status_wanted(r))
-        return httpd_status_serve(r, p); /* --status-path: the counters */
     while (step == HTTP_PLAN_LOOKUP) {
         if (f)
             httpd_cache_put(f);
@@ -96,4 +107,30 @@ bool httpd_respond(struct httpd_req *r,
     if (f)
         httpd_cache_put(f);
     return ok;
+}
+
+bool httpd_respond(struct httpd_req *r,
+                   const struct http_plan_input *in,
+                   struct http_plan *p)
+{
+    struct http_plan_work work;
+    struct http_plan_input full = *in;
+
+    add_settings(&full);
+    enum http_plan_step step = http_plan_start(p, &full, &work);
+    if (step == HTTP_PLAN_LOOKUP && !p->error_page && httpd_status_wanted(r))
+        return httpd_status_serve(r, p); /* --status-path: the counters */
+    return finish(r, p, step);
+}
+
+void httpd_respond_error(struct httpd_req *r,
+                         const struct http_plan_input *in,
+                         int status)
+{
+    struct http_plan_work work;
+    struct http_plan_input full = *in;
+    struct http_plan p;
+
+    add_settings(&full);
+    finish(r, &p, http_plan_no_request_page(&p, &full, &work, status));
 }

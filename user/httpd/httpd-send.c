@@ -12,8 +12,24 @@ bool httpd_send_head(struct httpd_req *r,
                      bool more)
 {
     int n = http_plan_head(p, r->hbuf, r->hcap);
-    if (n < 0)
+    if (n < 0) {
+        /* no planned head is that long; should one be, the client gets
+         * the plan's 500 and a close rather than nothing */
+        struct http_plan e = *p;
+        http_plan_head_failed(&e);
+        n = http_plan_head(&e, r->hbuf, r->hcap);
+        if (n < 0)
+            return false;
+        r->status = e.status;
+        struct iovec iov[2] = {
+            {.iov_base = r->hbuf, .iov_len = (size_t) n},
+            {.iov_base = e.text, .iov_len = e.head_only ? 0 : e.body_len},
+        };
+        if (rt_sendv(r->c, iov, 2, false, httpd_cfg.idle_timeout_ms) > 0 &&
+            !e.head_only)
+            r->sent += e.body_len;
         return false;
+    }
     r->status = p->status;
     struct iovec iov[2] = {
         {.iov_base = r->hbuf, .iov_len = (size_t) n},

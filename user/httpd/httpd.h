@@ -32,8 +32,13 @@ struct httpd_config {
     _Atomic bool gzip;
     size_t cache_size;
     int idle_timeout_ms;
-    _Atomic int access_log_fd; /* -1: off */
-    const char *status_path;   /* NULL: no status page */
+    _Atomic int access_log_fd;                 /* -1: off */
+    const char *status_path;                   /* NULL: no status page */
+    _Atomic uint32_t expires;                  /* --expires, 0: off */
+    _Atomic bool gzip_static;                  /* --gzip-static */
+    const struct http_error_page *error_pages; /* --error-page */
+    size_t error_pages_n;
+    const struct http_mime_table *mime; /* --mime-types, NULL: core's */
 };
 extern struct httpd_config httpd_cfg;
 
@@ -174,10 +179,16 @@ bool httpd_status_serve(struct httpd_req *r, struct http_plan *p);
 /* ---- respond (httpd-respond.c) ---- */
 /* Plan the answer to one parsed request and carry it out; the plan (its
  * connection disposition) is left in p. False if the connection must be
- * closed at once (a send failed). */
+ * closed at once (a send failed). The operator's settings (expires,
+ * gzip_static, error pages, MIME table) are added to in here. */
 bool httpd_respond(struct httpd_req *r,
                    const struct http_plan_input *in,
                    struct http_plan *p);
+/* Answer status outside a parsed request (parse errors, 408), with its
+ * custom page if there is one; the connection closes after it. */
+void httpd_respond_error(struct httpd_req *r,
+                         const struct http_plan_input *in,
+                         int status);
 
 /* ---- connection (httpd-conn.c) ---- */
 enum rt_verdict httpd_conn_serve(struct rt_conn *c);

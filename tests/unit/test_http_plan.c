@@ -56,7 +56,8 @@ static int lookup(struct run *r, const char *path, struct http_resource *res)
             continue;
         if (f->err)
             return f->err;
-        http_resource_init(res, path, strlen(path), f->is_dir, f->size, MTIME);
+        http_resource_init(res, path, strlen(path), f->is_dir, f->size, MTIME,
+                           0, 0);
         res->body_cached = f->cached;
         (void) r;
         return 0;
@@ -305,7 +306,7 @@ static void test_gzip(void)
         CHECK_INT(
             start(&e, GET("/a.txt", "Accept-Encoding: gzip\r\n"), false, false),
             HTTP_PLAN_LOOKUP);
-        http_resource_init(&res, "a.txt", 5, false, 10, MTIME);
+        http_resource_init(&res, "a.txt", 5, false, 10, MTIME, 0, 0);
         CHECK_INT(http_plan_resource(&e.plan, 0, &res), HTTP_PLAN_RESPOND);
         CHECK(!e.plan.head.vary_accept_encoding);
         /* a gzip report out of turn changes nothing */
@@ -583,16 +584,19 @@ static void test_helpers(void)
     CHECK(!http_if_range_holds("garbage", 7, "\"a\"", 3, 0));
     CHECK(!http_if_range_holds("", 0, "\"a\"", 3, 0));
 
-    http_resource_init(&res, "x.css", 5, false, 100, 5);
+    http_resource_init(&res, "x.css", 5, false, 100, 5, 0, 0);
     CHECK(res.mime->compressible);
     CHECK_STR(res.etag, "\"5-64\"");
+    /* nanoseconds and inode reach the tag */
+    http_resource_init(&res, "x.css", 5, false, 100, 5, 0x10, 0x77);
+    CHECK_STR(res.etag, "\"5.10-64-77\"");
     CHECK(http_resource_keep_body(&res, 400));
     CHECK(!http_resource_keep_body(&res, 399)); /* over a quarter */
     res.size = HTTP_SERVER_SMALL_FILE_MAX + 1;
     CHECK(!http_resource_keep_body(&res, 1ULL << 40));
     res.size = 0;
     CHECK(!http_resource_keep_body(&res, 1ULL << 40));
-    http_resource_init(&res, "d", 1, true, 4096, 5);
+    http_resource_init(&res, "d", 1, true, 4096, 5, 0, 0);
     CHECK(!http_resource_keep_body(&res, 1ULL << 40));
 }
 

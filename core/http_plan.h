@@ -45,10 +45,11 @@
  * ready get identity. Only a body already in memory and at most this big
  * is compressed on the spot (about a millisecond). */
 #define HTTP_SERVER_GZIP_INLINE_MAX (64 * 1024)
-/* Background gzip builds: at most this many run at once, at most this many
- * wait; a file whose build finds the queue full is queued by a later
- * request. A build deflates in slices of this many input bytes, yielding
- * the CPU between them. */
+/* Background gzip builds: at most this many run at once (and at most one
+ * per two CPUs, so builds never take every CPU from the connections), at
+ * most this many wait; a file whose build finds the queue full is queued
+ * by a later request. A build deflates in slices of this many input bytes,
+ * yielding the CPU between them. */
 #define HTTP_SERVER_GZIP_BUILDERS 2
 #define HTTP_SERVER_GZIP_QUEUE 64
 #define HTTP_SERVER_GZIP_SLICE (64 * 1024)

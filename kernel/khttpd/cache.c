@@ -29,14 +29,15 @@
  * the whole bound is served once, uncached.
  *
  * gzip: a copy is built off the request path by the khttpd_gzip workqueue
- * (at most HTTP_SERVER_GZIP_BUILDERS at once, HTTP_SERVER_GZIP_QUEUE
- * queued, one build per object: its building bit) and published with
- * smp_store_release; until then requests get identity. Only a small body
- * already in memory is compressed on the spot.
+ * (at most HTTP_SERVER_GZIP_BUILDERS at once and one per two CPUs, at most
+ * HTTP_SERVER_GZIP_QUEUE queued, one build per object: its building bit)
+ * and published with smp_store_release; until then requests get identity.
+ * Only a small body already in memory is compressed on the spot.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/atomic.h>
+#include <linux/cpumask.h>
 #include <linux/hashtable.h>
 #include <linux/jhash.h>
 #include <linux/jiffies.h>
@@ -536,8 +537,10 @@ void khttpd_cache_usage(size_t *bytes, size_t *entries)
 
 int khttpd_cache_init(void)
 {
-	khttpd_gzip_wq = alloc_workqueue("khttpd_gzip", WQ_UNBOUND,
-					 HTTP_SERVER_GZIP_BUILDERS);
+	int builders = clamp_t(int, num_online_cpus() / 2, 1,
+			       HTTP_SERVER_GZIP_BUILDERS);
+
+	khttpd_gzip_wq = alloc_workqueue("khttpd_gzip", WQ_UNBOUND, builders);
 	return khttpd_gzip_wq ? 0 : -ENOMEM;
 }
 

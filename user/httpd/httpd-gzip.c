@@ -6,13 +6,15 @@
  * worker of the epoll and M:N models serves many connections, and a
  * deflate of up to 4 MiB (tens of milliseconds) would stall every one of
  * them; a burst of first requests for distinct large files would stall
- * them all. HTTP_SERVER_GZIP_BUILDERS threads take builds from a queue of
+ * them all. HTTP_SERVER_GZIP_BUILDERS threads (one per two CPUs, at least
+ * one) take builds from a queue of
  * at most HTTP_SERVER_GZIP_QUEUE: what a client can start costs at most
  * that many queued copies, and requests never wait for one. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include "httpd.h"
@@ -81,7 +83,11 @@ static void *builder(void *arg)
 
 int httpd_gzip_start(void)
 {
-    for (int i = 0; i < HTTP_SERVER_GZIP_BUILDERS; i++) {
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    int builders = cpus >= 2 ? (int) (cpus / 2) : 1;
+    if (builders > HTTP_SERVER_GZIP_BUILDERS)
+        builders = HTTP_SERVER_GZIP_BUILDERS;
+    for (int i = 0; i < builders; i++) {
         pthread_t t;
         pthread_attr_t a;
         pthread_attr_init(&a);

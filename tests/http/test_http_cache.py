@@ -191,3 +191,36 @@ def test_same_size_rewrite_in_the_same_second(http_engine):
     assert r.status == 200 and r.body == b"other version\n"
     r = get(http_engine.port, "/" + name, [("If-None-Match", b.header("ETag"))])
     assert r.status == 304
+
+
+def test_evicted_entry_held_by_a_slow_reader_stays_counted(http_engine):
+    """An entry evicted while a response still sends its body stays counted
+    in cache_bytes until that response lets go of it."""
+    import socket
+    limit = 256 * 1024
+    pin = bytes(range(256)) * 250  # 64000 bytes: a cached body
+    d = f"pin-{http_engine.name}"
+    put(http_engine.root, f"{d}/pin.bin", pin)
+    for i in range(400):
+        put(http_engine.root, f"{d}/t{i:03d}.txt", b"%03d\n" % i * 100)
+    with http_engine.spawn(cache_size=limit, status_path="/st") as srv:
+        slow = socket.socket()
+        slow.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        slow.connect(("127.0.0.1", srv.port))
+        # 50 responses of 64000 bytes that the client does not read: the
+        # server stays in the middle of one, holding the entry
+        slow.sendall(f"GET /{d}/pin.bin HTTP/1.1\r\nHost: h\r\n\r\n".encode() * 50)
+        time.sleep(1)
+        for i in range(400):  # push pin.bin out of the cache
+            assert get(srv.port, f"/{d}/t{i:03d}.txt").status == 200
+        held = srv.counters()
+        assert held["cache_evictions"] > 0
+        slow.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\1\0\0\0\0\0\0\0")
+        slow.close()  # reset: the server drops the response and its entry
+        deadline = time.monotonic() + 15
+        while True:
+            now = srv.counters()
+            if held["cache_bytes"] - now["cache_bytes"] >= len(pin):
+                break
+            assert time.monotonic() < deadline, (held, now)
+            time.sleep(0.1)

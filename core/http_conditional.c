@@ -3,16 +3,30 @@
 #include "http_buf.h"
 #include "http_date.h"
 
-size_t http_etag_format(uint64_t size, int64_t mtime, char *out)
+size_t http_etag_format(uint64_t size,
+                        int64_t mtime,
+                        uint32_t mtime_nsec,
+                        uint64_t ino,
+                        char *out)
 {
     size_t n = 0;
 
     /* Negative mtimes are valid file times; their bit pattern is as unique
-     * as any other, so the hex of the two's complement serves. */
+     * as any other, so the hex of the two's complement serves. A zero
+     * nanosecond part or inode is left out: the '.' and the third field
+     * say which parts are there, so distinct versions never share a tag. */
     out[n++] = '"';
     n += http_format_hex((uint64_t) mtime, out + n);
+    if (mtime_nsec) {
+        out[n++] = '.';
+        n += http_format_hex(mtime_nsec, out + n);
+    }
     out[n++] = '-';
     n += http_format_hex(size, out + n);
+    if (ino) {
+        out[n++] = '-';
+        n += http_format_hex(ino, out + n);
+    }
     out[n++] = '"';
     out[n] = '\0';
     return n;

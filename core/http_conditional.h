@@ -6,11 +6,18 @@
 #include "compat.h"
 
 /* Upper bound of what http_etag_format() writes, without NUL. */
-#define HTTP_ETAG_MAX 36
+#define HTTP_ETAG_MAX 62
 
-/* Strong, quoted ETag "<mtime hex>-<size hex>" (nginx's shape) into
- * out[HTTP_ETAG_MAX + 1], NUL-terminated; returns its length. */
-size_t http_etag_format(uint64_t size, int64_t mtime, char *out);
+/* Strong, quoted ETag "<mtime hex>.<mtime_nsec hex>-<size hex>-<ino hex>"
+ * into out[HTTP_ETAG_MAX + 1], NUL-terminated; returns its length. A zero
+ * nanosecond part or inode is left out (then it is nginx's shape
+ * "<mtime>-<size>"). The nanoseconds and the inode make a same-size
+ * rewrite within one second, or a file replaced by rename, a new tag. */
+size_t http_etag_format(uint64_t size,
+                        int64_t mtime,
+                        uint32_t mtime_nsec,
+                        uint64_t ino,
+                        char *out);
 
 /* Does an If-None-Match field value match etag (quoted, as formatted)?
  * "*" matches; list members compare weakly (W/ prefixes ignored). A

@@ -29,7 +29,8 @@ static const struct counter_desc counters[HTTP_NCOUNTERS] = {
     [HTTP_CTR_CACHE_BYTES] = {"cache_bytes", true,
                               "Bytes charged against the cache size."},
     [HTTP_CTR_CACHE_ENTRIES] = {"cache_entries", true,
-                                "Entries in the content cache."},
+                                "Files in the content cache (one per file, "
+                                "however many paths name it)."},
     [HTTP_CTR_TIMEOUTS] = {"timeouts", false,
                            "Connections closed for an idle, head or send "
                            "timeout."},

@@ -37,14 +37,16 @@ void http_resource_init(struct http_resource *r,
                         size_t path_len,
                         bool is_dir,
                         uint64_t size,
-                        int64_t mtime)
+                        int64_t mtime,
+                        uint32_t mtime_nsec,
+                        uint64_t ino)
 {
     memset(r, 0, sizeof(*r));
     r->is_dir = is_dir;
     r->size = size;
     r->mtime = mtime;
     r->mime = http_mime_for_path(path, path_len);
-    http_etag_format(size, mtime, r->etag);
+    http_etag_format(size, mtime, mtime_nsec, ino, r->etag);
     http_date_format(mtime, r->last_modified);
 }
 

@@ -42,6 +42,22 @@
 #define HTTP_SERVER_GZIP_MAX (4 * 1024 * 1024)
 /* zlib's level for gzip copies: its default trade-off. */
 #define HTTP_SERVER_GZIP_LEVEL 6
+/* A gzip copy is built off the request path: the requests before it is
+ * ready get identity. Only a body already in memory and at most this big
+ * is compressed on the spot (about a millisecond). */
+#define HTTP_SERVER_GZIP_INLINE_MAX (64 * 1024)
+/* Background gzip builds: at most this many run at once (and at most one
+ * per two CPUs, so builds never take every CPU from the connections), at
+ * most this many wait; a file whose build finds the queue full is queued
+ * by a later request. A build deflates in slices of this many input bytes,
+ * yielding the CPU between them. */
+#define HTTP_SERVER_GZIP_BUILDERS 2
+#define HTTP_SERVER_GZIP_QUEUE 64
+#define HTTP_SERVER_GZIP_SLICE (64 * 1024)
+/* Least recently used order: a hit moves its entry to the front only if
+ * the entry was not moved within this many milliseconds, so hot entries
+ * do not take the cache lock on every hit. */
+#define HTTP_SERVER_LRU_TOUCH_MS 100
 /* Request bodies are read and dropped up to this size, else 413. */
 #define HTTP_SERVER_MAX_BODY (64 * 1024)
 /* Trailer bytes after a chunked request body, else 431. */
@@ -103,7 +119,8 @@
 int http_errno_status(int err);
 
 /* What the planner needs to know about a file or directory. Engines keep
- * one in each cache entry, filled by http_resource_init. */
+ * one in each cache entry, filled by http_resource_init from the file's
+ * status (mtime in seconds and its nanoseconds, inode: the ETag's parts). */
 struct http_resource {
     bool is_dir;
     bool body_cached; /* the whole body is in memory (set by the engine) */
@@ -119,7 +136,9 @@ void http_resource_init(struct http_resource *r,
                         size_t path_len,
                         bool is_dir,
                         uint64_t size,
-                        int64_t mtime);
+                        int64_t mtime,
+                        uint32_t mtime_nsec,
+                        uint64_t ino);
 
 /* Should a cache keep this file's whole body? Small regular files do, when
  * they take at most a quarter of the cache. */

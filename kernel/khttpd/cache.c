@@ -1,125 +1,253 @@
 // SPDX-License-Identifier: MIT OR GPL-2.0
 /*
- * cache.c — the content cache: one entry per path (metadata, the body of
- * small files, the gzip copy) in an RCU hash table.
+ * cache.c — the content cache: a path table (one entry per path: what the
+ * planner reads) over file objects keyed by (device, inode) and version
+ * (the body of small files, the gzip copy), both RCU hash tables. Aliases
+ * of one file (a symlinked directory) have their own path entries and
+ * share one object, so its body and gzip copy are stored once.
  *
- * Lifetime: the table holds one reference on each entry it contains. A
- * reader finds an entry under rcu_read_lock and takes its own reference
- * with refcount_inc_not_zero before rcu_read_unlock; nothing found under
- * RCU is used after the unlock without that reference. Whoever takes an
- * entry out of the table (revalidation, replacement, eviction, unload; all
- * under khttpd_cache_lock) drops the table's reference; the last reference
- * frees the entry after a grace period (call_rcu), as a lookup that has
- * not yet tried to take its reference may still be reading it.
+ * Lifetime: the path table holds one reference on each entry in it; an
+ * entry holds one on its object; a gzip build holds one on the object it
+ * compresses. A reader finds an entry or object under rcu_read_lock and
+ * takes its own reference with refcount_inc_not_zero before
+ * rcu_read_unlock. The last reference of an object takes it out of the
+ * object table, uncharges it and frees it after a grace period; an entry
+ * likewise. So what a slow reader still holds stays counted.
+ *
+ * Locks: khttpd_cache_lock guards the path table, in_table and the LRU
+ * list; khttpd_obj_lock the object table. They are never nested: entries
+ * taken out under khttpd_cache_lock are put after it is dropped.
  *
  * Freshness: an entry is re-checked (lookup + getattr) at most once a
- * second; a changed size, mtime, inode or type replaces it.
- * Size: entries are charged (overhead + path + body + gzip copy) against
- * cache_bytes; past it, the least recently used entries are evicted down
- * to 90%. An entry bigger than the whole bound is served once, uncached.
+ * second; a changed size, mtime (with nanoseconds), inode, device or type
+ * replaces it.
+ *
+ * Size: entries and objects are charged against cache_bytes; past it,
+ * entries leave from the tail of the LRU list (a hit moves its entry to
+ * the front, at most once per HTTP_SERVER_LRU_TOUCH_MS) until the total is
+ * at most 90% of the bound: O(1) per entry evicted. An entry bigger than
+ * the whole bound is served once, uncached.
+ *
+ * gzip: a copy is built off the request path by the khttpd_gzip workqueue
+ * (at most HTTP_SERVER_GZIP_BUILDERS at once and one per two CPUs, at most
+ * HTTP_SERVER_GZIP_QUEUE queued, one build per object: its building bit)
+ * and published with smp_store_release; until then requests get identity.
+ * Only a small body already in memory is compressed on the spot.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
+#include <linux/atomic.h>
+#include <linux/cpumask.h>
 #include <linux/hashtable.h>
 #include <linux/jhash.h>
 #include <linux/jiffies.h>
 #include <linux/mm.h>
-#include <linux/mutex.h>
 #include <linux/rcupdate.h>
 #include <linux/slab.h>
 #include <linux/spinlock.h>
 #include <linux/stat.h>
 #include <linux/string.h>
+#include <linux/workqueue.h>
 
 #include "khttpd.h"
 
-#define KHTTPD_ENTRY_OVERHEAD 256 /* charged per entry besides path, body */
-#define KHTTPD_EVICT_BATCH 64
+#define KHTTPD_ENTRY_OVERHEAD 256 /* charged per entry or object */
+#define KHTTPD_OBJ_BUILDING 0 /* bit in khttpd_obj.flags */
 
 static DEFINE_HASHTABLE(khttpd_cache, 10);
-/* Writers of the table, of in_table/charge and of khttpd_cache_total. */
 static DEFINE_SPINLOCK(khttpd_cache_lock);
-static size_t khttpd_cache_total;
-static unsigned int khttpd_cache_entries;
-/* One gzip copy is made at a time: each holds the file, the output and the
- * zlib workspace (about 3 x 4 MiB at most), so concurrent first requests
- * must not make one each. */
-static DEFINE_MUTEX(khttpd_gzip_lock);
+static LIST_HEAD(khttpd_lru);
+static DEFINE_HASHTABLE(khttpd_objs, 10);
+static DEFINE_SPINLOCK(khttpd_obj_lock);
+static atomic_long_t khttpd_cache_total = ATOMIC_LONG_INIT(0);
+static atomic_t khttpd_cache_objs = ATOMIC_INIT(0);
+
+static struct workqueue_struct *khttpd_gzip_wq;
+static atomic_t khttpd_gzip_jobs = ATOMIC_INIT(0); /* queued or running */
+static bool khttpd_gzip_stop; /* unloading: builds give up */
+
+static void khttpd_obj_free_rcu(struct rcu_head *head)
+{
+	struct khttpd_obj *o = container_of(head, struct khttpd_obj, rcu);
+
+	kvfree(o->gz);
+	kvfree(o->body);
+	kfree(o);
+}
+
+static void khttpd_obj_put(struct khttpd_obj *o)
+{
+	if (!refcount_dec_and_lock(&o->refs, &khttpd_obj_lock))
+		return;
+	if (o->hashed)
+		hash_del_rcu(&o->node);
+	spin_unlock(&khttpd_obj_lock);
+	atomic_long_sub(o->charge, &khttpd_cache_total);
+	atomic_dec(&khttpd_cache_objs);
+	call_rcu(&o->rcu, khttpd_obj_free_rcu);
+}
 
 static void khttpd_entry_free_rcu(struct rcu_head *head)
 {
-	struct khttpd_entry *e = container_of(head, struct khttpd_entry, rcu);
-
-	kvfree(e->gz);
-	kvfree(e->body);
-	kfree(e);
+	kfree(container_of(head, struct khttpd_entry, rcu));
 }
 
 void khttpd_cache_put(struct khttpd_entry *e)
 {
-	if (refcount_dec_and_test(&e->refs))
-		call_rcu(&e->rcu, khttpd_entry_free_rcu);
+	if (!refcount_dec_and_test(&e->refs))
+		return;
+	/* No one can take a reference any more: the object and the charge go
+	 * now, the memory after the lookups that may still read it. */
+	atomic_long_sub(e->charge, &khttpd_cache_total);
+	khttpd_obj_put(e->obj);
+	call_rcu(&e->rcu, khttpd_entry_free_rcu);
 }
 
-/* Under khttpd_cache_lock: take e out of the table, drop its reference. */
-static void khttpd_unpublish_locked(struct khttpd_entry *e)
+/* Under khttpd_cache_lock: take e out of the table and the LRU list onto
+ * gone, whose entries the caller puts (the table's references) after
+ * dropping the lock. */
+static void khttpd_unpublish_locked(struct khttpd_entry *e,
+				    struct list_head *gone)
 {
 	if (!e->in_table)
 		return;
 	hash_del_rcu(&e->node);
 	WRITE_ONCE(e->in_table, false);
-	khttpd_cache_total -= e->charge;
-	khttpd_cache_entries--;
-	khttpd_cache_put(e);
+	list_move(&e->lru, gone);
 }
 
-/* Under khttpd_cache_lock: evict the least recently used entries until
- * the total is at most 90% of the bound. */
-static void khttpd_evict_locked(void)
+static void khttpd_put_gone(struct list_head *gone)
 {
-	size_t target = khttpd_cache_bytes / 10 * 9;
-	int pass;
+	struct khttpd_entry *e, *tmp;
 
-	for (pass = 0; pass < 16 && khttpd_cache_total > target; pass++) {
-		struct khttpd_entry *cand[KHTTPD_EVICT_BATCH];
-		struct khttpd_entry *e;
-		int n = 0, i, bkt;
-
-		hash_for_each(khttpd_cache, bkt, e, node) {
-			unsigned long u = READ_ONCE(e->used);
-
-			if (n < KHTTPD_EVICT_BATCH) {
-				i = n++;
-			} else {
-				if (time_before_eq(READ_ONCE(cand[n - 1]->used),
-						   u))
-					continue;
-				i = n - 1; /* drop the youngest candidate */
-			}
-			/* keep candidates sorted, oldest first */
-			while (i > 0 &&
-			       time_after(READ_ONCE(cand[i - 1]->used), u)) {
-				cand[i] = cand[i - 1];
-				i--;
-			}
-			cand[i] = e;
-		}
-		if (!n)
-			break;
-		for (i = 0; i < n && khttpd_cache_total > target; i++) {
-			khttpd_unpublish_locked(cand[i]);
-			khttpd_count(cache_evictions, 1);
-		}
+	list_for_each_entry_safe(e, tmp, gone, lru) {
+		list_del(&e->lru);
+		khttpd_cache_put(e);
 	}
 }
 
-static bool khttpd_same_file(const struct khttpd_entry *e,
-			     const struct kstat *st)
+/* Under khttpd_cache_lock: evict from the LRU tail until the total is at
+ * most 90% of the bound. Bytes a reader still holds stay counted, so the
+ * walk goes on to the next entry; each entry leaves once. */
+static void khttpd_evict_locked(struct list_head *gone)
 {
-	return e->meta.size == (u64)st->size &&
-	       e->meta.mtime == st->mtime.tv_sec &&
-	       e->mtime_nsec == st->mtime.tv_nsec && e->ino == st->ino &&
-	       e->dev == st->dev && e->meta.is_dir == S_ISDIR(st->mode);
+	long target = khttpd_cache_bytes / 10 * 9;
+	long pending = 0; /* bytes that leave with the puts of gone */
+	struct khttpd_entry *e, *tmp;
+
+	list_for_each_entry_safe_reverse(e, tmp, &khttpd_lru, lru)
+	{
+		if (atomic_long_read(&khttpd_cache_total) - pending <= target)
+			break;
+		khttpd_unpublish_locked(e, gone);
+		khttpd_count(cache_evictions, 1);
+		pending += e->charge;
+		if (refcount_read(&e->obj->refs) == 1)
+			pending += READ_ONCE(e->obj->charge);
+	}
+}
+
+static void khttpd_evict_if_over(void)
+{
+	LIST_HEAD(gone);
+
+	if (atomic_long_read(&khttpd_cache_total) <= (long)khttpd_cache_bytes)
+		return;
+	spin_lock(&khttpd_cache_lock);
+	khttpd_evict_locked(&gone);
+	spin_unlock(&khttpd_cache_lock);
+	khttpd_put_gone(&gone);
+}
+
+/* Is o this version of this file? */
+static bool khttpd_obj_is(const struct khttpd_obj *o, const struct kstat *st)
+{
+	return o->dev == st->dev && o->ino == st->ino &&
+	       o->size == (u64)st->size && o->mtime == st->mtime.tv_sec &&
+	       o->mtime_nsec == st->mtime.tv_nsec &&
+	       o->is_dir == S_ISDIR(st->mode);
+}
+
+static u32 khttpd_obj_hash(const struct kstat *st)
+{
+	return jhash_2words((u32)st->ino ^ (u32)(st->ino >> 32), st->dev, 0);
+}
+
+/* The object table's live object for this version, referenced, or NULL. */
+static struct khttpd_obj *khttpd_obj_find(const struct kstat *st, u32 hash)
+{
+	struct khttpd_obj *o;
+
+	hash_for_each_possible_rcu(khttpd_objs, o, node, hash) {
+		if (o->hash == hash && khttpd_obj_is(o, st) &&
+		    refcount_inc_not_zero(&o->refs))
+			return o;
+	}
+	return NULL;
+}
+
+/* The object for the file at path (status st): the table's if it has this
+ * version, else a new one with its body read when keep; referenced. */
+static struct khttpd_obj *khttpd_obj_get(const struct path *path,
+					 const struct kstat *st, bool keep)
+{
+	u32 hash = khttpd_obj_hash(st);
+	struct khttpd_obj *o, *won;
+
+	rcu_read_lock();
+	o = khttpd_obj_find(st, hash);
+	rcu_read_unlock();
+	if (o)
+		return o;
+
+	o = kzalloc(sizeof(*o), GFP_KERNEL);
+	if (!o)
+		return NULL;
+	refcount_set(&o->refs, 1);
+	o->hash = hash;
+	o->dev = st->dev;
+	o->ino = st->ino;
+	o->size = st->size;
+	o->mtime = st->mtime.tv_sec;
+	o->mtime_nsec = st->mtime.tv_nsec;
+	o->is_dir = S_ISDIR(st->mode);
+	o->charge = KHTTPD_ENTRY_OVERHEAD;
+	if (keep) {
+		struct file *f = dentry_open(path, O_RDONLY, current_cred());
+
+		if (!IS_ERR(f)) {
+			o->body = kvmalloc(o->size, GFP_KERNEL);
+			if (o->body &&
+			    khttpd_read_whole(f, o->body, o->size) < 0) {
+				kvfree(o->body);
+				o->body = NULL; /* the splice path reports it */
+			}
+			fput(f);
+		}
+		if (o->body)
+			o->charge += o->size;
+	}
+
+	spin_lock(&khttpd_obj_lock);
+	rcu_read_lock();
+	/* A concurrent load may have published this version meanwhile. Under
+	 * the lock no object in the table has dropped its last reference:
+	 * that happens under the lock, together with its removal. */
+	won = khttpd_obj_find(st, hash);
+	if (!won) {
+		o->hashed = true;
+		hash_add_rcu(khttpd_objs, &o->node, hash);
+	}
+	rcu_read_unlock();
+	spin_unlock(&khttpd_obj_lock);
+	if (won) {
+		kvfree(o->body);
+		kfree(o); /* never published */
+		return won;
+	}
+	atomic_long_add(o->charge, &khttpd_cache_total);
+	atomic_inc(&khttpd_cache_objs);
+	return o;
 }
 
 static int khttpd_stat(const char *rel, struct path *path, struct kstat *st)
@@ -156,33 +284,25 @@ static int khttpd_load(const char *rel, size_t len, u32 hash,
 		goto out_path;
 	}
 	refcount_set(&e->refs, 1);
+	INIT_LIST_HEAD(&e->lru);
 	e->hash = hash;
 	http_resource_init(&e->meta, rel, len, S_ISDIR(st.mode), st.size,
-			   st.mtime.tv_sec);
-	e->mtime_nsec = st.mtime.tv_nsec;
-	e->ino = st.ino;
-	e->dev = st.dev;
+			   st.mtime.tv_sec, st.mtime.tv_nsec, st.ino);
 	e->path_len = len;
 	memcpy(e->path, rel, len);
 	e->checked = e->used = jiffies;
-	e->charge = KHTTPD_ENTRY_OVERHEAD + len;
-	if (http_resource_keep_body(&e->meta, khttpd_cache_bytes)) {
-		struct file *f = dentry_open(&path, O_RDONLY, current_cred());
-
-		if (!IS_ERR(f)) {
-			e->body = kvmalloc(e->meta.size, GFP_KERNEL);
-			if (e->body &&
-			    khttpd_read_whole(f, e->body, e->meta.size) < 0) {
-				kvfree(e->body);
-				e->body =
-					NULL; /* the splice path reports the problem */
-			}
-			fput(f);
-		}
-		if (e->body)
-			e->charge += e->meta.size;
-		e->meta.body_cached = e->body != NULL;
+	e->obj = khttpd_obj_get(&path, &st,
+				http_resource_keep_body(&e->meta,
+							khttpd_cache_bytes));
+	if (!e->obj) {
+		kfree(e);
+		err = -ENOMEM;
+		goto out_path;
 	}
+	e->body = e->obj->body;
+	e->meta.body_cached = e->body != NULL;
+	e->charge = KHTTPD_ENTRY_OVERHEAD + len;
+	atomic_long_add(e->charge, &khttpd_cache_total);
 	*out = e;
 	err = 0;
 out_path:
@@ -206,16 +326,32 @@ static bool khttpd_still_fresh(struct khttpd_entry *e, const char *rel)
 		return true; /* another worker is checking right now */
 	if (khttpd_stat(rel, &path, &st) < 0)
 		return false;
-	same = khttpd_same_file(e, &st);
+	same = khttpd_obj_is(e->obj, &st);
 	path_put(&path);
 	return same;
+}
+
+/* A hit: to the LRU front, unless it went there a moment ago. */
+static void khttpd_touch(struct khttpd_entry *e)
+{
+	unsigned long used = READ_ONCE(e->used);
+	unsigned long now = jiffies;
+
+	if (time_before(now,
+			used + msecs_to_jiffies(HTTP_SERVER_LRU_TOUCH_MS)) ||
+	    cmpxchg(&e->used, used, now) != used)
+		return;
+	spin_lock(&khttpd_cache_lock);
+	if (e->in_table)
+		list_move(&e->lru, &khttpd_lru);
+	spin_unlock(&khttpd_cache_lock);
 }
 
 int khttpd_cache_get(const char *rel, size_t len, struct khttpd_entry **out)
 {
 	u32 hash = jhash(rel, len, 0);
 	struct khttpd_entry *e, *found = NULL;
-	size_t charge;
+	LIST_HEAD(gone);
 	int err;
 
 	rcu_read_lock();
@@ -231,14 +367,15 @@ int khttpd_cache_get(const char *rel, size_t len, struct khttpd_entry **out)
 
 	if (found) {
 		if (khttpd_still_fresh(found, rel)) {
-			WRITE_ONCE(found->used, jiffies);
+			khttpd_touch(found);
 			khttpd_count(cache_hits, 1);
 			*out = found;
 			return 0;
 		}
 		spin_lock(&khttpd_cache_lock);
-		khttpd_unpublish_locked(found);
+		khttpd_unpublish_locked(found, &gone);
 		spin_unlock(&khttpd_cache_lock);
+		khttpd_put_gone(&gone);
 		khttpd_cache_put(found);
 	}
 	khttpd_count(cache_misses, 1);
@@ -246,111 +383,183 @@ int khttpd_cache_get(const char *rel, size_t len, struct khttpd_entry **out)
 	err = khttpd_load(rel, len, hash, &e);
 	if (err < 0)
 		return err;
-	charge = e->charge;
-	if (charge > khttpd_cache_bytes) {
+	if (e->charge + READ_ONCE(e->obj->charge) > khttpd_cache_bytes) {
 		*out = e; /* too big to cache: used once, freed by the put */
 		return 0;
 	}
 
+	refcount_inc(&e->refs); /* the table's */
 	spin_lock(&khttpd_cache_lock);
 	/* A concurrent load of the same path may have won: replace it. */
 	hash_for_each_possible(khttpd_cache, found, node, hash) {
 		if (found->hash == hash && found->path_len == len &&
 		    !memcmp(found->path, rel, len)) {
-			khttpd_unpublish_locked(found);
+			khttpd_unpublish_locked(found, &gone);
 			break;
 		}
 	}
-	refcount_inc(&e->refs); /* the table's */
 	WRITE_ONCE(e->in_table, true);
 	hash_add_rcu(khttpd_cache, &e->node, hash);
-	khttpd_cache_total += charge;
-	khttpd_cache_entries++;
-	if (khttpd_cache_total > khttpd_cache_bytes)
-		khttpd_evict_locked();
+	list_add(&e->lru, &khttpd_lru);
+	if (atomic_long_read(&khttpd_cache_total) > (long)khttpd_cache_bytes)
+		khttpd_evict_locked(&gone);
 	spin_unlock(&khttpd_cache_lock);
+	khttpd_put_gone(&gone);
 	*out = e;
 	return 0;
 }
 
+/* Publish gz as o's copy and charge it. */
+static void khttpd_gz_publish(struct khttpd_obj *o, struct khttpd_gz *gz)
+{
+	size_t more = sizeof(*gz) + gz->len;
+
+	/* The charge is in place before the copy can be seen (and so before
+	 * anyone can drop o's last reference for it). */
+	WRITE_ONCE(o->charge, o->charge + more);
+	atomic_long_add(more, &khttpd_cache_total);
+	smp_store_release(&o->gz, gz);
+	khttpd_evict_if_over();
+}
+
+struct khttpd_gzip_job {
+	struct work_struct work;
+	struct khttpd_obj *obj;
+	char path[];
+};
+
+/* The whole file as the object knows it, into a fresh buffer, or NULL. */
+static char *khttpd_gzip_source(const char *rel, const struct khttpd_obj *o)
+{
+	struct file *f = khttpd_open_beneath(rel);
+	struct kstat st;
+	char *buf = NULL;
+
+	if (IS_ERR(f))
+		return NULL;
+	if (!vfs_getattr(&f->f_path, &st, STATX_BASIC_STATS,
+			 AT_STATX_SYNC_AS_STAT) &&
+	    khttpd_obj_is(o, &st)) {
+		buf = kvmalloc(o->size, GFP_KERNEL);
+		if (buf && khttpd_read_whole(f, buf, o->size) < 0) {
+			kvfree(buf);
+			buf = NULL;
+		}
+	}
+	fput(f);
+	return buf;
+}
+
+static void khttpd_gzip_work(struct work_struct *work)
+{
+	struct khttpd_gzip_job *job =
+		container_of(work, struct khttpd_gzip_job, work);
+	struct khttpd_obj *o = job->obj;
+	struct khttpd_gz *gz = NULL;
+	char *tmp = NULL;
+
+	if (!READ_ONCE(khttpd_gzip_stop)) {
+		const char *src = o->body;
+
+		if (!src)
+			src = tmp = khttpd_gzip_source(job->path, o);
+		/* A file that changed or cannot be read: identity for this
+		 * version (an empty copy marked worthless), no build again. */
+		gz = src ? khttpd_gzip(src, o->size, &khttpd_gzip_stop) :
+			   kvzalloc(sizeof(*gz), GFP_KERNEL);
+		if (gz && !src)
+			gz->worthless = true;
+		kvfree(tmp);
+	}
+	if (gz)
+		khttpd_gz_publish(o, gz);
+	else
+		clear_bit(KHTTPD_OBJ_BUILDING, &o->flags); /* a later try */
+	khttpd_obj_put(o);
+	kfree(job);
+	atomic_dec(&khttpd_gzip_jobs);
+}
+
+/* Queue o's build; false if the queue is full or memory is short. */
+static bool khttpd_gzip_queue(struct khttpd_entry *e)
+{
+	struct khttpd_gzip_job *job;
+
+	if (atomic_inc_return(&khttpd_gzip_jobs) > HTTP_SERVER_GZIP_QUEUE)
+		goto out_full;
+	job = kmalloc(sizeof(*job) + e->path_len + 1, GFP_KERNEL);
+	if (!job)
+		goto out_full;
+	INIT_WORK(&job->work, khttpd_gzip_work);
+	refcount_inc(&e->obj->refs); /* the build's */
+	job->obj = e->obj;
+	memcpy(job->path, e->path, e->path_len + 1);
+	queue_work(khttpd_gzip_wq, &job->work);
+	return true;
+out_full:
+	atomic_dec(&khttpd_gzip_jobs);
+	return false;
+}
+
 const struct khttpd_gz *khttpd_cache_gzip(struct khttpd_entry *e)
 {
-	struct khttpd_gz *gz = READ_ONCE(e->gz);
-	struct khttpd_gz *old;
-	char *tmp = NULL;
-	const char *src;
+	struct khttpd_obj *o = e->obj;
+	struct khttpd_gz *gz = smp_load_acquire(&o->gz);
 
 	if (gz)
 		return gz;
 	/* An entry the cache could not keep would be compressed again by every
-     * request: send identity instead (never recompress per request). */
+	 * request: send identity instead (never recompress per request). */
 	if (!READ_ONCE(e->in_table))
 		return NULL;
-	mutex_lock(&khttpd_gzip_lock);
-	gz = READ_ONCE(e->gz);
-	if (gz) {
-		mutex_unlock(&khttpd_gzip_lock);
-		return gz; /* made while we waited */
-	}
-	src = e->body;
-	if (!src) {
-		struct file *f = khttpd_open_beneath(e->path);
-
-		if (IS_ERR(f)) {
-			mutex_unlock(&khttpd_gzip_lock);
-			return NULL;
+	if (test_and_set_bit(KHTTPD_OBJ_BUILDING, &o->flags))
+		return NULL; /* being built: identity until it is there */
+	if (o->body && o->size <= HTTP_SERVER_GZIP_INLINE_MAX) {
+		gz = khttpd_gzip(o->body, o->size, NULL);
+		if (gz) {
+			khttpd_gz_publish(o, gz);
+			return gz;
 		}
-		tmp = kvmalloc(e->meta.size, GFP_KERNEL);
-		if (!tmp || khttpd_read_whole(f, tmp, e->meta.size) < 0) {
-			kvfree(tmp);
-			fput(f);
-			mutex_unlock(&khttpd_gzip_lock);
-			return NULL;
-		}
-		fput(f);
-		src = tmp;
-	}
-	gz = khttpd_gzip(src, e->meta.size);
-	kvfree(tmp);
-	if (!gz) {
-		mutex_unlock(&khttpd_gzip_lock);
+	} else if (khttpd_gzip_queue(e)) {
 		return NULL;
 	}
-	old = cmpxchg(&e->gz, NULL, gz);
-	mutex_unlock(&khttpd_gzip_lock);
-	if (old) {
-		kvfree(gz); /* someone else compressed it first */
-		return old;
-	}
-	spin_lock(&khttpd_cache_lock);
-	if (e->in_table) {
-		size_t more = sizeof(*gz) + gz->len;
-
-		e->charge += more;
-		khttpd_cache_total += more;
-		if (khttpd_cache_total > khttpd_cache_bytes)
-			khttpd_evict_locked();
-	}
-	spin_unlock(&khttpd_cache_lock);
-	return gz;
+	clear_bit(KHTTPD_OBJ_BUILDING, &o->flags); /* a later request tries */
+	return NULL;
 }
 
 void khttpd_cache_usage(size_t *bytes, size_t *entries)
 {
-	*bytes = READ_ONCE(khttpd_cache_total);
-	*entries = READ_ONCE(khttpd_cache_entries);
+	long b = atomic_long_read(&khttpd_cache_total);
+
+	*bytes = b > 0 ? b : 0;
+	*entries = atomic_read(&khttpd_cache_objs);
+}
+
+int khttpd_cache_init(void)
+{
+	int builders = clamp_t(int, num_online_cpus() / 2, 1,
+			       HTTP_SERVER_GZIP_BUILDERS);
+
+	khttpd_gzip_wq = alloc_workqueue("khttpd_gzip", WQ_UNBOUND, builders);
+	return khttpd_gzip_wq ? 0 : -ENOMEM;
 }
 
 void khttpd_cache_exit(void)
 {
 	struct khttpd_entry *e;
 	struct hlist_node *tmp;
+	LIST_HEAD(gone);
 	int bkt;
+
+	/* Queued builds give up at once, running ones at their next slice. */
+	WRITE_ONCE(khttpd_gzip_stop, true);
+	destroy_workqueue(khttpd_gzip_wq);
 
 	spin_lock(&khttpd_cache_lock);
 	hash_for_each_safe(khttpd_cache, bkt, tmp, e, node)
-		khttpd_unpublish_locked(e);
+		khttpd_unpublish_locked(e, &gone);
 	spin_unlock(&khttpd_cache_lock);
+	khttpd_put_gone(&gone);
 	/* Every call_rcu above (and earlier ones) has run before we return. */
 	rcu_barrier();
 }

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: MIT OR GPL-2.0
 /*
- * gzip.c — one-shot gzip of a whole file with the kernel's zlib, done once
- * per file version and kept in the cache (never per request).
+ * gzip.c — gzip of a whole file with the kernel's zlib, done once per file
+ * version and kept in the cache (never per request). The input goes to
+ * zlib_deflate in slices of HTTP_SERVER_GZIP_SLICE with cond_resched
+ * between them, so a 4 MiB build never holds a CPU for long.
  *
  * The kernel's zlib_deflateInit2 knows raw deflate (negative windowBits)
  * and the zlib wrapper, not the gzip one (windowBits 16 + 15), so the
@@ -12,7 +14,9 @@
 
 #include "ktcp_compat_unaligned.h"
 #include <linux/crc32.h>
+#include <linux/minmax.h>
 #include <linux/mm.h>
+#include <linux/sched.h>
 #include <linux/slab.h>
 #include <linux/string.h>
 #include <linux/zlib.h>
@@ -40,7 +44,35 @@ static struct khttpd_gz *khttpd_gz_worthless(void)
 	return gz;
 }
 
-struct khttpd_gz *khttpd_gzip(const char *in, size_t len)
+/* Deflate in[0..len) into zs's output, slice by slice: Z_STREAM_END, or
+ * Z_BUF_ERROR when the output ran out (not smaller), or another error. */
+static int khttpd_deflate_sliced(struct z_stream_s *zs, const char *in,
+				 size_t len, const bool *stop)
+{
+	size_t off = 0;
+
+	for (;;) {
+		size_t n = min_t(size_t, len - off, HTTP_SERVER_GZIP_SLICE);
+		bool last = off + n == len;
+		int ret;
+
+		zs->next_in = (const u8 *)in + off;
+		zs->avail_in = n;
+		ret = zlib_deflate(zs, last ? Z_FINISH : Z_NO_FLUSH);
+		if (last)
+			return ret == Z_STREAM_END ? ret : Z_BUF_ERROR;
+		if (ret != Z_OK)
+			return ret;
+		if (zs->avail_in)
+			return Z_BUF_ERROR; /* the output is full */
+		off += n;
+		cond_resched();
+		if (stop && READ_ONCE(*stop))
+			return Z_STREAM_ERROR;
+	}
+}
+
+struct khttpd_gz *khttpd_gzip(const char *in, size_t len, const bool *stop)
 {
 	struct z_stream_s zs = {};
 	struct khttpd_gz *gz, *out = NULL;
@@ -69,16 +101,14 @@ struct khttpd_gz *khttpd_gzip(const char *in, size_t len)
 			      Z_DEFAULT_STRATEGY) != Z_OK)
 		goto out_gz;
 	memcpy(gz->data, khttpd_gzip_header, GZIP_HEADER_LEN);
-	zs.next_in = (const u8 *)in;
-	zs.avail_in = len;
 	zs.next_out = (u8 *)gz->data + GZIP_HEADER_LEN;
 	zs.avail_out = cap - GZIP_HEADER_LEN - GZIP_TRAILER_LEN;
-	ret = zlib_deflate(&zs, Z_FINISH);
+	ret = khttpd_deflate_sliced(&zs, in, len, stop);
 	total = GZIP_HEADER_LEN + zs.total_out + GZIP_TRAILER_LEN;
 	zlib_deflateEnd(&zs);
 	if (ret != Z_STREAM_END) {
 		/* Out of room means "not smaller": remember that, keep nothing. */
-		if (ret == Z_OK || ret == Z_BUF_ERROR)
+		if (ret == Z_BUF_ERROR)
 			out = khttpd_gz_worthless();
 		goto out_gz;
 	}

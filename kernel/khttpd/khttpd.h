@@ -38,7 +38,7 @@ extern struct path khttpd_root; /* the served directory, referenced */
  * (and core/, kernel/common):
  *   stats.c    per-CPU counters
  *   root.c     lookups and opens beneath the served root
- *   gzip.c     one-shot gzip of a whole file
+ *   gzip.c     gzip of a whole file, in slices
  *   cache.c    metadata (core's struct http_resource), small bodies, gzip
  *   listing.c  a directory rendered piece by piece into the output
  *   respond.c  core's planner run for one request, its plan attached to
@@ -82,35 +82,64 @@ struct khttpd_gz {
 };
 
 /*
- * One path's metadata (what core's planner reads), and its body and gzip
- * copy when small enough. Immutable once published, except gz (set once)
- * and the stamps. Users hold a reference (khttpd_cache_get/put), never a
- * bare RCU pointer.
+ * One version of one file (device, inode, size, mtime): its body when small
+ * enough and its gzip copy once built. Every path naming the file shares
+ * it, so aliases store the body once. Found in the object table by
+ * (device, inode) and version; freed when no path entry, reader or gzip
+ * build holds it, and counted against cache_bytes until then.
+ */
+struct khttpd_obj {
+	struct hlist_node node; /* in the object table, under its lock */
+	struct rcu_head rcu;
+	refcount_t refs;
+	bool hashed; /* under the object table's lock */
+	u32 hash;
+	dev_t dev;
+	u64 ino;
+	u64 size;
+	s64 mtime;
+	long mtime_nsec;
+	bool is_dir;
+	size_t charge; /* bytes counted against cache_bytes */
+	char *body; /* whole file, or NULL */
+	struct khttpd_gz *gz; /* set once (smp_store_release) by the build */
+	unsigned long flags; /* KHTTPD_OBJ_BUILDING */
+};
+
+/*
+ * One path's entry in the path table: what the planner reads (core's struct
+ * http_resource; its MIME type comes from the path) and the file's object.
+ * Immutable once published, except the stamps and the LRU link. Users hold
+ * a reference (khttpd_cache_get/put), never a bare RCU pointer.
  */
 struct khttpd_entry {
-	struct hlist_node node; /* in the hash table, under khttpd_cache_lock */
+	struct hlist_node node; /* in the path table, under khttpd_cache_lock */
+	struct list_head lru; /* most recently used first; same lock */
 	struct rcu_head rcu;
 	refcount_t refs;
 	bool in_table; /* under khttpd_cache_lock */
 	u32 hash;
 	struct http_resource meta;
-	long mtime_nsec;
-	u64 ino;
-	dev_t dev;
+	struct khttpd_obj *obj;
+	char *body; /* obj->body */
 	unsigned long checked; /* jiffies of the last revalidation */
-	unsigned long used; /* jiffies of the last hit, for eviction */
+	unsigned long used; /* jiffies of the last move to the LRU front */
 	size_t charge; /* bytes counted against cache_bytes */
-	char *body; /* whole file, or NULL */
-	struct khttpd_gz *gz; /* made on the first gzip request */
 	size_t path_len;
 	char path[];
 };
 
+int khttpd_cache_init(void);
 int khttpd_cache_get(const char *rel, size_t len, struct khttpd_entry **out);
 void khttpd_cache_put(struct khttpd_entry *e);
+/* The gzip copy of e if it is built, else NULL (send identity): a small
+ * cached body is compressed on the spot, a bigger one is queued for the
+ * gzip workqueue once per file version. Never for an entry the cache could
+ * not keep, so a copy is never made per request. */
 const struct khttpd_gz *khttpd_cache_gzip(struct khttpd_entry *e);
 void khttpd_cache_exit(void);
-/* What the cache holds now: bytes charged and entries. */
+/* What the cache holds now: bytes charged and files (objects); what a
+ * reader still holds stays counted until it lets go. */
 void khttpd_cache_usage(size_t *bytes, size_t *entries);
 
 /* ---- the served root (root.c) ---- */
@@ -122,7 +151,10 @@ struct kstat;
 int khttpd_stat_in(const struct path *dir, const char *name, struct kstat *st);
 
 /* ---- gzip (gzip.c) ---- */
-struct khttpd_gz *khttpd_gzip(const char *in, size_t len);
+/* gzip in[0..len) into a fresh khttpd_gz, in slices of
+ * HTTP_SERVER_GZIP_SLICE with cond_resched between them; NULL on failure
+ * or when *stop turns true. */
+struct khttpd_gz *khttpd_gzip(const char *in, size_t len, const bool *stop);
 
 /* ---- connections (conn.c) ---- */
 enum khttpd_conn_state {

@@ -204,9 +204,13 @@ static int __init khttpd_init(void)
 	if (err < 0)
 		goto out_root;
 
-	err = khttpd_conns_init(m);
+	err = khttpd_cache_init();
 	if (err < 0)
 		goto out_stats;
+
+	err = khttpd_conns_init(m);
+	if (err < 0)
+		goto out_cache;
 
 	err = ktcp_listen(port, backlog, &khttpd_listen_sock);
 	if (err < 0)
@@ -227,6 +231,8 @@ out_sock:
 	sock_release(khttpd_listen_sock);
 out_conns:
 	khttpd_conns_exit();
+out_cache:
+	khttpd_cache_exit();
 out_stats:
 	khttpd_stats_exit();
 out_root:

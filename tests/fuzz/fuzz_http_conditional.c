@@ -120,7 +120,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     const char *ims = fuzz_field(&in, &ims_len);
     const char *ir = fuzz_field(&in, &ir_len);
     char etag[HTTP_ETAG_MAX + 1];
-    size_t etag_len = http_etag_format(fsize, mtime, etag);
+    size_t etag_len = http_etag_format(fsize, mtime, (uint32_t) (fsize >> 7),
+                                       fsize >> 3, etag);
     int st;
     bool holds;
 

@@ -58,7 +58,8 @@ static int lookup(const uint8_t *ctl,
     if (ctl[6] & 1)
         size %= 200; /* small files are the interesting ones */
     mtime = (int64_t) ((uint64_t) ctl[7] << 24 | (uint64_t) ctl[8] << 8);
-    http_resource_init(res, path, len, k % 4 == 2, size, mtime);
+    http_resource_init(res, path, len, k % 4 == 2, size, mtime,
+                       (uint32_t) ctl[10] * 1000u, ctl[11]);
     res->body_cached = !res->is_dir && (ctl[6] & 2) && size > 0;
     return 0;
 }

@@ -15,6 +15,8 @@ Options use khttpd's module parameter names (cache_size is its cache_bytes):
   error_pages      "404=/404.html,403=/403.html": custom error pages
   mime_types       a mime.types file read before the built-in table
                    (user engines only: khttpd keeps the built-in table)
+  status_path      where ktcp-httpd serves its counters (khttpd has
+                   /proc/net/khttpd): counters() reads them
 
 An engine that cannot honour an option skips the test that asked for it.
 """
@@ -26,6 +28,7 @@ import time
 
 import pytest
 
+from rawhttp import get as http_get
 from testlib import BUILD, ROOT, free_port, run, wait_port, module_path
 
 # KTCP_HTTPD_BIN runs the suite against another build (sanitizers, ...).
@@ -45,7 +48,7 @@ class UserHttpd:
     def start(self, root, idle_timeout_ms=30000, max_conns=0, gzip=True,
               access_log=None, threads=2, cache_size=None, nofile=None,
               expires_s=None, gzip_static=None, error_pages=None,
-              mime_types=None):
+              mime_types=None, status_path=None):
         if not os.path.exists(HTTPD_BIN):
             pytest.fail(f"{HTTPD_BIN} is not built (run make)")
         self.port = free_port()
@@ -67,6 +70,9 @@ class UserHttpd:
             cmd += ["--error-page", page]
         if mime_types is not None:
             cmd += ["--mime-types", mime_types]
+        self.status_path = status_path
+        if status_path:
+            cmd += ["--status-path", status_path]
         self.stderr_path = os.path.join(self.logdir, f"httpd-{self.model}-{self.port}.err")
         self.stderr = open(self.stderr_path, "w")
         limit = (lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, nofile))) if nofile else None
@@ -77,6 +83,13 @@ class UserHttpd:
 
     def signal(self, sig):
         self.proc.send_signal(sig)
+
+    def counters(self):
+        """The plain counters (started with status_path)."""
+        r = http_get(self.port, self.status_path, [("Connection", "close")])
+        assert r.status == 200, r
+        return {k: int(v) for k, v in
+                (line.split(" ") for line in r.body.decode().splitlines())}
 
     def wait_exit(self, timeout=15):
         """Wait for the process to exit; returns its exit status."""
@@ -116,7 +129,8 @@ class KernelHttpd:
         self.loaded = False
         self.port = None
 
-    def start(self, root, access_log=None, threads=None, nofile=None, **options):
+    def start(self, root, access_log=None, threads=None, nofile=None,
+              status_path=None, **options):
         if nofile:
             pytest.skip("a module has no descriptor limit")
         if not os.path.exists(KHTTPD_KO):
@@ -138,6 +152,10 @@ class KernelHttpd:
 
     def signal(self, sig):
         pytest.skip("signals do not apply to a kernel module")
+
+    def counters(self):
+        with open("/proc/net/khttpd") as f:
+            return {k: int(v) for k, v in (line.split() for line in f)}
 
     def stop(self):
         if self.loaded:

@@ -8,18 +8,36 @@ static void test_etag(void)
 {
     char e[HTTP_ETAG_MAX + 1];
 
-    CHECK_MEM(e, http_etag_format(1234, 1700000000, e), "\"6553f100-4d2\"");
+    CHECK_MEM(e, http_etag_format(1234, 1700000000, 0, 0, e),
+              "\"6553f100-4d2\"");
     CHECK_STR(e, "\"6553f100-4d2\"");
-    CHECK_MEM(e, http_etag_format(0, 0, e), "\"0-0\"");
-    CHECK(http_etag_format(HTTP_U64_MAX, -1, e) <= HTTP_ETAG_MAX);
-    CHECK_STR(e, "\"ffffffffffffffff-ffffffffffffffff\"");
-    /* size and mtime both matter */
+    CHECK_MEM(e, http_etag_format(0, 0, 0, 0, e), "\"0-0\"");
+    CHECK_MEM(e, http_etag_format(1234, 1700000000, 999999999, 0x2a, e),
+              "\"6553f100.3b9ac9ff-4d2-2a\"");
+    CHECK(http_etag_format(HTTP_U64_MAX, -1, 0xffffffff, HTTP_U64_MAX, e) <=
+          HTTP_ETAG_MAX);
+    CHECK_STR(e,
+              "\"ffffffffffffffff.ffffffff-ffffffffffffffff-"
+              "ffffffffffffffff\"");
+    /* size, mtime, its nanoseconds and the inode all matter */
     {
         char a[HTTP_ETAG_MAX + 1], b[HTTP_ETAG_MAX + 1];
-        http_etag_format(10, 5, a);
-        http_etag_format(11, 5, b);
+        http_etag_format(10, 5, 0, 0, a);
+        http_etag_format(11, 5, 0, 0, b);
         CHECK(strcmp(a, b) != 0);
-        http_etag_format(10, 6, b);
+        http_etag_format(10, 6, 0, 0, b);
+        CHECK(strcmp(a, b) != 0);
+        http_etag_format(10, 5, 1, 0, b);
+        CHECK(strcmp(a, b) != 0);
+        http_etag_format(10, 5, 0, 1, b);
+        CHECK(strcmp(a, b) != 0);
+        /* the same second, a same-size rewrite: a new tag */
+        http_etag_format(10, 5, 100, 7, a);
+        http_etag_format(10, 5, 200, 7, b);
+        CHECK(strcmp(a, b) != 0);
+        /* the parts cannot run into each other */
+        http_etag_format(0x1, 5, 0, 0x23, a);
+        http_etag_format(0x12, 5, 0, 0x3, b);
         CHECK(strcmp(a, b) != 0);
     }
 }

@@ -74,14 +74,14 @@ static int lookup(struct run *r, const char *path, struct http_resource *res)
         if (f->err)
             return f->err;
         http_resource_init(res, path, strlen(path), f->is_dir, f->size,
-                           MTIME + f->mtime_delta);
+                           MTIME + f->mtime_delta, 0, 0);
         res->body_cached = f->cached;
         (void) r;
         return 0;
     }
     /* directories with long names */
     if (strncmp(path, "long", 4) == 0) {
-        http_resource_init(res, path, strlen(path), true, 0, MTIME);
+        http_resource_init(res, path, strlen(path), true, 0, MTIME, 0, 0);
         return 0;
     }
     return -ENOENT;
@@ -333,7 +333,7 @@ static void test_gzip(void)
         CHECK_INT(
             start(&e, GET("/a.txt", "Accept-Encoding: gzip\r\n"), false, false),
             HTTP_PLAN_LOOKUP);
-        http_resource_init(&res, "a.txt", 5, false, 10, MTIME);
+        http_resource_init(&res, "a.txt", 5, false, 10, MTIME, 0, 0);
         CHECK_INT(http_plan_resource(&e.plan, 0, &res), HTTP_PLAN_RESPOND);
         CHECK(!e.plan.head.vary_accept_encoding);
         /* a gzip report out of turn changes nothing */
@@ -611,16 +611,19 @@ static void test_helpers(void)
     CHECK(!http_if_range_holds("garbage", 7, "\"a\"", 3, 0));
     CHECK(!http_if_range_holds("", 0, "\"a\"", 3, 0));
 
-    http_resource_init(&res, "x.css", 5, false, 100, 5);
+    http_resource_init(&res, "x.css", 5, false, 100, 5, 0, 0);
     CHECK(res.mime->compressible);
     CHECK_STR(res.etag, "\"5-64\"");
+    /* nanoseconds and inode reach the tag */
+    http_resource_init(&res, "x.css", 5, false, 100, 5, 0x10, 0x77);
+    CHECK_STR(res.etag, "\"5.10-64-77\"");
     CHECK(http_resource_keep_body(&res, 400));
     CHECK(!http_resource_keep_body(&res, 399)); /* over a quarter */
     res.size = HTTP_SERVER_SMALL_FILE_MAX + 1;
     CHECK(!http_resource_keep_body(&res, 1ULL << 40));
     res.size = 0;
     CHECK(!http_resource_keep_body(&res, 1ULL << 40));
-    http_resource_init(&res, "d", 1, true, 4096, 5);
+    http_resource_init(&res, "d", 1, true, 4096, 5, 0, 0);
     CHECK(!http_resource_keep_body(&res, 1ULL << 40));
 }
 
@@ -758,9 +761,9 @@ static void test_gzip_static_long_path(void)
     memset(&w, 0x5a, sizeof(w));
     CHECK_INT(http_plan_start(&p, &in, &w), HTTP_PLAN_LOOKUP);
     CHECK_INT(p.path_len, HTTP_SERVER_PATH_MAX - 2);
-    http_resource_init(&res, p.path, p.path_len, true, 0, MTIME);
+    http_resource_init(&res, p.path, p.path_len, true, 0, MTIME, 0, 0);
     CHECK_INT(http_plan_resource(&p, 0, &res), HTTP_PLAN_LOOKUP);
-    http_resource_init(&res, p.path, p.path_len, false, 10, MTIME);
+    http_resource_init(&res, p.path, p.path_len, false, 10, MTIME, 0, 0);
     CHECK_INT(http_plan_resource(&p, 0, &res), HTTP_PLAN_LOOKUP);
     CHECK_INT(p.path_len, HTTP_SERVER_PATH_MAX - 2 + 14);
     CHECK(p.path + p.path_len < w.path + sizeof(w.path));
@@ -849,7 +852,7 @@ static void test_error_pages(void)
                   HTTP_PLAN_LOOKUP);
         CHECK_STR(p.path, "err/big.html");
         struct http_resource res;
-        http_resource_init(&res, p.path, p.path_len, false, 50, MTIME);
+        http_resource_init(&res, p.path, p.path_len, false, 50, MTIME, 0, 0);
         CHECK_INT(http_plan_resource(&p, 0, &res), HTTP_PLAN_RESPOND);
         CHECK_INT(p.status, 400);
         CHECK_INT(p.body, HTTP_PLAN_BODY_FILE);

@@ -1,20 +1,32 @@
-/* httpd-cache.c — the content cache: one entry per path (metadata, body of
- * small files, gzip copy), in a lock-free RCU hash table (liburcu's
- * rculfhash, urcu-memb flavour).
+/* httpd-cache.c — the content cache: a path index (one entry per path:
+ * core's struct http_resource) over file objects keyed by (device, inode)
+ * and version (the body of small files, the gzip copy), both lock-free
+ * RCU hash tables (liburcu's rculfhash, urcu-memb flavour). Aliases of a
+ * file (a symlinked directory) have their own path entries and share one
+ * object, so the body and its gzip copy are stored once.
  *
- * Lifetime: the table holds one reference on each entry it contains; a
- * reader takes its own reference under rcu_read_lock (increment-if-not-
- * zero) and drops it when done, so nothing is used after rcu_read_unlock
- * without a reference. Whoever removes an entry from the table (a stale
- * revalidation or the evictor; cds_lfht_del picks one winner) drops the
- * table's reference; the last reference frees the entry after a grace
- * period (call_rcu), as a concurrent lookup may still be reading it.
+ * Lifetime: the path index holds one reference on each entry in it; an
+ * entry holds one on its object; a gzip build holds one on the object it
+ * compresses. A reader takes its own reference under rcu_read_lock
+ * (increment-if-not-zero) and drops it when done, so nothing is used
+ * after rcu_read_unlock without a reference. The last reference takes an
+ * object out of its index, uncharges it and frees it after a grace period
+ * (call_rcu), as a concurrent lookup may still be reading it; an entry the
+ * same way. So what slow readers still hold stays counted.
+ *
+ * Writers of the path index and of the LRU list hold cache_lock: an
+ * insertion puts the entry at the front of the list, a hit moves it there
+ * (at most once per HTTP_SERVER_LRU_TOUCH_MS), eviction takes entries off
+ * the tail: O(1) per entry.
  *
  * Freshness: an entry is re-checked with fstat at most every
- * HTTPD_REVALIDATE_MS; a changed size, mtime or inode replaces it.
- * Size: bodies and gzip copies are charged against --cache-size; when the
- * total goes over, the least recently used entries are evicted.
- */
+ * HTTPD_REVALIDATE_MS; a changed size, mtime (nanoseconds), inode or
+ * device replaces it.
+ *
+ * gzip: a copy is built by the gzip threads (httpd-gzip.c), once per
+ * object (its building flag), and published with an atomic store; until
+ * then requests get identity. Only a small body already in memory is
+ * compressed on the spot. */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -26,22 +38,35 @@
 #include "httpd.h"
 
 #define ENTRY_OVERHEAD 256 /* charged per entry besides path and body */
-#define EVICT_BATCH 64
 
-/* the lock-free hash table every worker reads under RCU */
-static struct cds_lfht *table_rcu;
+/* the lock-free tables every worker reads under RCU */
+static struct cds_lfht *table_rcu; /* path -> entry */
+static struct cds_lfht *objs_rcu;  /* (dev, ino, version) -> object */
 static _Atomic size_t cache_bytes_shared;
-static _Atomic size_t cache_entries_shared; /* entries in the table */
-static pthread_mutex_t evict_lock = PTHREAD_MUTEX_INITIALIZER;
+static _Atomic size_t cache_objs_shared; /* live objects */
+/* Writers of table_rcu, of in_table and of the LRU list. */
+static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
+static CDS_LIST_HEAD(lru);
 
-static unsigned long path_hash(const char *s, size_t len)
+static unsigned long hash_bytes(uint64_t h, const void *p, size_t len)
 {
-    uint64_t h = 1469598103934665603ULL; /* FNV-1a */
-    for (size_t i = 0; i < len; i++) {
-        h ^= (unsigned char) s[i];
+    const unsigned char *s = p;
+    for (size_t i = 0; i < len; i++) { /* FNV-1a */
+        h ^= s[i];
         h *= 1099511628211ULL;
     }
     return (unsigned long) h;
+}
+
+static unsigned long path_hash(const char *s, size_t len)
+{
+    return hash_bytes(1469598103934665603ULL, s, len);
+}
+
+static unsigned long obj_hash(uint64_t dev, uint64_t ino)
+{
+    uint64_t k[2] = {dev, ino};
+    return hash_bytes(1469598103934665603ULL, k, sizeof(k));
 }
 
 struct key {
@@ -57,100 +82,139 @@ static int match(struct cds_lfht_node *node, const void *k)
     return f->path_len == key->len && !memcmp(f->path, key->path, key->len);
 }
 
+/* An object's identity: the file and its version. */
+static bool obj_is(const struct httpd_obj *o, const struct stat *st)
+{
+    return o->dev == (uint64_t) st->st_dev && o->ino == (uint64_t) st->st_ino &&
+           o->size == (uint64_t) st->st_size &&
+           o->mtime == st->st_mtim.tv_sec &&
+           o->mtime_nsec == st->st_mtim.tv_nsec &&
+           o->is_dir == !!S_ISDIR(st->st_mode);
+}
+
+static int obj_match(struct cds_lfht_node *node, const void *k)
+{
+    return obj_is(caa_container_of(node, struct httpd_obj, node), k);
+}
+
 int httpd_cache_init(void)
 {
     table_rcu = cds_lfht_new_flavor(1024, 1024, 0,
                                     CDS_LFHT_AUTO_RESIZE | CDS_LFHT_ACCOUNTING,
                                     &urcu_memb_flavor, NULL);
-    return table_rcu ? 0 : -ENOMEM;
+    objs_rcu = cds_lfht_new_flavor(1024, 1024, 0,
+                                   CDS_LFHT_AUTO_RESIZE | CDS_LFHT_ACCOUNTING,
+                                   &urcu_memb_flavor, NULL);
+    if (!table_rcu || !objs_rcu)
+        return -ENOMEM;
+    return httpd_gzip_start();
 }
 
-static void file_free_rcu(struct rcu_head *head)
+static bool get_unless_zero(_Atomic int *refs)
 {
-    struct httpd_file *f = caa_container_of(head, struct httpd_file, rcu);
-    free(atomic_load(&f->gz));
-    free(f->body);
-    free(f);
-}
-
-void httpd_cache_put(struct httpd_file *f)
-{
-    if (atomic_fetch_sub_explicit(&f->refs, 1, memory_order_acq_rel) == 1)
-        urcu_memb_call_rcu(&f->rcu, file_free_rcu);
-}
-
-static bool get_unless_zero(struct httpd_file *f)
-{
-    int r = atomic_load(&f->refs);
+    int r = atomic_load(refs);
     while (r > 0)
-        if (atomic_compare_exchange_weak(&f->refs, &r, r + 1))
+        if (atomic_compare_exchange_weak(refs, &r, r + 1))
             return true;
     return false;
 }
 
-/* Take f out of the table, if it is still there; caller holds the RCU
- * read lock. The winner drops the table's reference. */
-static bool unpublish(struct httpd_file *f)
+static void obj_free_rcu(struct rcu_head *head)
 {
-    if (cds_lfht_del(table_rcu, &f->node) == 0) {
-        atomic_store(&f->in_table, false);
-        atomic_fetch_sub(&cache_bytes_shared, atomic_load(&f->charge));
-        atomic_fetch_sub(&cache_entries_shared, 1);
-        httpd_cache_put(f);
-        return true;
-    }
-    return false;
+    struct httpd_obj *o = caa_container_of(head, struct httpd_obj, rcu);
+    free(atomic_load(&o->gz));
+    free(o->body);
+    free(o);
 }
 
-/* Evict least recently used entries until the total is below 90% of the
- * limit. One evictor at a time; others just go on. */
-static void evict(void)
+static void obj_put(struct httpd_obj *o)
 {
-    if (pthread_mutex_trylock(&evict_lock) != 0)
+    if (atomic_fetch_sub_explicit(&o->refs, 1, memory_order_acq_rel) != 1)
         return;
-    size_t target = httpd_cfg.cache_size / 10 * 9;
-    for (int pass = 0; pass < 16 && atomic_load(&cache_bytes_shared) > target;
-         pass++) {
-        struct httpd_file *cand[EVICT_BATCH];
-        int n = 0;
-        struct cds_lfht_iter it;
-        struct httpd_file *f;
-        urcu_memb_read_lock();
-        cds_lfht_for_each_entry(table_rcu, &it, f, node)
-        {
-            uint64_t u = atomic_load(&f->used_ms);
-            int i;
-            if (n < EVICT_BATCH) {
-                i = n++;
-            } else {
-                if (atomic_load(&cand[n - 1]->used_ms) <= u)
-                    continue;
-                i = n - 1; /* drop the youngest candidate */
-            }
-            /* keep candidates sorted, oldest first */
-            while (i > 0 && atomic_load(&cand[i - 1]->used_ms) > u) {
-                cand[i] = cand[i - 1];
-                i--;
-            }
-            cand[i] = f;
-        }
-        for (int i = 0; i < n && atomic_load(&cache_bytes_shared) > target; i++)
-            if (unpublish(cand[i]))
-                rt_count(HTTPD_C_CACHE_EVICTIONS, 1);
-        urcu_memb_read_unlock();
-        if (!n)
-            break;
-    }
-    pthread_mutex_unlock(&evict_lock);
+    urcu_memb_read_lock();
+    cds_lfht_del(objs_rcu, &o->node); /* -ENOENT if replaced: fine */
+    urcu_memb_read_unlock();
+    atomic_fetch_sub(&cache_bytes_shared, atomic_load(&o->charge));
+    atomic_fetch_sub(&cache_objs_shared, 1);
+    urcu_memb_call_rcu(&o->rcu, obj_free_rcu);
 }
 
-static void charge(struct httpd_file *f, size_t bytes)
+static void file_free_rcu(struct rcu_head *head)
 {
-    atomic_fetch_add(&f->charge, bytes);
-    if (atomic_load(&f->in_table) &&
-        atomic_fetch_add(&cache_bytes_shared, bytes) + bytes >
-            httpd_cfg.cache_size)
-        evict();
+    free(caa_container_of(head, struct httpd_file, rcu));
+}
+
+void httpd_cache_put(struct httpd_file *f)
+{
+    if (atomic_fetch_sub_explicit(&f->refs, 1, memory_order_acq_rel) != 1)
+        return;
+    /* No one can take a reference any more: the object and the charge go
+     * now, the memory after the lookups that may still read it. */
+    atomic_fetch_sub(&cache_bytes_shared, f->charge);
+    obj_put(f->obj);
+    urcu_memb_call_rcu(&f->rcu, file_free_rcu);
+}
+
+/* Under cache_lock: take f out of the index and the LRU list, if it is
+ * still there; the caller drops the index's reference afterwards. */
+static bool unpublish_locked(struct httpd_file *f)
+{
+    if (!atomic_load(&f->in_table))
+        return false;
+    urcu_memb_read_lock();
+    cds_lfht_del(table_rcu, &f->node);
+    urcu_memb_read_unlock();
+    cds_list_del(&f->lru);
+    atomic_store(&f->in_table, false);
+    return true;
+}
+
+/* Under cache_lock: evict from the LRU tail until the total is at most 90%
+ * of the limit; the evicted entries are chained on *gone for their puts.
+ * Bytes a reader still holds stay counted, so eviction goes on to the next
+ * entry; each entry leaves once, so the walk is bounded by the list. */
+static void evict_locked(struct httpd_file **gone)
+{
+    size_t target = httpd_cfg.cache_size / 10 * 9;
+    struct cds_list_head *pos, *p;
+    size_t pending = 0; /* charged bytes of entries chained on *gone */
+
+    cds_list_for_each_prev_safe(pos, p, &lru)
+    {
+        if (atomic_load(&cache_bytes_shared) <= target + pending)
+            break;
+        struct httpd_file *f = caa_container_of(pos, struct httpd_file, lru);
+        unpublish_locked(f);
+        rt_count(HTTPD_C_CACHE_EVICTIONS, 1);
+        /* the entry's own charge and, if no one else holds it, its
+         * object's leave with the put */
+        pending += f->charge;
+        if (atomic_load(&f->obj->refs) == 1)
+            pending += atomic_load(&f->obj->charge);
+        /* chain through the (now unused) LRU link */
+        f->lru.next = (struct cds_list_head *) *gone;
+        *gone = f;
+    }
+}
+
+static void put_chain(struct httpd_file *gone)
+{
+    while (gone) {
+        struct httpd_file *next = (struct httpd_file *) gone->lru.next;
+        httpd_cache_put(gone);
+        gone = next;
+    }
+}
+
+static void evict_if_over(void)
+{
+    if (atomic_load(&cache_bytes_shared) <= httpd_cfg.cache_size)
+        return;
+    struct httpd_file *gone = NULL;
+    pthread_mutex_lock(&cache_lock);
+    evict_locked(&gone);
+    pthread_mutex_unlock(&cache_lock);
+    put_chain(gone);
 }
 
 static int read_all(int fd, char *buf, size_t len)
@@ -167,12 +231,68 @@ static int read_all(int fd, char *buf, size_t len)
     return 0;
 }
 
-static bool same_file(const struct httpd_file *f, const struct stat *st)
+/* The object for the file open at fd (status st): the one in the index
+ * if it has this version, else a new one (its body read when kept);
+ * referenced. */
+static struct httpd_obj *obj_get(int fd, const struct stat *st, bool keep)
 {
-    return f->meta.size == (uint64_t) st->st_size &&
-           f->meta.mtime == st->st_mtim.tv_sec &&
-           f->mtime_nsec == st->st_mtim.tv_nsec && f->ino == st->st_ino &&
-           f->dev == st->st_dev && f->meta.is_dir == !!S_ISDIR(st->st_mode);
+    unsigned long hash = obj_hash((uint64_t) st->st_dev, (uint64_t) st->st_ino);
+    struct cds_lfht_iter it;
+    struct httpd_obj *o = NULL;
+
+    urcu_memb_read_lock();
+    cds_lfht_lookup(objs_rcu, hash, obj_match, st, &it);
+    struct cds_lfht_node *node = cds_lfht_iter_get_node(&it);
+    if (node) {
+        o = caa_container_of(node, struct httpd_obj, node);
+        if (!get_unless_zero(&o->refs))
+            o = NULL;
+    }
+    urcu_memb_read_unlock();
+    if (o)
+        return o;
+
+    o = calloc(1, sizeof(*o));
+    if (!o)
+        return NULL;
+    atomic_init(&o->refs, 1);
+    o->dev = (uint64_t) st->st_dev;
+    o->ino = (uint64_t) st->st_ino;
+    o->size = (uint64_t) st->st_size;
+    o->mtime = st->st_mtim.tv_sec;
+    o->mtime_nsec = st->st_mtim.tv_nsec;
+    o->is_dir = S_ISDIR(st->st_mode);
+    atomic_init(&o->charge, ENTRY_OVERHEAD);
+    if (keep) {
+        o->body = malloc(o->size);
+        if (o->body && read_all(fd, o->body, o->size) < 0) {
+            free(o->body);
+            o->body = NULL; /* sendfile will report the problem */
+        }
+        if (o->body)
+            atomic_fetch_add(&o->charge, o->size);
+    }
+    atomic_fetch_add(&cache_bytes_shared, atomic_load(&o->charge));
+    atomic_fetch_add(&cache_objs_shared, 1);
+
+    urcu_memb_read_lock();
+    node = cds_lfht_add_unique(objs_rcu, hash, obj_match, st, &o->node);
+    if (node != &o->node) {
+        /* a concurrent load won: share its object if it is still alive,
+         * else take the dying one's place */
+        struct httpd_obj *won = caa_container_of(node, struct httpd_obj, node);
+        if (get_unless_zero(&won->refs)) {
+            urcu_memb_read_unlock();
+            atomic_fetch_sub(&cache_bytes_shared, atomic_load(&o->charge));
+            atomic_fetch_sub(&cache_objs_shared, 1);
+            free(o->body);
+            free(o); /* never published */
+            return won;
+        }
+        cds_lfht_add_replace(objs_rcu, hash, obj_match, st, &o->node);
+    }
+    urcu_memb_read_unlock();
+    return o;
 }
 
 /* Build an entry from the file system; refs = 1 (the caller's). */
@@ -202,26 +322,23 @@ static int load(const char *rel,
     atomic_init(&f->refs, 1);
     f->hash = hash;
     http_resource_init(&f->meta, rel, len, S_ISDIR(st.st_mode),
-                       (uint64_t) st.st_size, st.st_mtim.tv_sec);
-    f->mtime_nsec = st.st_mtim.tv_nsec;
-    f->ino = st.st_ino;
-    f->dev = st.st_dev;
+                       (uint64_t) st.st_size, st.st_mtim.tv_sec,
+                       (uint32_t) st.st_mtim.tv_nsec, (uint64_t) st.st_ino);
     f->path_len = len;
     memcpy(f->path, rel, len);
     atomic_init(&f->checked_ms, rt_now_ms());
     atomic_init(&f->used_ms, rt_now_ms());
-    atomic_init(&f->charge, ENTRY_OVERHEAD + len);
-    if (http_resource_keep_body(&f->meta, httpd_cfg.cache_size)) {
-        f->body = malloc(f->meta.size);
-        if (f->body && read_all(fd, f->body, f->meta.size) < 0) {
-            free(f->body);
-            f->body = NULL; /* sendfile will report the problem */
-        }
-        if (f->body)
-            atomic_fetch_add(&f->charge, f->meta.size);
-        f->meta.body_cached = f->body != NULL;
-    }
+    f->obj = obj_get(fd, &st,
+                     http_resource_keep_body(&f->meta, httpd_cfg.cache_size));
     close(fd);
+    if (!f->obj) {
+        free(f);
+        return -ENOMEM;
+    }
+    f->body = f->obj->body;
+    f->meta.body_cached = f->body != NULL;
+    f->charge = ENTRY_OVERHEAD + len;
+    atomic_fetch_add(&cache_bytes_shared, f->charge);
     *out = f;
     return 0;
 }
@@ -239,9 +356,24 @@ static bool still_fresh(struct httpd_file *f, const char *rel, uint64_t now)
     if (fd < 0)
         return false;
     struct stat st;
-    bool same = fstat(fd, &st) == 0 && same_file(f, &st);
+    bool same = fstat(fd, &st) == 0 && obj_is(f->obj, &st);
     close(fd);
     return same;
+}
+
+/* A hit: to the LRU front, unless it went there a moment ago. */
+static void touch(struct httpd_file *f, uint64_t now)
+{
+    uint64_t used = atomic_load_explicit(&f->used_ms, memory_order_relaxed);
+    if (now - used < HTTP_SERVER_LRU_TOUCH_MS ||
+        !atomic_compare_exchange_strong(&f->used_ms, &used, now))
+        return;
+    pthread_mutex_lock(&cache_lock);
+    if (atomic_load(&f->in_table)) {
+        cds_list_del(&f->lru);
+        cds_list_add(&f->lru, &lru);
+    }
+    pthread_mutex_unlock(&cache_lock);
 }
 
 int httpd_cache_get(const char *rel, size_t len, struct httpd_file **out)
@@ -257,25 +389,23 @@ int httpd_cache_get(const char *rel, size_t len, struct httpd_file **out)
     struct cds_lfht_node *node = cds_lfht_iter_get_node(&it);
     if (node) {
         f = caa_container_of(node, struct httpd_file, node);
-        if (!get_unless_zero(f))
+        if (!get_unless_zero(&f->refs))
             f = NULL;
     }
     urcu_memb_read_unlock();
 
     if (f) {
         if (still_fresh(f, rel, now)) {
-            /* LRU clock: a coarse stamp, written rarely, so hot entries do
-             * not bounce their cache line between workers on every hit */
-            if (now - atomic_load_explicit(&f->used_ms, memory_order_relaxed) >
-                100)
-                atomic_store_explicit(&f->used_ms, now, memory_order_relaxed);
+            touch(f, now);
             rt_count(HTTPD_C_CACHE_HITS, 1);
             *out = f;
             return 0;
         }
-        urcu_memb_read_lock();
-        unpublish(f);
-        urcu_memb_read_unlock();
+        pthread_mutex_lock(&cache_lock);
+        bool was = unpublish_locked(f);
+        pthread_mutex_unlock(&cache_lock);
+        if (was)
+            httpd_cache_put(f); /* the index's */
         httpd_cache_put(f);
     }
 
@@ -283,30 +413,31 @@ int httpd_cache_get(const char *rel, size_t len, struct httpd_file **out)
     int err = load(rel, len, hash, &f);
     if (err < 0)
         return err;
-    size_t ch = atomic_load(&f->charge);
-    if (ch > httpd_cfg.cache_size) {
+    if (f->charge + atomic_load(&f->obj->charge) > httpd_cfg.cache_size) {
         *out = f; /* too big to cache: used once, freed by the put */
         return 0;
     }
-    atomic_fetch_add(&f->refs, 1); /* the table's */
-    atomic_store(&f->in_table, true);
-    /* counted before it can be found, so an eviction racing with us never
-     * takes the count below zero */
-    atomic_fetch_add(&cache_entries_shared, 1);
+    atomic_fetch_add(&f->refs, 1); /* the index's */
+    struct httpd_file *gone = NULL;
+    pthread_mutex_lock(&cache_lock);
     urcu_memb_read_lock();
     node = cds_lfht_add_replace(table_rcu, hash, match, &key, &f->node);
+    urcu_memb_read_unlock();
     if (node) {
         /* a concurrent load of the same path lost the race to us */
         struct httpd_file *old =
             caa_container_of(node, struct httpd_file, node);
+        cds_list_del(&old->lru);
         atomic_store(&old->in_table, false);
-        atomic_fetch_sub(&cache_bytes_shared, atomic_load(&old->charge));
-        atomic_fetch_sub(&cache_entries_shared, 1); /* f took its place */
-        httpd_cache_put(old);
+        old->lru.next = NULL;
+        gone = old;
     }
-    urcu_memb_read_unlock();
-    if (atomic_fetch_add(&cache_bytes_shared, ch) + ch > httpd_cfg.cache_size)
-        evict();
+    atomic_store(&f->in_table, true);
+    cds_list_add(&f->lru, &lru);
+    if (atomic_load(&cache_bytes_shared) > httpd_cfg.cache_size)
+        evict_locked(&gone);
+    pthread_mutex_unlock(&cache_lock);
+    put_chain(gone);
     *out = f;
     return 0;
 }
@@ -314,43 +445,102 @@ int httpd_cache_get(const char *rel, size_t len, struct httpd_file **out)
 void httpd_cache_usage(size_t *bytes, size_t *entries)
 {
     *bytes = atomic_load_explicit(&cache_bytes_shared, memory_order_relaxed);
-    *entries =
-        atomic_load_explicit(&cache_entries_shared, memory_order_relaxed);
+    *entries = atomic_load_explicit(&cache_objs_shared, memory_order_relaxed);
+}
+
+/* Publish gz as o's copy (once) and charge it. */
+static const struct httpd_gz *publish(struct httpd_obj *o, struct httpd_gz *gz)
+{
+    struct httpd_gz *expected = NULL;
+    if (!atomic_compare_exchange_strong(&o->gz, &expected, gz)) {
+        free(gz); /* cannot happen with the building flag; be safe */
+        return expected;
+    }
+    size_t more = gz->worthless ? sizeof(*gz) : sizeof(*gz) + gz->len;
+    atomic_fetch_add(&o->charge, more);
+    atomic_fetch_add(&cache_bytes_shared, more);
+    evict_if_over();
+    return gz;
+}
+
+/* The not-smaller marker, for a build that cannot read its file: identity
+ * for this version from then on, and no build again. */
+static struct httpd_gz *gz_worthless(void)
+{
+    struct httpd_gz *gz = calloc(1, sizeof(*gz));
+    if (gz)
+        gz->worthless = true;
+    return gz;
+}
+
+struct build {
+    struct httpd_gzip_job job;
+    struct httpd_obj *obj;
+    char path[];
+};
+
+static void build_run(struct httpd_gzip_job *job)
+{
+    struct build *b = caa_container_of(job, struct build, job);
+    struct httpd_obj *o = b->obj;
+    struct httpd_gz *gz = NULL;
+    char *tmp = NULL;
+    const char *src = o->body;
+
+    if (!src) {
+        /* the file as the object knows it, or nothing */
+        int fd = httpd_open_beneath(b->path, O_RDONLY | O_NONBLOCK);
+        struct stat st;
+        if (fd >= 0 && fstat(fd, &st) == 0 && obj_is(o, &st) &&
+            (tmp = malloc(o->size ? o->size : 1)) &&
+            read_all(fd, tmp, o->size) == 0)
+            src = tmp;
+        if (fd >= 0)
+            close(fd);
+    }
+    gz = src ? httpd_gzip(src, o->size) : gz_worthless();
+    free(tmp);
+    if (gz)
+        publish(o, gz);
+    else
+        atomic_store(&o->building, false); /* out of memory: a later try */
+    obj_put(o);
+    free(b);
 }
 
 const struct httpd_gz *httpd_cache_gzip(struct httpd_file *f)
 {
-    struct httpd_gz *gz = atomic_load(&f->gz);
+    struct httpd_obj *o = f->obj;
+    struct httpd_gz *gz = atomic_load(&o->gz);
     if (gz)
         return gz;
     /* An entry the cache could not keep would be compressed again by every
      * request: send identity instead (never recompress per request). */
     if (!atomic_load(&f->in_table))
         return NULL;
-    char *src = f->body;
-    char *tmp = NULL;
-    if (!src) {
-        int fd = httpd_open_beneath(f->path, O_RDONLY | O_NONBLOCK);
-        if (fd < 0)
-            return NULL;
-        tmp = malloc(f->meta.size);
-        if (!tmp || read_all(fd, tmp, f->meta.size) < 0) {
-            free(tmp);
-            close(fd);
-            return NULL;
-        }
-        close(fd);
-        src = tmp;
-    }
-    gz = httpd_gzip(src, f->meta.size);
-    free(tmp);
-    if (!gz)
+    if (atomic_exchange(&o->building, true))
+        return NULL; /* being built: identity until it is there */
+    if (o->body && o->size <= HTTP_SERVER_GZIP_INLINE_MAX) {
+        gz = httpd_gzip(o->body, o->size);
+        if (gz)
+            return publish(o, gz);
+        atomic_store(&o->building, false);
         return NULL;
-    struct httpd_gz *expected = NULL;
-    if (!atomic_compare_exchange_strong(&f->gz, &expected, gz)) {
-        free(gz); /* someone else compressed it first */
-        return expected;
     }
-    charge(f, gz->worthless ? sizeof(*gz) : sizeof(*gz) + gz->len);
-    return gz;
+    struct build *b = malloc(sizeof(*b) + f->path_len + 1);
+    if (!b) {
+        atomic_store(&o->building, false);
+        return NULL;
+    }
+    b->job.run = build_run;
+    atomic_fetch_add(&o->refs, 1); /* the build's */
+    b->obj = o;
+    memcpy(b->path, f->path, f->path_len + 1);
+    if (!httpd_gzip_queue(&b->job)) {
+        /* the queue is full: a later request tries again */
+        atomic_store(&o->building, false);
+        obj_put(o);
+        free(b);
+    }
+    return NULL;
 }

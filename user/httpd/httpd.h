@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <urcu/list.h>
 #include <urcu/rculfhash.h>
 #include <urcu/urcu-memb.h>
 
@@ -90,24 +91,42 @@ struct httpd_gz {
     char data[];
 };
 
-/* One file's metadata (core's struct http_resource: what the planner
- * reads), and its body and gzip copy when small enough. Immutable after
- * publication except the atomics. Readers hold a reference
- * (httpd_cache_get/put), never a bare RCU pointer. */
+/* One version of one file (device, inode, size, mtime): its body when
+ * small enough and its gzip copy once built. Every path that names the
+ * file shares it, so aliases store the body once. Found in the object
+ * index by (device, inode) and version; freed when no path entry, reader
+ * or gzip build holds it, and counted against --cache-size until then. */
+struct httpd_obj {
+    struct cds_lfht_node node; /* in the object index */
+    struct rcu_head rcu;
+    _Atomic int refs;
+    uint64_t dev, ino, size;
+    int64_t mtime, mtime_nsec;
+    bool is_dir;
+    _Atomic size_t charge;       /* bytes counted against --cache-size */
+    char *body;                  /* whole file, or NULL */
+    struct httpd_gz *_Atomic gz; /* set once, by the build */
+    _Atomic bool building;       /* a gzip build is queued or running */
+};
+
+/* One path's entry in the path index: core's struct http_resource (what
+ * the planner reads: its MIME type comes from the path) and the file's
+ * object. Immutable after publication except the atomics and the LRU
+ * link. Readers hold a reference (httpd_cache_get/put), never a bare RCU
+ * pointer. */
 struct httpd_file {
     struct cds_lfht_node node;
     struct rcu_head rcu;
+    struct cds_list_head lru; /* most recently used first; cache lock */
     _Atomic int refs;
     _Atomic bool in_table;
     unsigned long hash;
     struct http_resource meta;
-    int64_t mtime_nsec;
-    uint64_t ino, dev;
+    struct httpd_obj *obj;
+    char *body; /* obj->body */
     _Atomic uint64_t checked_ms;
     _Atomic uint64_t used_ms;
-    _Atomic size_t charge;       /* bytes counted against --cache-size */
-    char *body;                  /* whole file, or NULL */
-    struct httpd_gz *_Atomic gz; /* made on first gzip request */
+    size_t charge; /* bytes counted against --cache-size */
     size_t path_len;
     char path[];
 };
@@ -117,15 +136,29 @@ int httpd_cache_init(void);
  * the root, -EACCES, ...). */
 int httpd_cache_get(const char *rel, size_t len, struct httpd_file **out);
 void httpd_cache_put(struct httpd_file *f);
-/* Bytes charged against --cache-size, and entries, right now. */
+/* Bytes charged against --cache-size, and files (objects) held, right
+ * now; an entry a reader still holds stays counted until it lets go. */
 void httpd_cache_usage(size_t *bytes, size_t *entries);
-/* The gzip copy of f, made once; NULL if it cannot be made or f is not in
- * the cache (too big for it), so a copy is never made per request. */
+/* The gzip copy of f if it is built. Otherwise NULL (identity is sent):
+ * a small cached body is compressed on the spot, a bigger one is queued
+ * for the gzip threads (once per file version) and later requests get
+ * the copy. Never for an entry the cache could not keep, so a copy is
+ * never made per request. */
 const struct httpd_gz *httpd_cache_gzip(struct httpd_file *f);
 
 /* ---- gzip (httpd-gzip.c) ---- */
 /* gzip in[0..len) into a fresh httpd_gz; NULL on failure. */
 struct httpd_gz *httpd_gzip(const char *in, size_t len);
+
+/* A gzip build off the request path, run by one of the gzip threads. */
+struct httpd_gzip_job {
+    struct httpd_gzip_job *next;
+    void (*run)(struct httpd_gzip_job *job);
+};
+/* Start the gzip threads; 0 or -errno. */
+int httpd_gzip_start(void);
+/* Queue job; false when the queue is full (the caller drops it). */
+bool httpd_gzip_queue(struct httpd_gzip_job *job);
 
 /* ---- listing (httpd-listing.c) ---- */
 /* Stream the listing of the open directory d (p->path names it) as p's

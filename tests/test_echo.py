@@ -174,6 +174,36 @@ def test_counters_move(echo):
     assert after["errors"] == before["errors"]
 
 
+def test_client_that_does_not_read_is_held_back(echo):
+    """Backpressure: a client that sends without reading soon finds the
+    server no longer reading from it (its send stalls), the server holds at
+    most a buffer's worth of its bytes (bytes_in - bytes_out), and everything
+    still comes back, in order, once it reads."""
+    chunk = os.urandom(1 << 16)
+    sent = 0
+    with connect(echo, timeout=30) as s:
+        s.setblocking(False)
+        deadline = time.monotonic() + 5
+        stalled_since = None
+        while time.monotonic() < deadline and sent < (512 << 20):
+            try:
+                sent += s.send(chunk[sent % len(chunk):] if sent % len(chunk) else chunk)
+                stalled_since = None
+            except BlockingIOError:
+                stalled_since = stalled_since or time.monotonic()
+                if time.monotonic() - stalled_since > 0.5:
+                    break  # held back for half a second: the server stopped reading
+                time.sleep(0.01)
+        assert stalled_since is not None, f"server kept reading {sent} bytes never read back"
+        c = echo.counters()
+        held = c["bytes_in"] - c["bytes_out"]
+        assert 0 <= held <= 64 * 1024, f"server holds {held} bytes of one client"
+        s.setblocking(True)
+        got = recv_exact(s, sent)
+    want = (chunk * (sent // len(chunk) + 1))[:sent]
+    assert got == want
+
+
 def test_idle_timeout_fires(echo_engine):
     echo = echo_engine.start(idle_timeout_ms=500)
     with connect(echo) as idle, connect(echo) as busy:

@@ -489,6 +489,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "ktcp-httpd: cannot create the content cache\n");
         return 1;
     }
+    s.rt.name = "ktcp-httpd";
     s.rt.handler = httpd_conn_serve;
     s.rt.refuse = httpd_conn_refuse;
     s.rt.worker_data_size = sizeof(struct httpd_worker);

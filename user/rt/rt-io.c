@@ -115,7 +115,8 @@ ssize_t rt_sendv(struct rt_conn *c,
         if (n == -EINTR)
             continue;
         if (n == -EAGAIN) {
-            int r = rt_wait(c, POLLOUT, rt_now_ms() + timeout_ms, false);
+            int r = rt_wait(c, POLLOUT, rt_now_ms() + timeout_ms,
+                            rt_g.cfg->stop_cuts_sends);
             if (r < 0)
                 return send_failed(r);
             continue;
@@ -137,6 +138,18 @@ ssize_t rt_sendv(struct rt_conn *c,
     return total;
 }
 
+ssize_t rt_send(struct rt_conn *c, const void *buf, size_t len, int timeout_ms)
+{
+    struct iovec iov = {.iov_base = (void *) buf, .iov_len = len};
+    return rt_sendv(c, &iov, 1, false, timeout_ms);
+}
+
+void rt_yield(struct rt_conn *c)
+{
+    if (c->coro)
+        rt_yield_coro(c->coro);
+}
+
 ssize_t rt_sendfile(struct rt_conn *c,
                     int file_fd,
                     off_t offset,
@@ -149,7 +162,8 @@ ssize_t rt_sendfile(struct rt_conn *c,
         if (n == -EINTR)
             continue;
         if (n == -EAGAIN) {
-            int r = rt_wait(c, POLLOUT, rt_now_ms() + timeout_ms, false);
+            int r = rt_wait(c, POLLOUT, rt_now_ms() + timeout_ms,
+                            rt_g.cfg->stop_cuts_sends);
             if (r < 0)
                 return send_failed(r);
             continue;

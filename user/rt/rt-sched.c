@@ -282,7 +282,7 @@ static void coro_idle(struct rt_worker *w, struct rt_coro *co)
         return;
     }
     atomic_store(&co->idle, true);
-    atomic_store(&co->deadline, rt_now_ms() + rt_g.cfg->idle_timeout_ms);
+    atomic_store(&co->deadline, rt_idle_deadline());
     coro_park(w, co);
 }
 
@@ -342,6 +342,22 @@ int rt_wait_coro(struct rt_coro *co,
     default:
         return 0;
     }
+}
+
+/* Park with an event already noted: coro_park requeues it at the tail of
+ * the run queue, behind what is ready now. */
+void rt_yield_coro(struct rt_coro *co)
+{
+    uint64_t s = atomic_load(&co->wstate);
+    while (RT_ST(s) == RT_ST_RUNNING &&
+           !atomic_compare_exchange_weak(&co->wstate, &s,
+                                         RT_GEN(s) | RT_ST_NOTIFIED)) {
+    }
+    atomic_store(&co->idle, false);
+    atomic_store(&co->deadline, 0);
+    co->wake_reason = RT_WAKE_IO;
+    co->op = RT_OP_PARK;
+    rt_coro_switch(&co->sp, co->worker->sched_sp);
 }
 
 /* Pop expired entries. An entry only says "look at this coroutine": its
@@ -404,9 +420,9 @@ static int accept_all(struct rt_worker *w, int lfd)
 
                 if (!atomic_exchange(&warned, true))
                     fprintf(stderr,
-                            "ktcp-httpd: accept: %s (retrying every %d ms "
+                            "%s: accept: %s (retrying every %d ms "
                             "while it lasts)\n",
-                            strerror(errno), RT_ACCEPT_RETRY_MS);
+                            rt_name(), strerror(errno), RT_ACCEPT_RETRY_MS);
                 w->accept_retry_ms = rt_now_ms() + RT_ACCEPT_RETRY_MS;
             }
             return queued; /* EAGAIN, or the listener was shut down */

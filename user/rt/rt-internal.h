@@ -1,5 +1,5 @@
 /* rt-internal.h — what the runtime's own files share: coroutines, workers,
- * run queues and the timer heap. Nothing here is for the HTTP layer. */
+ * run queues and the timer heap. Nothing here is for the applications. */
 #ifndef KTCP_RT_INTERNAL_H
 #define KTCP_RT_INTERNAL_H
 
@@ -162,12 +162,19 @@ void rt_conn_release(void);
 void rt_conn_set_peer(struct rt_conn *c, const struct sockaddr *sa);
 void rt_tune_accepted(int fd);
 int rt_open_listener(const struct rt_config *cfg, bool reuseport);
+/* The program's name for messages (cfg->name). */
+const char *rt_name(void);
 
 int rt_run_coro(const struct rt_config *cfg);
 /* Add the coroutine workers' counters to out[]. */
 void rt_counters_add_workers(uint64_t out[RT_NCOUNTERS]);
 void rt_join_coro(void);
 void rt_wake_all(void);
+void rt_yield_coro(struct rt_coro *co);
+/* The deadline of an idle connection (cfg->idle_timeout_ms, 0: never). A
+ * "never" is a day: an idle connection's timer entry is also how a stop
+ * finds it. */
+uint64_t rt_idle_deadline(void);
 int rt_wait_coro(struct rt_coro *co,
                  short events,
                  uint64_t deadline_ms,

@@ -282,3 +282,47 @@ def test_out_of_descriptors_pauses_accept_without_spinning(tmp_path):
             s.close()
     finally:
         echo.stop()
+
+
+ECHO_FLAGS = ["--bind", "--port", "--threads", "--model", "--idle-timeout-ms",
+              "--max-conns", "--backlog", "--stats-file", "--help"]
+
+
+def test_user_flags_match_the_other_servers(tmp_path):
+    """User engine only: ktcp-echo takes the flags ktcp-httpd takes, with the
+    same short forms (-m is --model; it was --max-conns, now -c, and a number
+    given to -m is refused with a hint), and listens on every address, IPv6
+    and IPv4, without --bind, as the modules do."""
+    require_kind("user")
+    import subprocess
+    from testlib import BUILD, free_port, wait_port
+    echo_bin = os.path.join(BUILD, "ktcp-echo")
+    r = subprocess.run([echo_bin, "--help"], capture_output=True, text=True, timeout=10)
+    assert r.returncode == 0
+    for flag in ECHO_FLAGS:
+        assert flag in r.stdout, flag
+    r = subprocess.run([echo_bin, "-m", "100"], capture_output=True, text=True, timeout=10)
+    assert r.returncode == 2 and "--max-conns" in r.stderr, r.stderr
+    r = subprocess.run([echo_bin, "--model", "fibers"], capture_output=True, text=True, timeout=10)
+    assert r.returncode == 2 and "--model fibers" in r.stderr, r.stderr
+    port = free_port()
+    p = subprocess.Popen([echo_bin, "--port", str(port), "-t", "1", "-m", "mn", "-c", "5",
+                          "-i", "5000", "--backlog", "16"],
+                         stderr=subprocess.PIPE, text=True)
+    try:
+        wait_port(port, proc=p)
+        with connect_port(port, 10) as s:
+            s.sendall(b"v4")
+            assert recv_exact(s, 2) == b"v4"
+        try:
+            s6 = socket.create_connection(("::1", port), timeout=5)
+        except OSError:
+            s6 = None  # no IPv6 on this machine
+        if s6:
+            with s6:
+                s6.sendall(b"v6")
+                assert recv_exact(s6, 2) == b"v6"
+    finally:
+        p.terminate()
+        p.communicate(timeout=10)
+    assert p.returncode == 0

@@ -88,10 +88,10 @@ uint64_t rt_now_ms(void)
 
 #define RT_IDLE_NEVER_MS (24ULL * 3600 * 1000)
 
-uint64_t rt_idle_deadline(void)
+uint64_t rt_idle_deadline(uint64_t now_ms)
 {
     int ms = rt_g.cfg->idle_timeout_ms;
-    return rt_now_ms() + (ms > 0 ? (uint64_t) ms : RT_IDLE_NEVER_MS);
+    return now_ms + (ms > 0 ? (uint64_t) ms : RT_IDLE_NEVER_MS);
 }
 
 bool rt_stopping(void)
@@ -154,9 +154,17 @@ void rt_conn_set_peer(struct rt_conn *c, const struct sockaddr *sa)
         c->peer_family = AF_INET;
         memcpy(c->peer_addr, &((const struct sockaddr_in *) sa)->sin_addr, 4);
     } else if (sa->sa_family == AF_INET6) {
-        c->peer_family = AF_INET6;
-        memcpy(c->peer_addr, &((const struct sockaddr_in6 *) sa)->sin6_addr,
-               16);
+        const struct in6_addr *a =
+            &((const struct sockaddr_in6 *) sa)->sin6_addr;
+        /* an IPv4 client of a dual-stack listener (the default bind) is
+         * named as IPv4, not ::ffff:a.b.c.d */
+        if (IN6_IS_ADDR_V4MAPPED(a)) {
+            c->peer_family = AF_INET;
+            memcpy(c->peer_addr, &a->s6_addr[12], 4);
+        } else {
+            c->peer_family = AF_INET6;
+            memcpy(c->peer_addr, a, 16);
+        }
     }
 }
 
@@ -334,7 +342,7 @@ static void serve_conn(struct handoff *h, struct rt_worker *w)
         /* this thread may now sleep for a whole idle timeout: its log
          * lines go out first (one write per burst of requests) */
         rt_worker_flush(w);
-        int r = rt_wait(&c, POLLIN, rt_idle_deadline(), true);
+        int r = rt_wait(&c, POLLIN, rt_idle_deadline(rt_now_ms()), true);
         if (r == -ETIMEDOUT)
             rt_count(RT_C_TIMEOUTS, 1);
         if (r < 0)

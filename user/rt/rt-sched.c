@@ -282,7 +282,9 @@ static void coro_idle(struct rt_worker *w, struct rt_coro *co)
         return;
     }
     atomic_store(&co->idle, true);
-    atomic_store(&co->deadline, rt_idle_deadline());
+    /* the time read after the last epoll_wait: older by one batch's run at
+     * most, and one clock read less per message */
+    atomic_store(&co->deadline, rt_idle_deadline(w->loop_now_ms));
     coro_park(w, co);
 }
 
@@ -468,7 +470,7 @@ static void *worker_main(void *arg)
     rt_worker_set_self(w);
     urcu_memb_register_thread();
     rt_coro_thread_dead_mode(model_mn ? RT_DEAD_SHARED : RT_DEAD_PRIVATE);
-    w->last_flush_ms = rt_now_ms();
+    w->last_flush_ms = w->loop_now_ms = rt_now_ms();
     for (;;) {
         /* run what is ready */
         struct rt_coro *co;
@@ -506,8 +508,11 @@ static void *worker_main(void *arg)
          * coroutine that another worker may close and free (call_rcu) at
          * any moment after the kernel queued the event, so the grace period
          * must cover the whole time we may hold that pointer. A sleeping
-         * worker delays frees by at most its timeout (1 s). */
-        urcu_memb_read_lock();
+         * worker delays frees by at most its timeout (1 s). An epoll-model
+         * worker needs none: only it holds events naming its coroutines,
+         * and it frees its dead only after handling them (rt_coro_reap). */
+        if (model_mn)
+            urcu_memb_read_lock();
         int n = epoll_wait(w->epfd, ev, RT_EVENTS, timeout);
         if (timeout && model_mn)
             atomic_fetch_sub(&shared_idle_workers, 1);
@@ -531,7 +536,8 @@ static void *worker_main(void *arg)
                 queued += coro_wake(w, p, RT_WAKE_IO);
             }
         }
-        urcu_memb_read_unlock();
+        if (model_mn)
+            urcu_memb_read_unlock();
         if (w->accept_retry_ms && w->accept_retry_ms <= rt_now_ms() &&
             !saw_stop) {
             w->accept_retry_ms = 0;
@@ -546,6 +552,7 @@ static void *worker_main(void *arg)
         }
 
         now = rt_now_ms();
+        w->loop_now_ms = now;
         rt_coro_reap(now);
         cancel_inbox_drain(w);
         rekey_inbox_drain(w);

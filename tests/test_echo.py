@@ -326,3 +326,39 @@ def test_user_flags_match_the_other_servers(tmp_path):
         p.terminate()
         p.communicate(timeout=10)
     assert p.returncode == 0
+
+
+def test_user_stop_cuts_an_echo_waiting_for_its_client(tmp_path):
+    """User engine only (kecho's unload is in test_kernel_modules): SIGTERM
+    ends ktcp-echo at once even while an echo waits for a client that does
+    not read (the idle timeout, 30 s, does not hold the exit), in every
+    model, as kecho's unload drops pending echoes."""
+    require_kind("user")
+    import signal
+    from echo_engines import UserEcho
+    for model in ("epoll", "mn", "threads"):
+        echo = UserEcho(str(tmp_path), model).start(idle_timeout_ms=30000)
+        s = connect(echo, timeout=10)
+        try:
+            s.setblocking(False)
+            deadline = time.monotonic() + 5
+            stalled_since = None
+            while time.monotonic() < deadline:
+                try:
+                    s.send(b"x" * 65536)
+                    stalled_since = None
+                except BlockingIOError:
+                    stalled_since = stalled_since or time.monotonic()
+                    if time.monotonic() - stalled_since > 0.5:
+                        break  # the server stopped reading: its echo waits for us
+                    time.sleep(0.01)
+            wait_for(lambda: echo.counters()["bytes_in"] > echo.counters()["bytes_out"],
+                     what="an echo waiting for the client")
+            t0 = time.monotonic()
+            echo.proc.send_signal(signal.SIGTERM)
+            rc = echo.proc.wait(timeout=10)
+            assert rc == 0
+            assert time.monotonic() - t0 < 3, f"{model}: exit took {time.monotonic() - t0:.1f} s"
+        finally:
+            s.close()
+            echo.stop()

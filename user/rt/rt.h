@@ -68,7 +68,7 @@ struct rt_config {
     int port;
     int backlog;   /* listen(2) backlog; 0: 1024 */
     int max_conns; /* live connections; excess get 503 and close */
-    /* RT_IDLE connections are closed after this; 0: never */
+    /* RT_IDLE connections are closed after this; 0: never (a day) */
     int idle_timeout_ms;
     rt_handler_fn handler;
     void (*refuse)(

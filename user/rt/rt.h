@@ -159,7 +159,7 @@ ssize_t rt_sendv(struct rt_conn *c,
                  int iovcnt,
                  bool more,
                  int timeout_ms);
-/* rt_sendv of one buffer, without MSG_MORE. */
+/* rt_sendv of one buffer, without MSG_MORE (send(2), no iovec). */
 ssize_t rt_send(struct rt_conn *c, const void *buf, size_t len, int timeout_ms);
 /* Let the worker's other ready connections run before this one goes on
  * (a handler that still has bytes to read after a budget of work; the

@@ -45,7 +45,10 @@ $(KTCP_VERSION_OBJ): $(BUILD)/gen/version.c user/common/ktcp-version.h
 .PHONY: FORCE
 FORCE:
 
-include $(sort $(wildcard core/*.mk user/*/*.mk tools/*.mk tests/*/*.mk))
+# The libraries' fragments first (core/, the user runtime user/rt, the
+# helpers of user/common): the programs' fragments name what they define.
+LIB_MKS := $(sort $(wildcard core/*.mk user/rt/*.mk user/common/*.mk))
+include $(LIB_MKS) $(filter-out $(LIB_MKS),$(sort $(wildcard user/*/*.mk tools/*.mk tests/*/*.mk)))
 
 user: $(BINS) $(UNIT_TESTS)
 

@@ -1,4 +1,5 @@
-"""Echo engines: the user-space ktcp-echo on the host, kecho.ko in the VM.
+"""Echo engines: the user-space ktcp-echo on the host (its epoll model, and
+its mn and threads models), kecho.ko in the VM.
 
 Every engine has the same face: start(**options), counters(), stop(), and
 port. Options use the module parameter names (idle_timeout_ms, max_conns,
@@ -29,8 +30,9 @@ class EchoEngine:
 class UserEcho(EchoEngine):
     kind = "user"
 
-    def __init__(self, tmpdir):
+    def __init__(self, tmpdir, model="epoll"):
         self.tmpdir = tmpdir
+        self.model = model
         self.proc = None
 
     def start(self, idle_timeout_ms=30000, max_conns=10000, threads=2, nofile=None, **_):
@@ -38,7 +40,7 @@ class UserEcho(EchoEngine):
         self.stats_file = os.path.join(self.tmpdir, "echo-stats")
         self.proc = subprocess.Popen(
             [os.path.join(BUILD, "ktcp-echo"), "--port", str(self.port),
-             "--bind", "127.0.0.1", "--threads", str(threads),
+             "--bind", "127.0.0.1", "--threads", str(threads), "--model", self.model,
              "--idle-timeout-ms", str(idle_timeout_ms),
              "--max-conns", str(max_conns), "--stats-file", self.stats_file],
             stderr=subprocess.PIPE, text=True,
@@ -108,6 +110,8 @@ def parse_counters(text):
 
 ENGINES = {
     "user": lambda tmp: UserEcho(tmp),
+    "user-mn": lambda tmp: UserEcho(tmp, "mn"),
+    "user-threads": lambda tmp: UserEcho(tmp, "threads"),
     "kecho-unbound": lambda tmp: KernelEcho("unbound"),
     "kecho-bound": lambda tmp: KernelEcho("bound"),
 }

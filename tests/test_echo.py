@@ -174,6 +174,36 @@ def test_counters_move(echo):
     assert after["errors"] == before["errors"]
 
 
+def test_client_that_does_not_read_is_held_back(echo):
+    """Backpressure: a client that sends without reading soon finds the
+    server no longer reading from it (its send stalls), the server holds at
+    most a buffer's worth of its bytes (bytes_in - bytes_out), and everything
+    still comes back, in order, once it reads."""
+    chunk = os.urandom(1 << 16)
+    sent = 0
+    with connect(echo, timeout=30) as s:
+        s.setblocking(False)
+        deadline = time.monotonic() + 5
+        stalled_since = None
+        while time.monotonic() < deadline and sent < (512 << 20):
+            try:
+                sent += s.send(chunk[sent % len(chunk):] if sent % len(chunk) else chunk)
+                stalled_since = None
+            except BlockingIOError:
+                stalled_since = stalled_since or time.monotonic()
+                if time.monotonic() - stalled_since > 0.5:
+                    break  # held back for half a second: the server stopped reading
+                time.sleep(0.01)
+        assert stalled_since is not None, f"server kept reading {sent} bytes never read back"
+        c = echo.counters()
+        held = c["bytes_in"] - c["bytes_out"]
+        assert 0 <= held <= 64 * 1024, f"server holds {held} bytes of one client"
+        s.setblocking(True)
+        got = recv_exact(s, sent)
+    want = (chunk * (sent // len(chunk) + 1))[:sent]
+    assert got == want
+
+
 def test_idle_timeout_fires(echo_engine):
     echo = echo_engine.start(idle_timeout_ms=500)
     with connect(echo) as idle, connect(echo) as busy:
@@ -252,3 +282,83 @@ def test_out_of_descriptors_pauses_accept_without_spinning(tmp_path):
             s.close()
     finally:
         echo.stop()
+
+
+ECHO_FLAGS = ["--bind", "--port", "--threads", "--model", "--idle-timeout-ms",
+              "--max-conns", "--backlog", "--stats-file", "--help"]
+
+
+def test_user_flags_match_the_other_servers(tmp_path):
+    """User engine only: ktcp-echo takes the flags ktcp-httpd takes, with the
+    same short forms (-m is --model; it was --max-conns, now -c, and a number
+    given to -m is refused with a hint), and listens on every address, IPv6
+    and IPv4, without --bind, as the modules do."""
+    require_kind("user")
+    import subprocess
+    from testlib import BUILD, free_port, wait_port
+    echo_bin = os.path.join(BUILD, "ktcp-echo")
+    r = subprocess.run([echo_bin, "--help"], capture_output=True, text=True, timeout=10)
+    assert r.returncode == 0
+    for flag in ECHO_FLAGS:
+        assert flag in r.stdout, flag
+    r = subprocess.run([echo_bin, "-m", "100"], capture_output=True, text=True, timeout=10)
+    assert r.returncode == 2 and "--max-conns" in r.stderr, r.stderr
+    r = subprocess.run([echo_bin, "--model", "fibers"], capture_output=True, text=True, timeout=10)
+    assert r.returncode == 2 and "--model fibers" in r.stderr, r.stderr
+    port = free_port()
+    p = subprocess.Popen([echo_bin, "--port", str(port), "-t", "1", "-m", "mn", "-c", "5",
+                          "-i", "5000", "--backlog", "16"],
+                         stderr=subprocess.PIPE, text=True)
+    try:
+        wait_port(port, proc=p)
+        with connect_port(port, 10) as s:
+            s.sendall(b"v4")
+            assert recv_exact(s, 2) == b"v4"
+        try:
+            s6 = socket.create_connection(("::1", port), timeout=5)
+        except OSError:
+            s6 = None  # no IPv6 on this machine
+        if s6:
+            with s6:
+                s6.sendall(b"v6")
+                assert recv_exact(s6, 2) == b"v6"
+    finally:
+        p.terminate()
+        p.communicate(timeout=10)
+    assert p.returncode == 0
+
+
+def test_user_stop_cuts_an_echo_waiting_for_its_client(tmp_path):
+    """User engine only (kecho's unload is in test_kernel_modules): SIGTERM
+    ends ktcp-echo at once even while an echo waits for a client that does
+    not read (the idle timeout, 30 s, does not hold the exit), in every
+    model, as kecho's unload drops pending echoes."""
+    require_kind("user")
+    import signal
+    from echo_engines import UserEcho
+    for model in ("epoll", "mn", "threads"):
+        echo = UserEcho(str(tmp_path), model).start(idle_timeout_ms=30000)
+        s = connect(echo, timeout=10)
+        try:
+            s.setblocking(False)
+            deadline = time.monotonic() + 5
+            stalled_since = None
+            while time.monotonic() < deadline:
+                try:
+                    s.send(b"x" * 65536)
+                    stalled_since = None
+                except BlockingIOError:
+                    stalled_since = stalled_since or time.monotonic()
+                    if time.monotonic() - stalled_since > 0.5:
+                        break  # the server stopped reading: its echo waits for us
+                    time.sleep(0.01)
+            wait_for(lambda: echo.counters()["bytes_in"] > echo.counters()["bytes_out"],
+                     what="an echo waiting for the client")
+            t0 = time.monotonic()
+            echo.proc.send_signal(signal.SIGTERM)
+            rc = echo.proc.wait(timeout=10)
+            assert rc == 0
+            assert time.monotonic() - t0 < 3, f"{model}: exit took {time.monotonic() - t0:.1f} s"
+        finally:
+            s.close()
+            echo.stop()

@@ -252,7 +252,7 @@ class Cluster:
         log = open(os.path.join(self.tmp, f"{name}.log"), "a")
         p = subprocess.Popen(["ip", "netns", "exec", f"ktso-{name}", HTTPD, "--root", root,
                               "--bind", BACKENDS[name], "--port", str(RPORT),
-                              "--model", "epoll", "--threads", "1", "--idle-timeout", "60000",
+                              "--model", "epoll", "--threads", "1", "--idle-timeout-ms", "60000",
                               "--access-log", self.access_log(name)],
                              stdout=log, stderr=subprocess.STDOUT)
         log.close()

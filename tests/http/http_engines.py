@@ -55,7 +55,7 @@ class UserHttpd:
         cmd = [HTTPD_BIN, "--root", root, "--port", str(self.port),
                "--bind", "127.0.0.1", "--model", self.model,
                "--threads", str(threads),
-               "--idle-timeout", str(idle_timeout_ms),
+               "--idle-timeout-ms", str(idle_timeout_ms),
                "--max-conns", str(max_conns),
                "--gzip" if gzip else "--no-gzip"]
         if access_log:

@@ -9,9 +9,10 @@ from testlib import require_kind
 from http_engines import HTTPD_BIN, UserHttpd
 from rawhttp import get
 
-FLAGS = ["--root", "--port", "--bind", "--threads", "--model", "--idle-timeout",
-         "--max-conns", "--gzip", "--no-gzip", "--cache-size", "--access-log", "--help",
-         "--gzip-static", "--no-gzip-static", "--expires", "--error-page", "--mime-types"]
+FLAGS = ["--root", "--port", "--bind", "--threads", "--model", "--idle-timeout-ms",
+         "--max-conns", "--backlog", "--gzip", "--no-gzip", "--cache-size", "--access-log",
+         "--help", "--gzip-static", "--no-gzip-static", "--expires", "--error-page",
+         "--mime-types"]
 
 
 @pytest.fixture(autouse=True)
@@ -42,7 +43,11 @@ def test_help_lists_every_flag_with_default():
     (["--model", "fibers"], "--model fibers"),
     (["--threads", "0"], "--threads 0"),
     (["--cache-size", "12Q"], "--cache-size 12Q"),
-    (["--idle-timeout", "-5"], "--idle-timeout -5"),
+    (["--idle-timeout-ms", "-5"], "--idle-timeout-ms -5"),
+    (["--idle-timeout", "-5"], "--idle-timeout-ms -5"),  # the old spelling, still accepted
+    (["-i", "-5"], "--idle-timeout-ms -5"),
+    (["--backlog", "0"], "--backlog 0"),
+    (["-c", "many"], "--max-conns many"),
     (["--bind", "localhost"], "--bind localhost"),
     (["--access-log", "/nonexistent-dir/log"], "--access-log /nonexistent-dir/log"),
     (["--expires", "-1"], "--expires -1"),
@@ -57,6 +62,50 @@ def test_unusable_argument_named(docroot, args, named):
     r = httpd("--root", docroot.root, "--port", "0", *args)
     assert r.returncode != 0
     assert named in r.stderr, r.stderr
+
+
+def test_default_bind_is_every_address(docroot):
+    """Without --bind the server listens on every address, IPv6 and IPv4, as
+    the modules do (docs/operating.md, Flags), and names an IPv4 client of
+    that dual-stack listener as IPv4."""
+    import socket
+    from testlib import free_port, wait_port
+    port = free_port()
+    p = subprocess.Popen([HTTPD_BIN, "--root", docroot.root, "--port", str(port),
+                          "--threads", "1", "--access-log", "-"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        wait_port(port, proc=p)
+        assert get(port, "/a.txt").status == 200
+        if socket.has_ipv6:
+            try:
+                s6 = socket.create_connection(("::1", port), timeout=5)
+            except OSError as e:
+                if e.errno in (97, 99):  # no IPv6 on this machine
+                    s6 = None
+                else:
+                    raise
+            if s6:
+                s6.sendall(b"GET /a.txt HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n")
+                assert s6.recv(100).startswith(b"HTTP/1.1 200")
+                s6.close()
+    finally:
+        p.terminate()
+        out, err = p.communicate(timeout=10)
+    assert "every address" in err, err
+    assert out.startswith("127.0.0.1 "), out
+
+
+def test_old_and_new_flag_spellings_agree(docroot):
+    """--idle-timeout (the old spelling) and --idle-timeout-ms are one flag,
+    and -i/-c are the short forms of --idle-timeout-ms/--max-conns, as in
+    ktcp-echo."""
+    for args in (["--idle-timeout", "300"], ["--idle-timeout-ms", "300"], ["-i", "300"]):
+        r = httpd(*args, "--root", docroot.root, "--port", "99999")
+        # the bad port, last, is named: everything before it was accepted
+        assert "--port 99999" in r.stderr and "idle" not in r.stderr, r.stderr
+    r = httpd("-c", "5", "--backlog", "64", "--root", docroot.root, "--port", "99999")
+    assert "--port 99999" in r.stderr and "max-conns" not in r.stderr, r.stderr
 
 
 def test_port_in_use(docroot):

@@ -167,7 +167,7 @@ class KtcpHttpd(Engine):
     def argv(self, port, ctx):
         return [os.path.join(BUILD, "ktcp-httpd"), "--root", ctx.docroot,
                 "--port", str(port), "--model", self.model,
-                "--threads", str(workers(ctx)), "--idle-timeout", "60000"]
+                "--threads", str(workers(ctx)), "--idle-timeout-ms", "60000"]
 
 
 class Nginx(Engine):

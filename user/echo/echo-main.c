@@ -1,12 +1,13 @@
 /*
- * ktcp-echo: command line, workers, signals and counters.
+ * ktcp-echo: command line, signals and counters; the connections are the
+ * runtime's (user/rt), the handler is echo-conn.c.
  *
  * Signals are blocked in every thread and taken synchronously by the main
- * thread (sigwaitinfo): SIGTERM/SIGINT stop the workers through their
- * eventfds, SIGUSR1 writes the counters (the same names and format as
- * kecho's /proc/net/kecho). SIGHUP, which would otherwise end the process
- * (a closed terminal, a service manager's "reload"), is taken and
- * ignored: every setting is a flag, so there is nothing to read again.
+ * thread (sigwaitinfo): SIGTERM/SIGINT stop the runtime, SIGUSR1 writes the
+ * counters (the same names and format as kecho's /proc/net/kecho). SIGHUP,
+ * which would otherwise end the process (a closed terminal, a service
+ * manager's "reload"), is taken and ignored: every setting is a flag, so
+ * there is nothing to read again.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -15,13 +16,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/epoll.h>
-#include <sys/eventfd.h>
 #include <unistd.h>
 
 #include "echo.h"
 #include "ktcp-net.h"
 #include "ktcp-version.h"
+
+static const char *const model_names[] = {"threads", "epoll", "mn"};
 
 static void usage(FILE *f)
 {
@@ -29,20 +30,29 @@ static void usage(FILE *f)
             "Usage: ktcp-echo [OPTION]...\n"
             "Echo every byte each TCP client sends back to it (the user-space "
             "twin of kecho.ko).\n\n"
+            "  -b, --bind ADDR            numeric IPv4/IPv6 address to listen "
+            "on\n"
+            "                             (default: every address, IPv6 and "
+            "IPv4)\n"
             "  -p, --port PORT            TCP port (default 12345)\n"
-            "  -b, --bind ADDR            address to listen on (default: all, "
-            "IPv6 and IPv4)\n"
-            "  -t, --threads N            worker threads, one event loop each "
-            "(default: one per core)\n"
-            "      --backlog N            listen backlog (default 1024)\n"
+            "  -t, --threads N            worker threads of the epoll and mn "
+            "models\n"
+            "                             (default: one per core)\n"
+            "  -m, --model MODEL          threads | epoll | mn (default: "
+            "epoll)\n"
             "  -i, --idle-timeout-ms MS   close a client idle this long; 0 = "
             "never (default 30000)\n"
-            "  -m, --max-conns N          clients served at once; more are "
-            "closed at accept (default 10000)\n"
+            "  -c, --max-conns N          clients served at once; more are "
+            "closed at accept;\n"
+            "                             0 = no limit (default 10000)\n"
+            "      --backlog N            listen backlog (default 1024)\n"
             "  -s, --stats-file PATH      where SIGUSR1 and exit write the "
             "counters (default: stderr)\n"
             "      --version              print the version and exit\n"
             "  -h, --help                 this text\n\n"
+            "-m was --max-conns before it meant --model, as in ktcp-httpd; a "
+            "number given to\n"
+            "-m is refused with a hint.\n\n"
             "Exit status: 0 after SIGTERM/SIGINT, 1 on a start-up error, 2 on "
             "a bad argument.\n");
 }
@@ -52,31 +62,24 @@ static long parse_num(const char *flag, const char *s, long min, long max)
     return ktcp_parse_long("ktcp-echo", flag, s, min, max);
 }
 
-static void write_counters(const struct echo_options *opt,
-                           struct echo_worker *workers,
-                           int n)
+static void write_counters(const char *stats_file)
 {
-    uint64_t sum[7] = {0};
-    static const char *const names[7] = {"accepted", "refused",   "messages",
-                                         "bytes_in", "bytes_out", "timeouts",
-                                         "errors"};
+    static const struct {
+        const char *name;
+        int which;
+    } order[] = {
+        {"refused", RT_C_REFUSED},     {"messages", ECHO_C_MESSAGES},
+        {"bytes_in", ECHO_C_BYTES_IN}, {"bytes_out", RT_C_BYTES_OUT},
+        {"timeouts", RT_C_TIMEOUTS},   {"errors", RT_C_ERRORS},
+    };
+    uint64_t sum[RT_NCOUNTERS];
     char tmp[PATH_MAX];
     FILE *f = stderr;
 
-    for (int i = 0; i < n; i++) {
-        struct echo_counters *c = &workers[i].counters;
-
-        sum[0] += atomic_load_explicit(&c->accepted, memory_order_relaxed);
-        sum[1] += atomic_load_explicit(&c->refused, memory_order_relaxed);
-        sum[2] += atomic_load_explicit(&c->messages, memory_order_relaxed);
-        sum[3] += atomic_load_explicit(&c->bytes_in, memory_order_relaxed);
-        sum[4] += atomic_load_explicit(&c->bytes_out, memory_order_relaxed);
-        sum[5] += atomic_load_explicit(&c->timeouts, memory_order_relaxed);
-        sum[6] += atomic_load_explicit(&c->errors, memory_order_relaxed);
-    }
-    if (opt->stats_file) {
+    rt_counters_sum(sum);
+    if (stats_file) {
         /* Written aside and renamed: a reader never sees half a file. */
-        snprintf(tmp, sizeof(tmp), "%s.tmp", opt->stats_file);
+        snprintf(tmp, sizeof(tmp), "%s.tmp", stats_file);
         f = fopen(tmp, "w");
         if (!f) {
             fprintf(stderr, "ktcp-echo: --stats-file %s: %s\n", tmp,
@@ -84,69 +87,96 @@ static void write_counters(const struct echo_options *opt,
             return;
         }
     }
-    fprintf(f, "accepted %llu\n", (unsigned long long) sum[0]);
-    fprintf(f, "active %u\n", atomic_load(&echo_active_conns));
-    for (int i = 1; i < 7; i++)
-        fprintf(f, "%s %llu\n", names[i], (unsigned long long) sum[i]);
-    if (opt->stats_file) {
-        if (fclose(f) != 0 || rename(tmp, opt->stats_file) != 0)
-            fprintf(stderr, "ktcp-echo: --stats-file %s: %s\n", opt->stats_file,
+    fprintf(f, "accepted %llu\n", (unsigned long long) sum[RT_C_ACCEPTED]);
+    fprintf(f, "active %ld\n", rt_live_conns());
+    for (size_t i = 0; i < sizeof(order) / sizeof(order[0]); i++)
+        fprintf(f, "%s %llu\n", order[i].name,
+                (unsigned long long) sum[order[i].which]);
+    if (stats_file) {
+        if (fclose(f) != 0 || rename(tmp, stats_file) != 0)
+            fprintf(stderr, "ktcp-echo: --stats-file %s: %s\n", stats_file,
                     strerror(errno));
     }
 }
 
+static enum rt_model parse_model(const char *s)
+{
+    for (size_t i = 0; i < sizeof(model_names) / sizeof(model_names[0]); i++)
+        if (!strcmp(s, model_names[i]))
+            return (enum rt_model) i;
+    if (s[0] >= '0' && s[0] <= '9')
+        fprintf(stderr,
+                "ktcp-echo: -m %s: -m is --model now (as in ktcp-httpd); "
+                "the connection limit is --max-conns (-c)\n",
+                s);
+    else
+        fprintf(stderr,
+                "ktcp-echo: --model %s: expected threads, epoll or mn\n", s);
+    exit(2);
+}
+
 int main(int argc, char **argv)
 {
+    enum { OPT_BACKLOG = 256, OPT_VERSION };
     static const struct option longopts[] = {
-        {"port", required_argument, NULL, 'p'},
         {"bind", required_argument, NULL, 'b'},
+        {"port", required_argument, NULL, 'p'},
         {"threads", required_argument, NULL, 't'},
-        {"backlog", required_argument, NULL, 'B'},
+        {"model", required_argument, NULL, 'm'},
         {"idle-timeout-ms", required_argument, NULL, 'i'},
-        {"max-conns", required_argument, NULL, 'm'},
+        {"max-conns", required_argument, NULL, 'c'},
+        {"backlog", required_argument, NULL, OPT_BACKLOG},
         {"stats-file", required_argument, NULL, 's'},
-        {"version", no_argument, NULL, 'V'},
+        {"version", no_argument, NULL, OPT_VERSION},
         {"help", no_argument, NULL, 'h'},
         {0},
     };
-    struct echo_options opt = {
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    struct rt_config cfg = {
+        .name = "ktcp-echo",
+        .model = RT_MODEL_EPOLL,
+        .workers = cpus > 0 ? (int) cpus : 1,
+        .bind = NULL,
         .port = 12345,
         .backlog = 1024,
-        .threads = (int) sysconf(_SC_NPROCESSORS_ONLN),
         .idle_timeout_ms = 30000,
         .max_conns = 10000,
+        .handler = echo_serve,
+        .stop_cuts_sends = true,
     };
-    struct echo_worker *workers;
+    const char *stats_file = NULL;
     sigset_t sigs;
-    int c;
+    int c, err;
 
-    while ((c = getopt_long(argc, argv, "p:b:t:i:m:s:h", longopts, NULL)) !=
+    while ((c = getopt_long(argc, argv, "b:p:t:m:i:c:s:h", longopts, NULL)) !=
            -1) {
         switch (c) {
-        case 'p':
-            opt.port = (int) parse_num("--port", optarg, 1, 65535);
-            break;
         case 'b':
-            opt.bind_addr = optarg;
+            cfg.bind = optarg;
+            break;
+        case 'p':
+            cfg.port = (int) parse_num("--port", optarg, 1, 65535);
             break;
         case 't':
-            opt.threads = (int) parse_num("--threads", optarg, 1, 1024);
-            break;
-        case 'B':
-            opt.backlog = (int) parse_num("--backlog", optarg, 1, 65535);
-            break;
-        case 'i':
-            opt.idle_timeout_ms =
-                (unsigned) parse_num("--idle-timeout-ms", optarg, 0, INT_MAX);
+            cfg.workers = (int) parse_num("--threads", optarg, 1, 256);
             break;
         case 'm':
-            opt.max_conns =
-                (unsigned) parse_num("--max-conns", optarg, 1, INT_MAX);
+            cfg.model = parse_model(optarg);
+            break;
+        case 'i':
+            cfg.idle_timeout_ms =
+                (int) parse_num("--idle-timeout-ms", optarg, 0, INT_MAX);
+            break;
+        case 'c':
+            cfg.max_conns = (int) parse_num("--max-conns", optarg, 0, INT_MAX);
+            break;
+        case OPT_BACKLOG:
+            cfg.backlog = (int) parse_num("--backlog", optarg, 1, 65535);
             break;
         case 's':
-            opt.stats_file = optarg;
+            stats_file = optarg;
             break;
-        case 'V':
+        case OPT_VERSION:
             ktcp_print_version("ktcp-echo");
             return 0;
         case 'h':
@@ -161,9 +191,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "ktcp-echo: unexpected argument '%s'\n", argv[optind]);
         return 2;
     }
-    if (opt.threads < 1)
-        opt.threads = 1;
-    echo_worker_set_options(&opt);
+    /* a client that does not read is given as long as an idle one */
+    echo_send_timeout_ms = cfg.idle_timeout_ms ? cfg.idle_timeout_ms : INT_MAX;
 
     sigemptyset(&sigs);
     sigaddset(&sigs, SIGTERM);
@@ -173,46 +202,20 @@ int main(int argc, char **argv)
     sigaddset(&sigs, SIGPIPE);
     pthread_sigmask(SIG_BLOCK, &sigs, NULL); /* inherited by the workers */
 
-    workers = calloc(opt.threads, sizeof(*workers));
-    if (!workers) {
-        fprintf(stderr, "ktcp-echo: out of memory\n");
+    err = rt_start(&cfg);
+    if (err < 0) {
+        if (err != -EINVAL)
+            fprintf(stderr, "ktcp-echo: cannot start: %s\n", strerror(-err));
         return 1;
     }
-    for (int i = 0; i < opt.threads; i++) {
-        struct echo_worker *w = &workers[i];
-        struct epoll_event ev = {.events = EPOLLIN};
-
-        w->index = i;
-        w->listen_fd = echo_listen(&opt);
-        if (w->listen_fd < 0) {
-            fprintf(stderr, "ktcp-echo: listen on %s port %d: %s\n",
-                    opt.bind_addr ? opt.bind_addr : "*", opt.port,
-                    strerror(-w->listen_fd));
-            return 1;
-        }
-        w->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
-        w->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-        if (w->epoll_fd < 0 || w->wake_fd < 0) {
-            perror("ktcp-echo: epoll/eventfd");
-            return 1;
-        }
-        ev.data.ptr = &w->listen_fd;
-        epoll_ctl(w->epoll_fd, EPOLL_CTL_ADD, w->listen_fd, &ev);
-        ev.data.ptr = &w->wake_fd;
-        epoll_ctl(w->epoll_fd, EPOLL_CTL_ADD, w->wake_fd, &ev);
-        if (pthread_create(&w->thread, NULL, echo_worker_run, w) != 0) {
-            fprintf(stderr, "ktcp-echo: cannot start worker %d\n", i);
-            return 1;
-        }
-    }
-    fprintf(stderr, "ktcp-echo: listening on port %d, %d threads\n", opt.port,
-            opt.threads);
+    fprintf(stderr, "ktcp-echo: listening on port %d, %s model, %d threads\n",
+            cfg.port, model_names[cfg.model], cfg.workers);
 
     for (;;) {
         int sig = sigwaitinfo(&sigs, NULL);
 
         if (sig == SIGUSR1)
-            write_counters(&opt, workers, opt.threads);
+            write_counters(stats_file);
         else if (sig == SIGHUP)
             fprintf(stderr,
                     "ktcp-echo: SIGHUP: nothing to reload, "
@@ -220,14 +223,8 @@ int main(int argc, char **argv)
         else if (sig == SIGTERM || sig == SIGINT)
             break;
     }
-    for (int i = 0; i < opt.threads; i++) {
-        uint64_t one = 1;
-
-        if (write(workers[i].wake_fd, &one, sizeof(one)) < 0)
-            perror("ktcp-echo: wake worker");
-    }
-    for (int i = 0; i < opt.threads; i++)
-        pthread_join(workers[i].thread, NULL);
-    write_counters(&opt, workers, opt.threads);
+    rt_stop();
+    rt_finish();
+    write_counters(stats_file);
     return 0;
 }

@@ -18,10 +18,15 @@
 #include "ktcp-version.h"
 
 #define DEFAULT_PORT 8081
-#define DEFAULT_BIND "127.0.0.1"
+/* Flags shared with ktcp-echo and the modules' parameters: the same names,
+ * units and defaults (docs/operating.md, "Flags"). NULL: every address,
+ * IPv6 and IPv4, as the modules listen. */
+#define DEFAULT_BIND NULL
+#define DEFAULT_MAX_CONNS 10000
+#define DEFAULT_BACKLOG 1024
 #define DEFAULT_IDLE_TIMEOUT_MS 30000
 #define DEFAULT_CACHE_SIZE (64UL * 1024 * 1024)
-#define NO_TIMEOUT_MS (24 * 3600 * 1000) /* --idle-timeout 0 */
+#define NO_TIMEOUT_MS (24 * 3600 * 1000) /* --idle-timeout-ms 0 */
 #define DEFAULT_MIME_TYPES "/etc/mime.types"
 
 static const char *model_names[] = {"threads", "epoll", "mn"};
@@ -37,8 +42,11 @@ static void usage(FILE *out)
             "current directory)\n"
             "  -p, --port N            TCP port (default: %d)\n"
             "  -b, --bind ADDR         numeric IPv4/IPv6 address to listen "
-            "on (default: %s;\n"
-            "                          0.0.0.0 or :: for all interfaces;\n"
+            "on (default: every\n"
+            "                          address, IPv6 and IPv4, as the "
+            "modules; 127.0.0.1\n"
+            "                          keeps a server started by hand on this "
+            "machine;\n"
             "                          a socket passed by systemd's socket "
             "activation\n"
             "                          replaces --bind and --port)\n"
@@ -46,16 +54,19 @@ static void usage(FILE *out)
             "(default: one per\n"
             "                          online CPU, here %ld)\n"
             "  -m, --model MODEL       threads | epoll | mn (default: epoll)\n"
-            "      --idle-timeout MS   close a connection idle this long, "
+            "  -i, --idle-timeout-ms MS  close a connection idle this long, "
             "or whose request\n"
             "                          head is not complete this long after "
             "its first byte\n"
             "                          (408); also bounds each wait for a "
             "slow reader;\n"
-            "                          0 = never (default: %d)\n"
-            "      --max-conns N       answer connections beyond N with 503 "
+            "                          0 = never (default: %d; "
+            "--idle-timeout MS is\n"
+            "                          the old spelling, still accepted)\n"
+            "  -c, --max-conns N       answer connections beyond N with 503 "
             "and close them\n"
-            "                          (default: 0, unlimited)\n"
+            "                          (default: %d; 0 = no limit)\n"
+            "      --backlog N         listen backlog (default: %d)\n"
             "      --gzip, --no-gzip   gzip compressible files when the client "
             "accepts it\n"
             "                          (default: --gzip)\n"
@@ -104,9 +115,9 @@ static void usage(FILE *out)
             "                          (default: none)\n"
             "      --version           print the version and exit\n"
             "  -h, --help              show this help and exit\n",
-            DEFAULT_PORT, DEFAULT_BIND, cpus, DEFAULT_IDLE_TIMEOUT_MS,
-            HTTP_SERVER_EXPIRES_MAX, HTTP_SERVER_ERROR_PAGES_MAX,
-            DEFAULT_MIME_TYPES);
+            DEFAULT_PORT, cpus, DEFAULT_IDLE_TIMEOUT_MS, DEFAULT_MAX_CONNS,
+            DEFAULT_BACKLOG, HTTP_SERVER_EXPIRES_MAX,
+            HTTP_SERVER_ERROR_PAGES_MAX, DEFAULT_MIME_TYPES);
 }
 
 /* Everything the options set. */
@@ -135,6 +146,8 @@ static void settings_default(struct settings *s)
     s->rt.bind = DEFAULT_BIND;
     s->rt.port = DEFAULT_PORT;
     s->rt.idle_timeout_ms = DEFAULT_IDLE_TIMEOUT_MS;
+    s->rt.max_conns = DEFAULT_MAX_CONNS;
+    s->rt.backlog = DEFAULT_BACKLOG;
     s->root = ".";
     s->gzip = true;
     s->cache_size = DEFAULT_CACHE_SIZE;
@@ -188,8 +201,7 @@ static bool parse_size(const char *opt, const char *s, size_t *out)
 }
 
 enum {
-    OPT_IDLE = 256,
-    OPT_MAXCONNS,
+    OPT_BACKLOG = 256,
     OPT_GZIP,
     OPT_NOGZIP,
     OPT_CACHE,
@@ -209,8 +221,10 @@ static const struct option opts[] = {
     {"bind", required_argument, NULL, 'b'},
     {"threads", required_argument, NULL, 't'},
     {"model", required_argument, NULL, 'm'},
-    {"idle-timeout", required_argument, NULL, OPT_IDLE},
-    {"max-conns", required_argument, NULL, OPT_MAXCONNS},
+    {"idle-timeout-ms", required_argument, NULL, 'i'},
+    {"idle-timeout", required_argument, NULL, 'i'}, /* the old spelling */
+    {"max-conns", required_argument, NULL, 'c'},
+    {"backlog", required_argument, NULL, OPT_BACKLOG},
     {"gzip", no_argument, NULL, OPT_GZIP},
     {"no-gzip", no_argument, NULL, OPT_NOGZIP},
     {"cache-size", required_argument, NULL, OPT_CACHE},
@@ -239,7 +253,7 @@ static enum parse_result parse_options(int argc,
     int c;
     long v;
     optind = 0; /* glibc: start afresh, also for a second list */
-    while ((c = getopt_long(argc, argv, "r:p:b:t:m:h", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "r:p:b:t:m:i:c:h", opts, NULL)) != -1) {
         switch (c) {
         case 'r':
             s->root = optarg;
@@ -268,15 +282,20 @@ static enum parse_result parse_options(int argc,
             s->rt.model = (enum rt_model) i;
             break;
         }
-        case OPT_IDLE:
-            if (!parse_long("--idle-timeout", optarg, 0, NO_TIMEOUT_MS, &v))
+        case 'i':
+            if (!parse_long("--idle-timeout-ms", optarg, 0, NO_TIMEOUT_MS, &v))
                 return PARSE_ERROR;
             s->rt.idle_timeout_ms = v == 0 ? NO_TIMEOUT_MS : (int) v;
             break;
-        case OPT_MAXCONNS:
+        case 'c':
             if (!parse_long("--max-conns", optarg, 0, INT_MAX, &v))
                 return PARSE_ERROR;
             s->rt.max_conns = (int) v;
+            break;
+        case OPT_BACKLOG:
+            if (!parse_long("--backlog", optarg, 1, 65535, &v))
+                return PARSE_ERROR;
+            s->rt.backlog = (int) v;
             break;
         case OPT_GZIP:
             s->gzip = true;
@@ -483,8 +502,10 @@ static void reload(int argc, char **argv, struct settings *running)
         {!same_str(n.rt.bind, running->rt.bind), "--bind"},
         {n.rt.workers != running->rt.workers, "--threads"},
         {n.rt.model != running->rt.model, "--model"},
-        {n.rt.idle_timeout_ms != running->rt.idle_timeout_ms, "--idle-timeout"},
+        {n.rt.idle_timeout_ms != running->rt.idle_timeout_ms,
+         "--idle-timeout-ms"},
         {n.rt.max_conns != running->rt.max_conns, "--max-conns"},
+        {n.rt.backlog != running->rt.backlog, "--backlog"},
         {n.cache_size != running->cache_size, "--cache-size"},
         {!same_str(n.status_path, running->status_path), "--status-path"},
         {!same_str(n.mime_types, running->mime_types), "--mime-types"},
@@ -624,6 +645,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "ktcp-httpd: cannot create the content cache\n");
         return 1;
     }
+    s.rt.name = "ktcp-httpd";
     s.rt.handler = httpd_conn_serve;
     s.rt.refuse = httpd_conn_refuse;
     s.rt.worker_data_size = sizeof(struct httpd_worker);
@@ -639,7 +661,8 @@ int main(int argc, char **argv)
     if (rt_socket_activated())
         snprintf(where, sizeof(where), "the socket passed by systemd");
     else
-        snprintf(where, sizeof(where), "%s port %d", s.rt.bind, s.rt.port);
+        snprintf(where, sizeof(where), "%s port %d",
+                 s.rt.bind ? s.rt.bind : "every address", s.rt.port);
     fprintf(stderr, "ktcp-httpd: serving %s on %s (model %s, %d worker%s)\n",
             s.root, where, model_names[s.rt.model],
             s.rt.model == RT_MODEL_THREADS ? 1 : s.rt.workers,

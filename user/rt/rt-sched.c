@@ -282,7 +282,9 @@ static void coro_idle(struct rt_worker *w, struct rt_coro *co)
         return;
     }
     atomic_store(&co->idle, true);
-    atomic_store(&co->deadline, rt_now_ms() + rt_g.cfg->idle_timeout_ms);
+    /* the time read after the last epoll_wait: older by one batch's run at
+     * most, and one clock read less per message */
+    atomic_store(&co->deadline, rt_idle_deadline(w->loop_now_ms));
     coro_park(w, co);
 }
 
@@ -342,6 +344,22 @@ int rt_wait_coro(struct rt_coro *co,
     default:
         return 0;
     }
+}
+
+/* Park with an event already noted: coro_park requeues it at the tail of
+ * the run queue, behind what is ready now. */
+void rt_yield_coro(struct rt_coro *co)
+{
+    uint64_t s = atomic_load(&co->wstate);
+    while (RT_ST(s) == RT_ST_RUNNING &&
+           !atomic_compare_exchange_weak(&co->wstate, &s,
+                                         RT_GEN(s) | RT_ST_NOTIFIED)) {
+    }
+    atomic_store(&co->idle, false);
+    atomic_store(&co->deadline, 0);
+    co->wake_reason = RT_WAKE_IO;
+    co->op = RT_OP_PARK;
+    rt_coro_switch(&co->sp, co->worker->sched_sp);
 }
 
 /* Pop expired entries. An entry only says "look at this coroutine": its
@@ -404,9 +422,9 @@ static int accept_all(struct rt_worker *w, int lfd)
 
                 if (!atomic_exchange(&warned, true))
                     fprintf(stderr,
-                            "ktcp-httpd: accept: %s (retrying every %d ms "
+                            "%s: accept: %s (retrying every %d ms "
                             "while it lasts)\n",
-                            strerror(errno), RT_ACCEPT_RETRY_MS);
+                            rt_name(), strerror(errno), RT_ACCEPT_RETRY_MS);
                 w->accept_retry_ms = rt_now_ms() + RT_ACCEPT_RETRY_MS;
             }
             return queued; /* EAGAIN, or the listener was shut down */
@@ -452,7 +470,7 @@ static void *worker_main(void *arg)
     rt_worker_set_self(w);
     urcu_memb_register_thread();
     rt_coro_thread_dead_mode(model_mn ? RT_DEAD_SHARED : RT_DEAD_PRIVATE);
-    w->last_flush_ms = rt_now_ms();
+    w->last_flush_ms = w->loop_now_ms = rt_now_ms();
     for (;;) {
         /* run what is ready */
         struct rt_coro *co;
@@ -490,8 +508,11 @@ static void *worker_main(void *arg)
          * coroutine that another worker may close and free (call_rcu) at
          * any moment after the kernel queued the event, so the grace period
          * must cover the whole time we may hold that pointer. A sleeping
-         * worker delays frees by at most its timeout (1 s). */
-        urcu_memb_read_lock();
+         * worker delays frees by at most its timeout (1 s). An epoll-model
+         * worker needs none: only it holds events naming its coroutines,
+         * and it frees its dead only after handling them (rt_coro_reap). */
+        if (model_mn)
+            urcu_memb_read_lock();
         int n = epoll_wait(w->epfd, ev, RT_EVENTS, timeout);
         if (timeout && model_mn)
             atomic_fetch_sub(&shared_idle_workers, 1);
@@ -515,7 +536,8 @@ static void *worker_main(void *arg)
                 queued += coro_wake(w, p, RT_WAKE_IO);
             }
         }
-        urcu_memb_read_unlock();
+        if (model_mn)
+            urcu_memb_read_unlock();
         if (w->accept_retry_ms && w->accept_retry_ms <= rt_now_ms() &&
             !saw_stop) {
             w->accept_retry_ms = 0;
@@ -530,6 +552,7 @@ static void *worker_main(void *arg)
         }
 
         now = rt_now_ms();
+        w->loop_now_ms = now;
         rt_coro_reap(now);
         cancel_inbox_drain(w);
         rekey_inbox_drain(w);

@@ -1,5 +1,7 @@
-/* rt.h — the runtime under ktcp-httpd: connections, coroutines, workers,
- * timers, and the tiny blocking-looking I/O API the handler is written in.
+/* rt.h — the user-space runtime of the ktcp servers (ktcp-httpd,
+ * ktcp-echo): connections, coroutines, workers, timers, and the tiny
+ * blocking-looking I/O API a handler is written in. It knows nothing of the
+ * protocol a handler speaks.
  *
  * The connection handler is written once, as straight-line code over
  * rt_read/rt_send/rt_sendfile. The three models differ only in who runs it:
@@ -58,14 +60,22 @@ enum rt_verdict { RT_CLOSE = 0, RT_IDLE = 1 };
 typedef enum rt_verdict (*rt_handler_fn)(struct rt_conn *c);
 
 struct rt_config {
+    const char *name; /* the program, for messages ("ktcp-echo") */
     enum rt_model model;
-    int workers;      /* epoll/mn worker threads */
-    const char *bind; /* numeric IPv4/IPv6 address */
+    int workers; /* epoll/mn worker threads */
+    /* numeric IPv4/IPv6 address; NULL: every address, IPv6 and IPv4 */
+    const char *bind;
     int port;
-    int max_conns;       /* live connections; excess get 503 and close */
-    int idle_timeout_ms; /* RT_IDLE connections are closed after this */
+    int backlog;   /* listen(2) backlog; 0: 1024 */
+    int max_conns; /* live connections; excess get 503 and close */
+    /* RT_IDLE connections are closed after this; 0: never (a day) */
+    int idle_timeout_ms;
     rt_handler_fn handler;
-    void (*refuse)(int fd); /* answer a connection over max_conns */
+    void (*refuse)(
+        int fd); /* answer a connection over max_conns; NULL: close */
+    /* A stop also ends sends waiting for a slow reader (-ESHUTDOWN), as
+     * kecho's unload does; false: in-flight responses finish (HTTP). */
+    bool stop_cuts_sends;
     /* Per-thread application data (rt_worker_data): its size, and what
      * writes out what a thread has buffered (about once a second, when a
      * threads-model connection goes idle or ends, on rt_flush_workers, and
@@ -149,6 +159,13 @@ ssize_t rt_sendv(struct rt_conn *c,
                  int iovcnt,
                  bool more,
                  int timeout_ms);
+/* rt_sendv of one buffer, without MSG_MORE (send(2), no iovec). */
+ssize_t rt_send(struct rt_conn *c, const void *buf, size_t len, int timeout_ms);
+/* Let the worker's other ready connections run before this one goes on
+ * (a handler that still has bytes to read after a budget of work; the
+ * sockets are edge-triggered, so returning RT_IDLE would lose them). A
+ * no-op in the threads model. */
+void rt_yield(struct rt_conn *c);
 ssize_t rt_sendfile(struct rt_conn *c,
                     int file_fd,
                     off_t offset,

@@ -24,6 +24,12 @@ static NOINLINE ssize_t sys_sendmsg(int fd, struct msghdr *m, int flags)
     return n < 0 ? -errno : n;
 }
 
+static NOINLINE ssize_t sys_send(int fd, const void *buf, size_t len)
+{
+    ssize_t n = send(fd, buf, len, MSG_NOSIGNAL);
+    return n < 0 ? -errno : n;
+}
+
 static NOINLINE ssize_t sys_sendfile(int out, int in, off_t *off, size_t n)
 {
     ssize_t r = sendfile(out, in, off, n);
@@ -115,7 +121,8 @@ ssize_t rt_sendv(struct rt_conn *c,
         if (n == -EINTR)
             continue;
         if (n == -EAGAIN) {
-            int r = rt_wait(c, POLLOUT, rt_now_ms() + timeout_ms, false);
+            int r = rt_wait(c, POLLOUT, rt_now_ms() + timeout_ms,
+                            rt_g.cfg->stop_cuts_sends);
             if (r < 0)
                 return send_failed(r);
             continue;
@@ -137,6 +144,36 @@ ssize_t rt_sendv(struct rt_conn *c,
     return total;
 }
 
+/* One buffer: send(2) straight, without rt_sendv's iovec bookkeeping (an
+ * echo's every message comes this way). */
+ssize_t rt_send(struct rt_conn *c, const void *buf, size_t len, int timeout_ms)
+{
+    size_t done = 0;
+    while (done < len) {
+        ssize_t n = sys_send(c->fd, (const char *) buf + done, len - done);
+        if (n == -EINTR)
+            continue;
+        if (n == -EAGAIN) {
+            int r = rt_wait(c, POLLOUT, rt_now_ms() + timeout_ms,
+                            rt_g.cfg->stop_cuts_sends);
+            if (r < 0)
+                return send_failed(r);
+            continue;
+        }
+        if (n < 0)
+            return send_failed((int) n);
+        rt_count(RT_C_BYTES_OUT, (uint64_t) n);
+        done += (size_t) n;
+    }
+    return (ssize_t) done;
+}
+
+void rt_yield(struct rt_conn *c)
+{
+    if (c->coro)
+        rt_yield_coro(c->coro);
+}
+
 ssize_t rt_sendfile(struct rt_conn *c,
                     int file_fd,
                     off_t offset,
@@ -149,7 +186,8 @@ ssize_t rt_sendfile(struct rt_conn *c,
         if (n == -EINTR)
             continue;
         if (n == -EAGAIN) {
-            int r = rt_wait(c, POLLOUT, rt_now_ms() + timeout_ms, false);
+            int r = rt_wait(c, POLLOUT, rt_now_ms() + timeout_ms,
+                            rt_g.cfg->stop_cuts_sends);
             if (r < 0)
                 return send_failed(r);
             continue;

@@ -1,5 +1,5 @@
 /* rt-internal.h — what the runtime's own files share: coroutines, workers,
- * run queues and the timer heap. Nothing here is for the HTTP layer. */
+ * run queues and the timer heap. Nothing here is for the applications. */
 #ifndef KTCP_RT_INTERNAL_H
 #define KTCP_RT_INTERNAL_H
 
@@ -68,9 +68,10 @@ void rt_coro_get(struct rt_coro *co);
  * an epoll event naming it may still be in another worker's hands. */
 void rt_coro_put(struct rt_coro *co);
 /* How the calling thread frees the coroutines whose last reference it
- * drops: each after its own grace period (ALONE: threads that are not
- * workers), gathered and freed at the next rt_coro_reap (PRIVATE: an epoll
- * worker, the only one that can hold events naming its coroutines), or
+ * drops (and, going back to ALONE at a worker's end, hands the stacks it
+ * kept to the shared cache): each after its own grace period (ALONE: threads
+ * that are not workers), gathered and freed at the next rt_coro_reap (PRIVATE:
+ * an epoll worker, the only one that can hold events naming its coroutines), or
  * gathered and handed to call_rcu in batches (SHARED: mn workers). A change
  * first frees or hands over what the thread holds. */
 enum rt_dead_mode { RT_DEAD_ALONE, RT_DEAD_PRIVATE, RT_DEAD_SHARED };
@@ -123,6 +124,7 @@ struct rt_worker {
     struct rt_coro *cancel_inbox_locked;
     struct rt_coro *rekey_inbox_locked;
     uint64_t last_flush_ms;
+    uint64_t loop_now_ms; /* rt_now_ms() read after the last epoll_wait */
     _Atomic uint64_t flush_done; /* last rt_flush_workers() round seen */
     /* Out of descriptors, accept stopped at EMFILE; the edge-triggered
      * listener will not fire again for the connections already queued, so
@@ -162,12 +164,19 @@ void rt_conn_release(void);
 void rt_conn_set_peer(struct rt_conn *c, const struct sockaddr *sa);
 void rt_tune_accepted(int fd);
 int rt_open_listener(const struct rt_config *cfg, bool reuseport);
+/* The program's name for messages (cfg->name). */
+const char *rt_name(void);
 
 int rt_run_coro(const struct rt_config *cfg);
 /* Add the coroutine workers' counters to out[]. */
 void rt_counters_add_workers(uint64_t out[RT_NCOUNTERS]);
 void rt_join_coro(void);
 void rt_wake_all(void);
+void rt_yield_coro(struct rt_coro *co);
+/* The deadline of an idle connection (cfg->idle_timeout_ms, 0: never). A
+ * "never" is a day: an idle connection's timer entry is also how a stop
+ * finds it. */
+uint64_t rt_idle_deadline(uint64_t now_ms);
 int rt_wait_coro(struct rt_coro *co,
                  short events,
                  uint64_t deadline_ms,

@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "ktcp-net.h"
 #include "rt-internal.h"
 
 struct rt_global rt_g = {.stop_fd = -1};
@@ -73,11 +74,24 @@ void rt_worker_data_exit(struct rt_worker *w)
     w->data = NULL;
 }
 
+const char *rt_name(void)
+{
+    return rt_g.cfg && rt_g.cfg->name ? rt_g.cfg->name : "ktcp";
+}
+
 uint64_t rt_now_ms(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+#define RT_IDLE_NEVER_MS (24ULL * 3600 * 1000)
+
+uint64_t rt_idle_deadline(uint64_t now_ms)
+{
+    int ms = rt_g.cfg->idle_timeout_ms;
+    return now_ms + (ms > 0 ? (uint64_t) ms : RT_IDLE_NEVER_MS);
 }
 
 bool rt_stopping(void)
@@ -140,9 +154,17 @@ void rt_conn_set_peer(struct rt_conn *c, const struct sockaddr *sa)
         c->peer_family = AF_INET;
         memcpy(c->peer_addr, &((const struct sockaddr_in *) sa)->sin_addr, 4);
     } else if (sa->sa_family == AF_INET6) {
-        c->peer_family = AF_INET6;
-        memcpy(c->peer_addr, &((const struct sockaddr_in6 *) sa)->sin6_addr,
-               16);
+        const struct in6_addr *a =
+            &((const struct sockaddr_in6 *) sa)->sin6_addr;
+        /* an IPv4 client of a dual-stack listener (the default bind) is
+         * named as IPv4, not ::ffff:a.b.c.d */
+        if (IN6_IS_ADDR_V4MAPPED(a)) {
+            c->peer_family = AF_INET;
+            memcpy(c->peer_addr, &a->s6_addr[12], 4);
+        } else {
+            c->peer_family = AF_INET6;
+            memcpy(c->peer_addr, a, 16);
+        }
     }
 }
 
@@ -164,49 +186,26 @@ void rt_tune_accepted(int fd)
 
 int rt_open_listener(const struct rt_config *cfg, bool reuseport)
 {
-    struct sockaddr_storage ss;
-    socklen_t sl;
-    memset(&ss, 0, sizeof(ss));
-    struct sockaddr_in *in4 = (struct sockaddr_in *) &ss;
-    struct sockaddr_in6 *in6 = (struct sockaddr_in6 *) &ss;
-    if (inet_pton(AF_INET, cfg->bind, &in4->sin_addr) == 1) {
-        in4->sin_family = AF_INET;
-        in4->sin_port = htons(cfg->port);
-        sl = sizeof(*in4);
-    } else if (inet_pton(AF_INET6, cfg->bind, &in6->sin6_addr) == 1) {
-        in6->sin6_family = AF_INET6;
-        in6->sin6_port = htons(cfg->port);
-        sl = sizeof(*in6);
-    } else {
-        fprintf(stderr, "ktcp-httpd: --bind %s: not a numeric IP address\n",
-                cfg->bind);
-        return -EINVAL;
+    int fd = ktcp_listen_tcp(cfg->bind, cfg->port,
+                             cfg->backlog > 0 ? cfg->backlog : 1024, reuseport);
+    if (fd == -EINVAL) {
+        fprintf(stderr, "%s: --bind %s: not a numeric IP address\n", rt_name(),
+                cfg->bind ? cfg->bind : "(any)");
+        return fd;
     }
-    int flags = SOCK_STREAM | SOCK_CLOEXEC;
-    if (cfg->model != RT_MODEL_THREADS)
-        flags |= SOCK_NONBLOCK;
-    int fd = socket(ss.ss_family, flags, 0);
-    if (fd < 0)
-        goto fail;
-    int one = 1;
-    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-    if (reuseport &&
-        setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) < 0)
-        goto fail_close;
-    if (bind(fd, (struct sockaddr *) &ss, sl) < 0)
-        goto fail_close;
-    if (listen(fd, 4096) < 0)
-        goto fail_close;
+    if (fd < 0) {
+        fprintf(stderr, "%s: --bind %s --port %d: %s\n", rt_name(),
+                cfg->bind ? cfg->bind : "(any)", cfg->port, strerror(-fd));
+        return fd;
+    }
+    /* the threads model blocks in accept(2) */
+    if (cfg->model == RT_MODEL_THREADS &&
+        fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) < 0) {
+        int err = -errno;
+        close(fd);
+        return err;
+    }
     return fd;
-
-fail_close:;
-    int err = errno;
-    close(fd);
-    errno = err;
-fail:
-    fprintf(stderr, "ktcp-httpd: --bind %s --port %d: %s\n", cfg->bind,
-            cfg->port, strerror(errno));
-    return -errno;
 }
 
 /* systemd's socket activation (the sd_listen_fds(3) protocol, read without
@@ -226,9 +225,9 @@ static int inherited_listener(const struct rt_config *cfg)
         return -ENOENT;
     if (n > 1)
         fprintf(stderr,
-                "ktcp-httpd: %ld sockets passed by systemd; serving the "
+                "%s: %ld sockets passed by systemd; serving the "
                 "first\n",
-                n);
+                rt_name(), n);
     int fd = 3, type = 0, listening = 0;
     socklen_t l = sizeof(type);
     if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &l) < 0 ||
@@ -237,8 +236,9 @@ static int inherited_listener(const struct rt_config *cfg)
                    &(socklen_t){sizeof(listening)}) < 0 ||
         !listening) {
         fprintf(stderr,
-                "ktcp-httpd: the socket passed by systemd is not a "
-                "listening stream socket\n");
+                "%s: the socket passed by systemd is not a "
+                "listening stream socket\n",
+                rt_name());
         return -EINVAL;
     }
     int fl = fcntl(fd, F_GETFL);
@@ -342,8 +342,7 @@ static void serve_conn(struct handoff *h, struct rt_worker *w)
         /* this thread may now sleep for a whole idle timeout: its log
          * lines go out first (one write per burst of requests) */
         rt_worker_flush(w);
-        uint64_t dl = rt_now_ms() + (uint64_t) rt_g.cfg->idle_timeout_ms;
-        int r = rt_wait(&c, POLLIN, dl, true);
+        int r = rt_wait(&c, POLLIN, rt_idle_deadline(rt_now_ms()), true);
         if (r == -ETIMEDOUT)
             rt_count(RT_C_TIMEOUTS, 1);
         if (r < 0)

@@ -1,0 +1,26 @@
+# The user-space runtime every ktcp server links (user/rt): connections,
+# coroutines, the threads / epoll / mn models, timers, counters. It knows
+# nothing of the protocols its users speak; see user/rt/rt.h.
+
+RT_SRCS := $(sort $(wildcard user/rt/rt-*.c))
+RT_OBJS := $(patsubst user/rt/%.c,$(BUILD)/user/rt/%.o,$(RT_SRCS))
+RT_LIB  := $(BUILD)/librt-ktcp.a
+# What a program linking $(RT_LIB) adds to its link line (the archive holds
+# user/common's helpers too).
+RT_LIBS := -lurcu-memb -lurcu-common
+# What a program compiling against rt.h adds to its CFLAGS.
+RT_CFLAGS := -Iuser/rt
+
+$(BUILD)/user/rt/%.o: user/rt/%.c $(wildcard user/rt/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -Iuser/rt -Iuser/common -c -o $@ $<
+
+$(RT_LIB): $(RT_OBJS) $(KTCP_USER_COMMON)
+	@rm -f $@
+	$(AR) rcs $@ $^
+
+# Unit test of the runtime (timer heap, coroutine switch), run by make check.
+UNIT_TESTS += $(BUILD)/test-rt
+
+$(BUILD)/test-rt: user/rt/tests/test-rt.c $(BUILD)/user/rt/rt-coro.o $(BUILD)/user/rt/rt-timer.o
+	$(CC) $(CFLAGS) -Iuser/rt -o $@ $^ $(LDFLAGS) $(RT_LIBS)

@@ -197,6 +197,12 @@ enum http_plan_step http_plan_start(struct http_plan *p,
         http_plan_error(p, http_path_error_status(pr));
         return HTTP_PLAN_RESPOND;
     }
+    /* ".env", ".git/config": never looked up, so neither their existence
+     * nor their permissions show */
+    if (!in->dotfiles && http_path_hidden(w->path, p->info.len)) {
+        http_plan_error(p, 404);
+        return HTTP_PLAN_RESPOND;
+    }
     p->path = w->path;
     p->path_len = p->info.len;
     return HTTP_PLAN_LOOKUP;

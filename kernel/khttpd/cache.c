@@ -128,7 +128,7 @@ static int khttpd_stat(const char *rel, struct path *path, struct kstat *st)
 
 	if (err < 0)
 		return err;
-	err = vfs_getattr(path, st, STATX_BASIC_STATS, AT_STATX_SYNC_AS_STAT);
+	err = khttpd_getattr(path, st);
 	if (err < 0)
 		path_put(path);
 	return err;
@@ -167,7 +167,7 @@ static int khttpd_load(const char *rel, size_t len, u32 hash,
 	e->checked = e->used = jiffies;
 	e->charge = KHTTPD_ENTRY_OVERHEAD + len;
 	if (http_resource_keep_body(&e->meta, khttpd_cache_bytes)) {
-		struct file *f = dentry_open(&path, O_RDONLY, current_cred());
+		struct file *f = khttpd_open_path(&path);
 
 		if (!IS_ERR(f)) {
 			e->body = kvmalloc(e->meta.size, GFP_KERNEL);

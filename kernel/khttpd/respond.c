@@ -41,8 +41,8 @@ static void khttpd_source_open(struct http_plan *p, struct khttpd_out *src)
 			src->file = NULL;
 		}
 	} else if (p->body == HTTP_PLAN_BODY_LISTING) {
-		src->listing = khttpd_listing_open(p->path, p->path_len,
-						   p->head.chunked);
+		src->listing = khttpd_listing_open(
+			p->path, p->path_len, p->head.chunked, khttpd_dotfiles);
 		if (IS_ERR(src->listing)) {
 			http_plan_fail(p, PTR_ERR(src->listing));
 			src->listing = NULL;
@@ -102,8 +102,11 @@ static bool khttpd_head(struct khttpd_conn *conn, const struct http_plan *p)
 	return true;
 }
 
-bool khttpd_respond(struct khttpd_conn *conn, const struct http_plan_input *in)
+bool khttpd_respond(struct khttpd_conn *conn,
+		    const struct http_plan_input *conn_in)
 {
+	struct http_plan_input in_copy = *conn_in;
+	const struct http_plan_input *in = &in_copy;
 	/* too big for a kernel stack; NULL makes the plan a 500 */
 	struct http_plan_work *w = kmalloc(sizeof(*w), GFP_KERNEL);
 	struct http_plan *p = &conn->plan;
@@ -112,6 +115,7 @@ bool khttpd_respond(struct khttpd_conn *conn, const struct http_plan_input *in)
 	enum http_plan_step step;
 	bool ok;
 
+	in_copy.dotfiles = khttpd_dotfiles;
 	step = http_plan_start(p, in, w);
 	while (step == HTTP_PLAN_LOOKUP) {
 		int err;

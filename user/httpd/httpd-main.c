@@ -5,7 +5,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <grp.h>
 #include <limits.h>
+#include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +23,8 @@
 #define DEFAULT_IDLE_TIMEOUT_MS 30000
 #define DEFAULT_CACHE_SIZE (64UL * 1024 * 1024)
 #define NO_TIMEOUT_MS (24 * 3600 * 1000) /* --idle-timeout 0 */
+#define DEFAULT_USER "nobody"
+
 
 static const char *model_names[] = {"threads", "epoll", "mn"};
 
@@ -67,6 +71,20 @@ static void usage(FILE *out)
             "      --status-path PATH  serve the counters at PATH, in "
             "Prometheus format at\n"
             "                          PATH/metrics (default: off)\n"
+            "      --user NAME         started as root: serve as NAME (its "
+            "uid, its primary\n"
+            "                          group, no other groups) once the "
+            "socket is bound;\n"
+            "                          files NAME may not read answer 403 "
+            "(default: %s;\n"
+            "                          not started as root, or --user root: "
+            "no change)\n"
+            "      --dotfiles deny|allow  deny: a path with a segment "
+            "starting with '.'\n"
+            "                          answers 404 and such names are not "
+            "listed,\n"
+            "                          /.well-known/ excepted (default: "
+            "deny)\n"
             "      --config FILE       read options from FILE first, one per "
             "line without\n"
             "                          the dashes ('gzip', 'access-log "
@@ -77,7 +95,8 @@ static void usage(FILE *out)
             "none)\n"
             "      --version           print the version and exit\n"
             "  -h, --help              show this help and exit\n",
-            DEFAULT_PORT, DEFAULT_BIND, cpus, DEFAULT_IDLE_TIMEOUT_MS);
+            DEFAULT_PORT, DEFAULT_BIND, cpus, DEFAULT_IDLE_TIMEOUT_MS,
+            DEFAULT_USER);
 }
 
 /* Everything the options set. */
@@ -89,6 +108,8 @@ struct settings {
     const char *access_log; /* NULL: off */
     const char *status_path;
     const char *config;
+    const char *user;
+    bool dotfiles;
 };
 
 static void settings_default(struct settings *s)
@@ -103,6 +124,7 @@ static void settings_default(struct settings *s)
     s->root = ".";
     s->gzip = true;
     s->cache_size = DEFAULT_CACHE_SIZE;
+    s->user = DEFAULT_USER;
 }
 
 /* Messages name the option and, for a file, the file: "ktcp-httpd:
@@ -160,6 +182,8 @@ enum {
     OPT_LOG,
     OPT_STATUS,
     OPT_CONFIG,
+    OPT_USER,
+    OPT_DOTFILES,
 };
 
 static const struct option opts[] = {
@@ -176,6 +200,8 @@ static const struct option opts[] = {
     {"access-log", required_argument, NULL, OPT_LOG},
     {"status-path", required_argument, NULL, OPT_STATUS},
     {"config", required_argument, NULL, OPT_CONFIG},
+    {"user", required_argument, NULL, OPT_USER},
+    {"dotfiles", required_argument, NULL, OPT_DOTFILES},
     {"version", no_argument, NULL, 'V'},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
@@ -253,6 +279,20 @@ static enum parse_result parse_options(int argc,
                 return PARSE_ERROR;
             }
             s->status_path = optarg;
+            break;
+        case OPT_USER:
+            if (!optarg[0]) {
+                bad_arg("--user", optarg, "expected a user name");
+                return PARSE_ERROR;
+            }
+            s->user = optarg;
+            break;
+        case OPT_DOTFILES:
+            if (strcmp(optarg, "deny") && strcmp(optarg, "allow")) {
+                bad_arg("--dotfiles", optarg, "expected deny or allow");
+                return PARSE_ERROR;
+            }
+            s->dotfiles = strcmp(optarg, "allow") == 0;
             break;
         case OPT_CONFIG:
             if (from_file) {
@@ -415,6 +455,8 @@ static void reload(int argc, char **argv, struct settings *running)
         {n.rt.max_conns != running->rt.max_conns, "--max-conns"},
         {n.cache_size != running->cache_size, "--cache-size"},
         {!same_str(n.status_path, running->status_path), "--status-path"},
+        {!same_str(n.user, running->user), "--user"},
+        {n.dotfiles != running->dotfiles, "--dotfiles"},
     };
     for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++)
         if (fixed[i].changed)
@@ -435,6 +477,68 @@ static void reload(int argc, char **argv, struct settings *running)
             n.gzip ? "on" : "off", n.access_log ? n.access_log : "off");
 }
 
+/* The account --user names, looked up before anything is bound so that a
+ * wrong name fails at once; dropped to once the listeners are open. */
+static uid_t serve_uid;
+static gid_t serve_gid;
+static const char *serve_user;
+
+static bool resolve_user(const char *name)
+{
+    errno = 0;
+    struct passwd *pw = getpwnam(name);
+    if (!pw) {
+        bad_arg("--user", name, errno ? strerror(errno) : "no such user");
+        return false;
+    }
+    if (pw->pw_uid == 0) {
+        /* asked for by name: keep root (nginx's "user root") */
+        fprintf(stderr,
+                "ktcp-httpd: --user %s: keeping root's privileges: "
+                "every file root may read is served\n",
+                name);
+        return true;
+    }
+    if (pw->pw_gid == 0) {
+        bad_arg("--user", name, "has group root: name an unprivileged user");
+        return false;
+    }
+    serve_uid = pw->pw_uid;
+    serve_gid = pw->pw_gid;
+    serve_user = name;
+    return true;
+}
+
+/* Root's groups, then its gid, then its uid (after setuid nothing else
+ * could be changed); each failure is fatal, and root must be gone for
+ * good. Runs before any thread serves. */
+static int drop_privileges(void)
+{
+    if (!serve_user)
+        return 0;
+    const char *step = "setgroups";
+    if (setgroups(0, NULL) < 0)
+        goto fail;
+    step = "setgid";
+    if (setgid(serve_gid) < 0)
+        goto fail;
+    step = "setuid";
+    if (setuid(serve_uid) < 0)
+        goto fail;
+    if (setuid(0) == 0 || getegid() != serve_gid) {
+        errno = EPERM;
+        step = "root regained";
+        goto fail;
+    }
+    return 0;
+fail:
+    fprintf(stderr,
+            "ktcp-httpd: --user %s: cannot drop root's privileges: "
+            "%s: %s\n",
+            serve_user, step, strerror(errno));
+    return -EPERM;
+}
+
 int main(int argc, char **argv)
 {
     static struct settings s;
@@ -452,6 +556,10 @@ int main(int argc, char **argv)
     httpd_cfg.gzip = s.gzip;
     httpd_cfg.cache_size = s.cache_size;
     httpd_cfg.status_path = s.status_path;
+    httpd_cfg.dotfiles = s.dotfiles;
+    /* only root can change its user; anyone else serves as itself */
+    if (geteuid() == 0 && !resolve_user(s.user))
+        return 2;
     httpd_cfg.root_fd = open(s.root, O_PATH | O_DIRECTORY | O_CLOEXEC);
     if (httpd_cfg.root_fd < 0) {
         bad_arg("--root", s.root, strerror(errno));
@@ -491,9 +599,11 @@ int main(int argc, char **argv)
     }
     s.rt.handler = httpd_conn_serve;
     s.rt.refuse = httpd_conn_refuse;
+    s.rt.listening = drop_privileges;
     int err = rt_start(&s.rt);
     if (err < 0) {
-        if (err != -EINVAL && err != -EADDRINUSE && err != -EACCES)
+        if (err != -EINVAL && err != -EADDRINUSE && err != -EACCES &&
+            err != -EPERM)
             fprintf(stderr, "ktcp-httpd: cannot start: %s\n", strerror(-err));
         return 1;
     }
@@ -502,8 +612,11 @@ int main(int argc, char **argv)
         snprintf(where, sizeof(where), "the socket passed by systemd");
     else
         snprintf(where, sizeof(where), "%s port %d", s.rt.bind, s.rt.port);
-    fprintf(stderr, "ktcp-httpd: serving %s on %s (model %s, %d worker%s)\n",
-            s.root, where, model_names[s.rt.model],
+    char as[64] = "";
+    if (serve_user)
+        snprintf(as, sizeof(as), " as %s", serve_user);
+    fprintf(stderr, "ktcp-httpd: serving %s on %s%s (model %s, %d worker%s)\n",
+            s.root, where, as, model_names[s.rt.model],
             s.rt.model == RT_MODEL_THREADS ? 1 : s.rt.workers,
             s.rt.model != RT_MODEL_THREADS && s.rt.workers > 1 ? "s" : "");
 

@@ -71,13 +71,16 @@ static bool carry_out(struct httpd_req *r,
 }
 
 bool httpd_respond(struct httpd_req *r,
-                   const struct http_plan_input *in,
+                   const struct http_plan_input *conn_in,
                    struct http_plan *p)
 {
+    struct http_plan_input in_copy = *conn_in;
+    const struct http_plan_input *in = &in_copy;
     struct http_plan_work work;
     struct httpd_file *f = NULL;
     const struct httpd_gz *gz = NULL;
 
+    in_copy.dotfiles = httpd_cfg.dotfiles;
     enum http_plan_step step = http_plan_start(p, in, &work);
     if (step == HTTP_PLAN_LOOKUP && httpd_status_wanted(r))
         return httpd_status_serve(r, p); /* --status-path: the counters */

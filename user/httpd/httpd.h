@@ -34,6 +34,7 @@ struct httpd_config {
     int idle_timeout_ms;
     _Atomic int access_log_fd; /* -1: off */
     const char *status_path;   /* NULL: no status page */
+    bool dotfiles;             /* serve and list names starting with '.' */
 };
 extern struct httpd_config httpd_cfg;
 

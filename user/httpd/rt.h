@@ -59,6 +59,9 @@ struct rt_config {
     int idle_timeout_ms; /* RT_IDLE connections are closed after this */
     rt_handler_fn handler;
     void (*refuse)(int fd); /* answer a connection over max_conns */
+    /* Called once the listeners are open and before any thread serves:
+     * dropping privileges goes here. Non-zero fails rt_start. */
+    int (*listening)(void);
 };
 
 /* Open the listeners (or take the one systemd passed: socket activation)

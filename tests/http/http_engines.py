@@ -10,10 +10,16 @@ Options use khttpd's module parameter names (cache_size is its cache_bytes):
   access_log       file to log requests to (user engines only)
   cache_size       content cache limit in bytes
   nofile           RLIMIT_NOFILE of the server process (user engines only)
+  user             the account files are read as: ktcp-httpd started as root
+                   gets --user (default nobody; not root: it serves as the
+                   test's user), khttpd the account's uid and gid
+  dotfiles         "deny" (default) or "allow": paths with a segment
+                   starting with '.'
 
 An engine that cannot honour an option skips the test that asked for it.
 """
 import os
+import pwd
 import resource
 import signal
 import subprocess
@@ -38,7 +44,8 @@ class UserHttpd:
         self.port = None
 
     def start(self, root, idle_timeout_ms=30000, max_conns=0, gzip=True,
-              access_log=None, threads=2, cache_size=None, nofile=None):
+              access_log=None, threads=2, cache_size=None, nofile=None,
+              user="nobody", dotfiles=None):
         if not os.path.exists(HTTPD_BIN):
             pytest.fail(f"{HTTPD_BIN} is not built (run make)")
         self.port = free_port()
@@ -52,6 +59,10 @@ class UserHttpd:
             cmd += ["--access-log", access_log]
         if cache_size is not None:
             cmd += ["--cache-size", str(cache_size)]
+        if os.geteuid() == 0:
+            cmd += ["--user", user]
+        if dotfiles:
+            cmd += ["--dotfiles", dotfiles]
         self.stderr_path = os.path.join(self.logdir, f"httpd-{self.model}-{self.port}.err")
         self.stderr = open(self.stderr_path, "w")
         limit = (lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, nofile))) if nofile else None
@@ -92,14 +103,16 @@ class KernelHttpd:
     kind = "kernel"
     # suite option -> module parameter
     params = {"idle_timeout_ms": "idle_timeout_ms", "max_conns": "max_conns",
-              "gzip": "gzip", "cache_size": "cache_bytes"}
+              "gzip": "gzip", "cache_size": "cache_bytes",
+              "dotfiles": "dotfiles"}
 
     def __init__(self, mode=None):
         self.mode = mode  # None: the module's default (unbound CMWQ)
         self.loaded = False
         self.port = None
 
-    def start(self, root, access_log=None, threads=None, nofile=None, **options):
+    def start(self, root, access_log=None, threads=None, nofile=None,
+              user=None, **options):
         if nofile:
             pytest.skip("a module has no descriptor limit")
         if not os.path.exists(KHTTPD_KO):
@@ -110,6 +123,9 @@ class KernelHttpd:
         args = [f"root={root}", f"port={self.port}"]
         if self.mode:
             args.append(f"mode={self.mode}")
+        if user:  # else the module's default, nobody/nogroup
+            pw = pwd.getpwnam(user)
+            args += [f"uid={pw.pw_uid}", f"gid={pw.pw_gid}"]
         for k, v in options.items():
             if k not in self.params:
                 pytest.skip(f"khttpd has no parameter for {k}")

@@ -23,6 +23,7 @@
         perm/public.txt           0644: served to the server's user
         perm/private.txt          0600, the test's user's (root): 403
         perm/closed/inner.txt     in a 0700 directory: 403, and so is it
+        perm/later.txt            served, then closed (0600) by a test
         sorted/                   names whose byte order differs from a
                                   case-folded one, known sizes and mtimes
         long/<8 x 250 '&'>/x.txt  a listing whose title exceeds a piece
@@ -115,6 +116,7 @@ def build_docroot(base):
     # permissions: the files belong to the test's user (root when the
     # permission tests run); the server reads them as nobody
     d.put("perm/public.txt", b"public\n")
+    d.put("perm/later.txt", b"later\n")  # closed by a test once cached
     os.chmod(d.put("perm/private.txt", b"private\n"), 0o600)
     d.put("perm/closed/inner.txt", b"closed\n")
     os.chmod(os.path.join(d.root, "perm/closed"), 0o700)

@@ -11,6 +11,7 @@ import html
 import os
 import re
 import subprocess
+import time
 import urllib.parse
 
 import pytest
@@ -62,6 +63,25 @@ def test_directory_the_user_cannot_enter_is_403(http_engine):
         r = get(http_engine.port, path)
         assert r.status == 403, path
         assert b"inner" not in r.body and b"closed\n" != r.body, path
+
+
+def test_permission_taken_away_from_a_cached_file(http_engine):
+    need_root()
+    path = os.path.join(http_engine.root, "perm/later.txt")
+    os.chmod(path, 0o644)
+    try:
+        for _ in range(2):  # cached now
+            r = get(http_engine.port, "/perm/later.txt")
+            assert r.status == 200 and r.body == b"later\n"
+        os.chmod(path, 0o600)
+        # a cached entry is checked against the file system once a second
+        deadline = time.monotonic() + 5
+        while get(http_engine.port, "/perm/later.txt").status == 200:
+            assert time.monotonic() < deadline, "still served after chmod 600"
+            time.sleep(0.2)
+        assert get(http_engine.port, "/perm/later.txt").status == 403
+    finally:
+        os.chmod(path, 0o644)
 
 
 def test_user_drops_privileges(http_engine):

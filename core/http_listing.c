@@ -86,43 +86,105 @@ static bool is_root_dir(const char *dir, size_t len)
     return len == 0 || (len == 1 && dir[0] == '.');
 }
 
-static int append_dir_title(struct http_buf *b, const char *dir, size_t len)
+/* Title and heading escape the directory's path this many bytes at a
+ * time (at most 6 output bytes each), so a part always fits an empty
+ * buffer of HTTP_LISTING_ENTRY_MAX bytes however long the path. */
+#define TITLE_SLICE 256
+
+enum {
+    BEGIN_HEAD,  /* doctype up to "<title>Index of /" */
+    BEGIN_TITLE, /* the path, slice by slice */
+    BEGIN_MID,   /* "/</title>...<h1>Index of /" */
+    BEGIN_H1,    /* the path again */
+    BEGIN_TAIL,  /* "/</h1>", the table head, the "../" row */
+    BEGIN_DONE,
+};
+
+int http_listing_begin_part(struct http_buf *b,
+                            const char *dir,
+                            size_t dir_len,
+                            struct http_listing_cursor *c)
 {
-    http_buf_append_char(b, '/');
-    if (is_root_dir(dir, len))
-        return b->overflow ? -1 : 0;
-    if (http_html_escape(b, dir, len) < 0)
-        return -1;
-    http_buf_append_char(b, '/');
-    return b->overflow ? -1 : 0;
+    bool root = is_root_dir(dir, dir_len);
+
+    while (c->stage != BEGIN_DONE) {
+        size_t mark = b->len, n = 0;
+
+        if (b->overflow)
+            return -1;
+        switch (c->stage) {
+        case BEGIN_HEAD:
+            http_buf_append_str(
+                b,
+                "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\">"
+                "<title>Index of /");
+            break;
+        case BEGIN_TITLE:
+        case BEGIN_H1:
+            n = root ? 0 : dir_len - c->off;
+            if (n > TITLE_SLICE)
+                n = TITLE_SLICE;
+            if (n && http_html_escape(b, dir + c->off, n) < 0)
+                return -1;
+            break;
+        case BEGIN_MID:
+            if (!root)
+                http_buf_append_char(b, '/');
+            http_buf_append_str(b, "</title></head>\n<body>\n<h1>Index of /");
+            break;
+        case BEGIN_TAIL:
+        default:
+            if (!root)
+                http_buf_append_char(b, '/');
+            http_buf_append_str(b,
+                                "</h1>\n<table>\n<tr><th>Name</th><th>Size</th>"
+                                "<th>Last modified</th></tr>\n");
+            if (!root)
+                http_buf_append_str(b,
+                                    "<tr><td><a href=\"../\">../</a></td>"
+                                    "<td>-</td><td></td></tr>\n");
+            break;
+        }
+        if (commit(b, mark) < 0)
+            return -1;
+        if (c->stage == BEGIN_TITLE || c->stage == BEGIN_H1) {
+            c->off += n;
+            if (!root && c->off < dir_len)
+                continue; /* the next slice */
+            c->off = 0;
+        }
+        c->stage++;
+    }
+    return 0;
 }
 
 int http_listing_begin(struct http_buf *b, const char *dir, size_t dir_len)
 {
+    struct http_listing_cursor c = {0, 0};
     size_t mark = b->len;
 
-    if (b->overflow)
+    if (http_listing_begin_part(b, dir, dir_len, &c) < 0) {
+        b->len = mark;
+        b->overflow = false;
         return -1;
-    http_buf_append_str(b,
-                        "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\">"
-                        "<title>Index of ");
-    if (append_dir_title(b, dir, dir_len) < 0)
-        goto full;
-    http_buf_append_str(b, "</title></head>\n<body>\n<h1>Index of ");
-    if (append_dir_title(b, dir, dir_len) < 0)
-        goto full;
-    http_buf_append_str(b,
-                        "</h1>\n<table>\n<tr><th>Name</th><th>Size</th>"
-                        "<th>Last modified</th></tr>\n");
-    if (!is_root_dir(dir, dir_len))
-        http_buf_append_str(b,
-                            "<tr><td><a href=\"../\">../</a></td><td>-</td>"
-                            "<td></td></tr>\n");
-    return commit(b, mark);
-full:
-    b->len = mark;
-    b->overflow = false;
-    return -1;
+    }
+    return 0;
+}
+
+bool http_listing_visible(const char *dir,
+                          size_t dir_len,
+                          const char *name,
+                          size_t name_len,
+                          bool dotfiles)
+{
+    if (name_len == 0 || name[0] != '.')
+        return name_len > 0;
+    if (name_len == 1 || (name_len == 2 && name[1] == '.'))
+        return false;
+    if (dotfiles)
+        return true;
+    return is_root_dir(dir, dir_len) && name_len == 11 &&
+           memcmp(name, ".well-known", 11) == 0;
 }
 
 int http_listing_entry(struct http_buf *b,
@@ -173,4 +235,82 @@ int http_listing_end(struct http_buf *b)
         return -1;
     http_buf_append_str(b, "</table>\n</body></html>\n");
     return commit(b, mark);
+}
+
+int http_listing_truncated(struct http_buf *b, uint64_t shown)
+{
+    size_t mark = b->len;
+
+    if (b->overflow)
+        return -1;
+    http_buf_append_str(b, "<tr><td colspan=\"3\">Only the first ");
+    http_buf_append_u64(b, shown);
+    http_buf_append_str(b, " entries are listed.</td></tr>\n");
+    return commit(b, mark);
+}
+
+int http_names_add(struct http_names *n, const char *name, size_t name_len)
+{
+    if (n->count >= n->max || name_len + 1 > n->cap - n->len ||
+        n->len > 0xffffffffu)
+        return -1;
+    n->off[n->count++] = (uint32_t) n->len;
+    memcpy(n->buf + n->len, name, name_len);
+    n->buf[n->len + name_len] = '\0';
+    n->len += name_len + 1;
+    return 0;
+}
+
+/* Byte order, as strcmp with unsigned chars. */
+static int name_cmp(const struct http_names *n, uint32_t a, uint32_t b)
+{
+    const unsigned char *x = (const unsigned char *) n->buf + a;
+    const unsigned char *y = (const unsigned char *) n->buf + b;
+
+    while (*x && *x == *y) {
+        x++;
+        y++;
+    }
+    return (int) *x - (int) *y;
+}
+
+static void sift_down(struct http_names *n, size_t root, size_t end)
+{
+    uint32_t *o = n->off;
+
+    for (;;) {
+        size_t child = 2 * root + 1, big = root;
+        uint32_t t;
+
+        if (child < end && name_cmp(n, o[child], o[big]) > 0)
+            big = child;
+        if (child + 1 < end && name_cmp(n, o[child + 1], o[big]) > 0)
+            big = child + 1;
+        if (big == root)
+            return;
+        t = o[root];
+        o[root] = o[big];
+        o[big] = t;
+        root = big;
+    }
+}
+
+/* Heapsort: no recursion and no scratch memory, which a kernel stack
+ * wants; names are unique in a directory, so stability does not matter. */
+void http_names_sort(struct http_names *n)
+{
+    size_t i, end = n->count;
+
+    if (end < 2)
+        return;
+    for (i = end / 2; i-- > 0;)
+        sift_down(n, i, end);
+    while (end > 1) {
+        uint32_t t = n->off[0];
+
+        end--;
+        n->off[0] = n->off[end];
+        n->off[end] = t;
+        sift_down(n, 0, end);
+    }
 }

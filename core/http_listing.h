@@ -17,8 +17,33 @@
 
 /* dir is the normalised relative path of the directory as
  * http_path_normalize() gives it ("." or "a/b"); the title shows
- * "/a/b/" and a "../" link is added unless dir is the root. */
+ * "/a/b/" and a "../" link is added unless dir is the root. All or
+ * nothing: -1 when the whole opening does not fit b. */
 int http_listing_begin(struct http_buf *b, const char *dir, size_t dir_len);
+
+/* The same opening in parts, for a directory path whose escaped title may
+ * not fit one buffer: start with a zeroed cursor; 0 when the opening is
+ * complete, -1 when b is full (what fit is kept, the cursor says where to
+ * go on): send b, empty it, call again. An empty buffer of
+ * HTTP_LISTING_ENTRY_MAX bytes always takes the next part. */
+struct http_listing_cursor {
+    unsigned int stage;
+    size_t off;
+};
+int http_listing_begin_part(struct http_buf *b,
+                            const char *dir,
+                            size_t dir_len,
+                            struct http_listing_cursor *c);
+
+/* Is a directory entry listed? Never "." and ".."; a name starting with
+ * '.' only with dotfiles allowed, or ".well-known" in the root (the same
+ * rule as http_path_hidden, so a listing links to nothing that answers
+ * 404). */
+bool http_listing_visible(const char *dir,
+                          size_t dir_len,
+                          const char *name,
+                          size_t name_len,
+                          bool dotfiles);
 /* One row: link (percent-encoded, '/' appended for directories), visible
  * name (HTML-escaped), size (bytes; "-" for directories) and mtime. */
 int http_listing_entry(struct http_buf *b,
@@ -28,6 +53,33 @@ int http_listing_entry(struct http_buf *b,
                        uint64_t size,
                        int64_t mtime);
 int http_listing_end(struct http_buf *b);
+/* A last row saying that only the first `shown` entries are listed (the
+ * directory has more than a listing holds). */
+int http_listing_truncated(struct http_buf *b, uint64_t shown);
+
+/* The names of one directory, collected before any row is rendered so that
+ * the rows come sorted. The engine owns both arrays (and may grow them,
+ * keeping their contents, when http_names_add says they are full); core
+ * fills and sorts them. */
+struct http_names {
+    char *buf;     /* the names, each NUL-terminated, back to back */
+    size_t len;    /* bytes used in buf */
+    size_t cap;    /* size of buf */
+    uint32_t *off; /* where each name starts in buf */
+    size_t count;  /* names held */
+    size_t max;    /* room in off */
+};
+
+/* Add one name (name_len bytes, no NUL in them): 0, or -1 when buf or off
+ * is full (nothing added). */
+int http_names_add(struct http_names *n, const char *name, size_t name_len);
+/* Sort by name in byte order (unsigned, as strcmp: nginx's autoindex
+ * order); in place, no allocation, O(n log n). */
+void http_names_sort(struct http_names *n);
+static inline const char *http_names_at(const struct http_names *n, size_t i)
+{
+    return n->buf + n->off[i];
+}
 
 /* Building blocks, also used by servers for Location headers. They return
  * -1 (and keep nothing) if b is too small. */

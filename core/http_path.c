@@ -161,6 +161,28 @@ int http_path_normalize(const char *path,
     return HTTP_PATH_OK;
 }
 
+#define WELL_KNOWN ".well-known"
+#define WELL_KNOWN_LEN (sizeof(WELL_KNOWN) - 1)
+
+bool http_path_hidden(const char *rel, size_t len)
+{
+    size_t i;
+
+    if (len == 1 && rel[0] == '.')
+        return false; /* the root */
+    for (i = 0; i < len; i++) {
+        if (rel[i] != '.' || (i > 0 && rel[i - 1] != '/'))
+            continue;
+        /* a segment starts with '.' */
+        if (i == 0 && len >= WELL_KNOWN_LEN &&
+            memcmp(rel, WELL_KNOWN, WELL_KNOWN_LEN) == 0 &&
+            (len == WELL_KNOWN_LEN || rel[WELL_KNOWN_LEN] == '/'))
+            continue;
+        return true;
+    }
+    return false;
+}
+
 int http_path_error_status(int result)
 {
     switch (result) {

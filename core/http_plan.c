@@ -282,6 +282,10 @@ enum http_plan_step http_plan_start(struct http_plan *p,
                              HTTP_SERVER_PATH_MAX, &p->info);
     if (pr != HTTP_PATH_OK)
         return plan_error(p, http_path_error_status(pr));
+    /* ".env", ".git/config": never looked up, so neither their existence
+     * nor their permissions show */
+    if (!in->dotfiles && http_path_hidden(w->path, p->info.len))
+        return plan_error(p, 404);
     p->path = w->path;
     p->path_len = p->info.len;
     return HTTP_PLAN_LOOKUP;

@@ -85,6 +85,12 @@
 #define HTTP_SERVER_PATH_MAX 4096
 /* A listing is rendered and sent in pieces of this size. */
 #define HTTP_SERVER_LISTING_BUF 16384
+/* A listing collects its directory's names before it sorts them and
+ * renders the rows: at most this many names and this many bytes of them
+ * per request. A directory with more lists the first names the file system
+ * returns (sorted) and a last row saying so. */
+#define HTTP_SERVER_LISTING_MAX_ENTRIES 20000
+#define HTTP_SERVER_LISTING_MAX_NAME_BYTES (512 * 1024)
 /* After an error: how long and for how many reads a closing connection
  * keeps dropping what the client sends, so that the close sends FIN and
  * not an RST that could destroy the response in flight. */
@@ -201,6 +207,8 @@ struct http_plan_input {
     size_t head_len;
     bool stopping;    /* the server is going away: close */
     bool gzip;        /* gzip copies enabled */
+    bool dotfiles;    /* serve paths with a segment starting with '.'
+                         (else 404; /.well-known/ always) */
     const char *date; /* preformatted Date, or NULL */
     int64_t now;      /* seconds: the time of date (also for Expires) */
     /* operator settings, all off when zero */
@@ -266,8 +274,9 @@ struct http_plan {
 /* Dispatch a parsed request (in->req): method, expectations, connection
  * disposition, path. Returns HTTP_PLAN_LOOKUP (plan.path) or
  * HTTP_PLAN_RESPOND (an error: 417, 501, 405, 400/403/414 for the path,
- * 500 when w is NULL: the engine could not allocate it). An error with a
- * custom page is a HTTP_PLAN_LOOKUP of the page too (plan.error_page). */
+ * 404 for a hidden path (http_path_hidden) unless in->dotfiles, 500 when
+ * w is NULL: the engine could not allocate it). An error with a custom
+ * page is a HTTP_PLAN_LOOKUP of the page too (plan.error_page). */
 enum http_plan_step http_plan_start(struct http_plan *p,
                                     const struct http_plan_input *in,
                                     struct http_plan_work *w);

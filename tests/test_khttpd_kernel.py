@@ -71,6 +71,7 @@ def stats():
 @pytest.fixture(scope="module")
 def docroot(tmp_path_factory):
     root = tmp_path_factory.mktemp("www")
+    root.chmod(0o755)  # khttpd reads as nobody (uid 65534): let it search
     (root / "hello.txt").write_bytes(b"hello, world\n")
     (root / "page.html").write_bytes(b"<!doctype html><p>" + b"ktcp " * 2000 + b"</p>\n")
     (root / "empty.txt").write_bytes(b"")
@@ -391,6 +392,7 @@ def test_cache_sees_changed_files(docroot):
 
 
 def test_cache_bound_evicts(docroot, tmp_path):
+    tmp_path.chmod(0o755)  # served as nobody
     for i in range(64):
         (tmp_path / f"f{i}.txt").write_bytes(bytes([65 + i % 26]) * 16000)
     bound = 256 * 1024

@@ -213,7 +213,7 @@ static struct khttpd_obj *khttpd_obj_get(const struct path *path,
 	o->is_dir = S_ISDIR(st->mode);
 	o->charge = KHTTPD_ENTRY_OVERHEAD;
 	if (keep) {
-		struct file *f = dentry_open(path, O_RDONLY, current_cred());
+		struct file *f = khttpd_open_path(path);
 
 		if (!IS_ERR(f)) {
 			o->body = kvmalloc(o->size, GFP_KERNEL);
@@ -256,7 +256,7 @@ static int khttpd_stat(const char *rel, struct path *path, struct kstat *st)
 
 	if (err < 0)
 		return err;
-	err = vfs_getattr(path, st, STATX_BASIC_STATS, AT_STATX_SYNC_AS_STAT);
+	err = khttpd_getattr(path, st);
 	if (err < 0)
 		path_put(path);
 	return err;

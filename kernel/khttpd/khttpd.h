@@ -31,6 +31,7 @@ extern uint khttpd_expires_s;
 extern bool khttpd_gzip_static;
 extern struct http_error_page khttpd_error_pages[HTTP_SERVER_ERROR_PAGES_MAX];
 extern size_t khttpd_error_pages_n;
+extern bool khttpd_dotfiles; /* serve and list names starting with '.' */
 extern struct path khttpd_root; /* the served directory, referenced */
 
 /*
@@ -143,12 +144,22 @@ void khttpd_cache_exit(void);
 void khttpd_cache_usage(size_t *bytes, size_t *entries);
 
 /* ---- the served root (root.c) ---- */
-/* Look rel up beneath the root: -EXDEV/-ELOOP when it leads out. */
+/* Every call below runs as the server's user (uid, gid): the credential. */
+int khttpd_cred_init(kuid_t uid, kgid_t gid);
+void khttpd_cred_exit(void);
+/* Look rel up beneath the root: -EXDEV/-ELOOP when it leads out, -EACCES
+ * when the server's user may not read it. */
 int khttpd_lookup_beneath(const char *rel, struct path *out);
-struct file *khttpd_open_beneath(const char *rel);
-int khttpd_read_whole(struct file *f, char *buf, size_t len);
 struct kstat;
-int khttpd_stat_in(const struct path *dir, const char *name, struct kstat *st);
+int khttpd_getattr(const struct path *path, struct kstat *st);
+struct file *khttpd_open_path(const struct path *path);
+struct file *khttpd_open_beneath(const char *rel);
+struct file *khttpd_open_dir_beneath(const char *rel);
+struct dir_context;
+int khttpd_iterate_dir(struct file *dir, struct dir_context *ctx);
+int khttpd_read_whole(struct file *f, char *buf, size_t len);
+/* A listing row's metadata: rel is "dir/name" beneath the root. */
+int khttpd_stat_beneath(const char *rel, struct kstat *st);
 
 /* ---- gzip (gzip.c) ---- */
 /* gzip in[0..len) into a fresh khttpd_gz, in slices of
@@ -230,7 +241,7 @@ void khttpd_trace_end(struct khttpd_conn *conn);
 /* Open the directory rel for a listing (chunked: HTTP/1.1 framing); an
  * ERR_PTR on failure. Its first piece is rendered already. */
 struct khttpd_listing *khttpd_listing_open(const char *rel, size_t rel_len,
-					   bool chunked);
+					   bool chunked, bool dotfiles);
 /* Render the next piece of a listing into out.mem; 0, or -errno. Sets
  * out.listing to NULL (and frees it) after the last piece. */
 int khttpd_listing_next(struct khttpd_conn *conn);

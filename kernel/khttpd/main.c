@@ -13,6 +13,8 @@
 #include <linux/kthread.h>
 #include <linux/module.h>
 #include <linux/namei.h>
+#include <linux/uidgid.h>
+#include <linux/user_namespace.h>
 #include <linux/net.h>
 #include <linux/slab.h>
 #include <linux/string.h>
@@ -92,6 +94,27 @@ MODULE_PARM_DESC(error_pages,
 
 struct http_error_page khttpd_error_pages[HTTP_SERVER_ERROR_PAGES_MAX];
 size_t khttpd_error_pages_n;
+static uint uid = 65534;
+module_param(uid, uint, 0444);
+MODULE_PARM_DESC(uid,
+		 "user every file is looked up, opened and read as, with the "
+		 "normal permission checks and no capabilities; not 0 "
+		 "(default 65534, nobody)");
+
+static uint gid = 65534;
+module_param(gid, uint, 0444);
+MODULE_PARM_DESC(gid,
+		 "group of that user, the only one (no supplementary groups); "
+		 "not 0 (default 65534, nogroup)");
+
+static char *dotfiles = "deny";
+module_param(dotfiles, charp, 0444);
+MODULE_PARM_DESC(dotfiles,
+		 "deny (default): a path with a segment starting with '.' "
+		 "answers 404 and such names are not listed, /.well-known/ "
+		 "excepted; allow: serve and list them");
+
+bool khttpd_dotfiles;
 
 /* Longest idle timeout accepted: a day, as the user-space server. */
 #define KHTTPD_IDLE_TIMEOUT_MAX (24U * 3600 * 1000)
@@ -135,7 +158,7 @@ static int khttpd_accept_loop(void *unused)
 }
 
 /* Parameters are checked before anything is allocated. */
-static int khttpd_check_params(enum khttpd_mode *m)
+static int khttpd_check_params(enum khttpd_mode *m, kuid_t *kuid, kgid_t *kgid)
 {
 	int err;
 
@@ -174,6 +197,21 @@ static int khttpd_check_params(enum khttpd_mode *m)
 			return -EINVAL;
 		}
 	}
+	if (!strcmp(dotfiles, "deny")) {
+		khttpd_dotfiles = false;
+	} else if (!strcmp(dotfiles, "allow")) {
+		khttpd_dotfiles = true;
+	} else {
+		pr_err("dotfiles=%s: expected deny or allow\n", dotfiles);
+		return -EINVAL;
+	}
+	*kuid = make_kuid(&init_user_ns, uid);
+	*kgid = make_kgid(&init_user_ns, gid);
+	if (!uid_valid(*kuid) || !gid_valid(*kgid) || !uid || !gid) {
+		pr_err("uid=%u gid=%u: expected a user and a group other than root (0) and -1\n",
+		       uid, gid);
+		return -EINVAL;
+	}
 	if (!root || root[0] != '/') {
 		pr_err("root=%s: an absolute path to a directory is required\n",
 		       root ? root : "(unset)");
@@ -194,15 +232,21 @@ static int khttpd_check_params(enum khttpd_mode *m)
 static int __init khttpd_init(void)
 {
 	enum khttpd_mode m;
+	kuid_t kuid;
+	kgid_t kgid;
 	int err;
 
-	err = khttpd_check_params(&m);
+	err = khttpd_check_params(&m, &kuid, &kgid);
 	if (err < 0)
 		return err;
 
-	err = khttpd_stats_init();
+	err = khttpd_cred_init(kuid, kgid);
 	if (err < 0)
 		goto out_root;
+
+	err = khttpd_stats_init();
+	if (err < 0)
+		goto out_cred;
 
 	err = khttpd_cache_init();
 	if (err < 0)
@@ -223,8 +267,8 @@ static int __init khttpd_init(void)
 		goto out_sock;
 	}
 
-	pr_info("serving %s on port %u (mode=%s, idle_timeout_ms=%u)\n", root,
-		port, mode, khttpd_idle_timeout_ms);
+	pr_info("serving %s on port %u as uid %u gid %u (mode=%s, idle_timeout_ms=%u, dotfiles=%s)\n",
+		root, port, uid, gid, mode, khttpd_idle_timeout_ms, dotfiles);
 	return 0;
 
 out_sock:
@@ -235,6 +279,8 @@ out_cache:
 	khttpd_cache_exit();
 out_stats:
 	khttpd_stats_exit();
+out_cred:
+	khttpd_cred_exit();
 out_root:
 	path_put(&khttpd_root);
 	return err;
@@ -252,6 +298,7 @@ static void __exit khttpd_exit(void)
 	khttpd_conns_exit();
 	khttpd_cache_exit();
 	khttpd_stats_exit();
+	khttpd_cred_exit();
 	path_put(&khttpd_root);
 	pr_info("unloaded\n");
 }

@@ -41,8 +41,8 @@ static void khttpd_source_open(struct http_plan *p, struct khttpd_out *src)
 			src->file = NULL;
 		}
 	} else if (p->body == HTTP_PLAN_BODY_LISTING) {
-		src->listing = khttpd_listing_open(p->path, p->path_len,
-						   p->head.chunked);
+		src->listing = khttpd_listing_open(
+			p->path, p->path_len, p->head.chunked, khttpd_dotfiles);
 		if (IS_ERR(src->listing)) {
 			http_plan_fail(p, PTR_ERR(src->listing));
 			src->listing = NULL;
@@ -117,6 +117,7 @@ static void khttpd_add_settings(struct http_plan_input *in)
 	in->gzip_static = khttpd_gzip_static;
 	in->error_pages = khttpd_error_pages;
 	in->error_pages_n = khttpd_error_pages_n;
+	in->dotfiles = khttpd_dotfiles;
 }
 
 /*

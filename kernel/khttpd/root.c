@@ -1,7 +1,14 @@
 // SPDX-License-Identifier: MIT OR GPL-2.0
 /*
- * root.c — the served tree: every lookup and open of khttpd goes through
- * here, beneath the root, so no path (nor symlink) leads out of it.
+ * root.c — the served tree: every lookup, open, getattr and read of khttpd
+ * goes through here, beneath the root, so no path (nor symlink) leads out
+ * of it, and under khttpd's own credential (module parameters uid and gid,
+ * no supplementary groups, no capabilities), so the normal permission
+ * checks decide what is served: exactly what that user may read.
+ *
+ * Work items run on kworkers whose credential is the kernel's (root with
+ * every capability); the credential is overridden only around each VFS
+ * call and reverted before the function returns, on every path.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -10,19 +17,25 @@
 #include <linux/errno.h>
 #include <linux/fs.h>
 #include <linux/namei.h>
+#include <linux/sched/task.h>
+#include <linux/version.h>
 
 #include "khttpd.h"
 
+#if LINUX_VERSION_CODE < KERNEL_VERSION(6, 2, 0)
 /*
- * Exported by fs/namei.c (EXPORT_SYMBOL) but no longer declared in a public
- * header on 6.1. It is the one lookup that takes both a starting point and
- * LOOKUP_BENEATH, the in-kernel twin of openat2(RESOLVE_BENEATH): "..",
- * absolute symlinks and relative ones that climb out of the root all fail
- * with -EXDEV instead of being resolved (file_open_root() would instead
- * treat the root as a chroot and serve a different file).
+ * Exported by fs/namei.c (EXPORT_SYMBOL) since long, but declared only in
+ * fs/internal.h before 6.2, which moved the prototype to linux/namei.h
+ * (6.1: absent from the header; 6.12: there). It is the one lookup that
+ * takes both a starting point and LOOKUP_BENEATH, the in-kernel twin of
+ * openat2(RESOLVE_BENEATH): "..", absolute symlinks and relative ones that
+ * climb out of the root all fail with -EXDEV instead of being resolved
+ * (file_open_root() would instead treat the root as a chroot and serve a
+ * different file).
  */
 int vfs_path_lookup(struct dentry *dentry, struct vfsmount *mnt,
 		    const char *name, unsigned int flags, struct path *path);
+#endif
 
 /* core/ names the lookup errors it maps to statuses by their Linux numbers */
 static_assert(HTTP_EPERM == EPERM && HTTP_ENOENT == ENOENT &&
@@ -30,62 +43,188 @@ static_assert(HTTP_EPERM == EPERM && HTTP_ENOENT == ENOENT &&
 	      HTTP_EXDEV == EXDEV && HTTP_ENOTDIR == ENOTDIR &&
 	      HTTP_ENAMETOOLONG == ENAMETOOLONG && HTTP_ELOOP == ELOOP);
 
+#define KHTTPD_BENEATH (LOOKUP_BENEATH | LOOKUP_NO_MAGICLINKS)
+
+/* The credential every file system access runs under. */
+static const struct cred *khttpd_cred;
+
+int khttpd_cred_init(kuid_t uid, kgid_t gid)
+{
+	struct group_info *groups;
+	struct cred *c;
+
+	/* a copy of init's credential, made the server's user below */
+	c = prepare_kernel_cred(&init_task);
+	if (!c)
+		return -ENOMEM;
+	groups = groups_alloc(0);
+	if (!groups) {
+		abort_creds(c);
+		return -ENOMEM;
+	}
+	set_groups(c, groups); /* takes its own reference */
+	put_group_info(groups);
+	c->uid = c->euid = c->suid = c->fsuid = uid;
+	c->gid = c->egid = c->sgid = c->fsgid = gid;
+	/* no CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH, CAP_FOWNER...: nothing */
+	c->cap_inheritable = CAP_EMPTY_SET;
+	c->cap_permitted = CAP_EMPTY_SET;
+	c->cap_effective = CAP_EMPTY_SET;
+	c->cap_bset = CAP_EMPTY_SET;
+	c->cap_ambient = CAP_EMPTY_SET;
+	khttpd_cred = c;
+	return 0;
+}
+
+void khttpd_cred_exit(void)
+{
+	if (khttpd_cred)
+		put_cred(khttpd_cred);
+	khttpd_cred = NULL;
+}
+
+/* Look rel up beneath the root as the server's user; the caller holds
+ * the credential. */
+static int khttpd_lookup(const char *rel, unsigned int follow, struct path *out)
+{
+	return vfs_path_lookup(khttpd_root.dentry, khttpd_root.mnt, rel,
+			       follow | KHTTPD_BENEATH, out);
+}
+
+/*
+ * A file or directory the server's user may read: searching every
+ * directory on the way and reading the target are checked, as an open()
+ * by that user would. Unreadable: -EACCES (403).
+ */
 int khttpd_lookup_beneath(const char *rel, struct path *out)
 {
-	return vfs_path_lookup(
-		khttpd_root.dentry, khttpd_root.mnt, rel,
-		LOOKUP_FOLLOW | LOOKUP_BENEATH | LOOKUP_NO_MAGICLINKS, out);
+	const struct cred *old = override_creds(khttpd_cred);
+	int err = khttpd_lookup(rel, LOOKUP_FOLLOW, out);
+
+	if (!err) {
+		err = path_permission(out, MAY_READ);
+		if (err)
+			path_put(out);
+	}
+	revert_creds(old);
+	return err;
+}
+
+int khttpd_getattr(const struct path *path, struct kstat *st)
+{
+	const struct cred *old = override_creds(khttpd_cred);
+	int err =
+		vfs_getattr(path, st, STATX_BASIC_STATS, AT_STATX_SYNC_AS_STAT);
+
+	revert_creds(old);
+	return err;
+}
+
+/* Open what a lookup found: dentry_open() does not check permissions
+ * itself, so the read permission is checked here, as the server's user. */
+static struct file *khttpd_open_checked(const struct path *path, int flags)
+{
+	int err = path_permission(path, MAY_READ);
+
+	if (err)
+		return ERR_PTR(err);
+	return dentry_open(path, flags, khttpd_cred);
+}
+
+struct file *khttpd_open_path(const struct path *path)
+{
+	const struct cred *old = override_creds(khttpd_cred);
+	struct file *f = khttpd_open_checked(path, O_RDONLY | O_LARGEFILE);
+
+	revert_creds(old);
+	return f;
+}
+
+/* Open rel beneath the root: a regular file, or with dir a directory. */
+static struct file *khttpd_open_kind(const char *rel, bool dir)
+{
+	const struct cred *old = override_creds(khttpd_cred);
+	struct path path;
+	struct file *f;
+	int err = khttpd_lookup(rel, LOOKUP_FOLLOW, &path);
+
+	if (err < 0) {
+		f = ERR_PTR(err);
+	} else {
+		if (dir && !d_is_dir(path.dentry))
+			f = ERR_PTR(-ENOTDIR);
+		else if (!dir && !d_is_reg(path.dentry))
+			f = ERR_PTR(-EACCES);
+		else
+			f = khttpd_open_checked(&path,
+						dir ? O_RDONLY | O_DIRECTORY :
+						      O_RDONLY | O_LARGEFILE);
+		path_put(&path);
+	}
+	revert_creds(old);
+	return f;
 }
 
 struct file *khttpd_open_beneath(const char *rel)
 {
-	struct path path;
-	struct file *f;
-	int err = khttpd_lookup_beneath(rel, &path);
+	return khttpd_open_kind(rel, false);
+}
 
-	if (err < 0)
-		return ERR_PTR(err);
-	if (!d_is_reg(path.dentry)) {
-		path_put(&path);
-		return ERR_PTR(-EACCES);
-	}
-	f = dentry_open(&path, O_RDONLY | O_LARGEFILE, current_cred());
-	path_put(&path);
-	return f;
+struct file *khttpd_open_dir_beneath(const char *rel)
+{
+	return khttpd_open_kind(rel, true);
+}
+
+int khttpd_iterate_dir(struct file *dir, struct dir_context *ctx)
+{
+	const struct cred *old = override_creds(khttpd_cred);
+	int err = iterate_dir(dir, ctx);
+
+	revert_creds(old);
+	return err;
 }
 
 int khttpd_read_whole(struct file *f, char *buf, size_t len)
 {
+	const struct cred *old = override_creds(khttpd_cred);
 	loff_t pos = 0;
+	int err = 0;
 
 	while (pos < len) {
 		ssize_t n = kernel_read(f, buf + pos, len - pos, &pos);
 
-		if (n <= 0)
-			return n ? n : -EIO;
+		if (n <= 0) {
+			err = n ? n : -EIO;
+			break;
+		}
 	}
-	return 0;
+	revert_creds(old);
+	return err;
 }
 
-/* A directory's entry, for its listing row: what a symlink points to, else
- * (a dangling link) the link itself. */
-int khttpd_stat_in(const struct path *dir, const char *name, struct kstat *st)
+/*
+ * A listing row's metadata, rel being "dir/name" beneath the root: what a
+ * symlink points to when that stays beneath the root, else (dangling, or
+ * leading out) the link itself, never what lies outside.
+ */
+int khttpd_stat_beneath(const char *rel, struct kstat *st)
 {
-	unsigned int flags[] = { LOOKUP_FOLLOW, 0 };
+	const struct cred *old = override_creds(khttpd_cred);
+	unsigned int follow[] = { LOOKUP_FOLLOW, 0 };
 	int i, err = -ENOENT;
 
-	for (i = 0; i < ARRAY_SIZE(flags); i++) {
+	for (i = 0; i < ARRAY_SIZE(follow); i++) {
 		struct path p;
 
-		err = vfs_path_lookup(dir->dentry, dir->mnt, name, flags[i],
-				      &p);
+		err = khttpd_lookup(rel, follow[i], &p);
 		if (err < 0)
 			continue;
 		err = vfs_getattr(&p, st, STATX_BASIC_STATS,
 				  AT_STATX_SYNC_AS_STAT);
 		path_put(&p);
 		if (!err)
-			return 0;
+			break;
 	}
+	revert_creds(old);
 	return err;
 }

@@ -18,6 +18,16 @@
         link-in -> a.txt          symlink staying inside
         link-out -> ../outside/secret.txt
         linkdir-out -> ../outside
+        .env, .git/config, sub/.hidden   dotfiles (404 unless allowed)
+        .well-known/security.txt         served always
+        perm/public.txt           0644: served to the server's user
+        perm/private.txt          0600, the test's user's (root): 403
+        perm/closed/inner.txt     in a 0700 directory: 403, and so is it
+        perm/later.txt            served, then closed (0600) by a test
+        sorted/                   names whose byte order differs from a
+                                  case-folded one, known sizes and mtimes
+        long/<8 x 250 '&'>/x.txt  a listing whose title exceeds a piece
+        crowded/                  more names than a listing holds
 """
 import os
 import random
@@ -26,6 +36,17 @@ SECRET = b"TOP-SECRET outside the root\n"
 SPECIAL_NAMES = ['<b>&"\'.txt', "with space.txt", "caf\u00e9-\u65e5\u672c.txt",
                  "100%.txt", "q?x#y.txt"]
 MANY = 10000
+# sorted/: name -> (bytes, mtime); byte order: "10.txt" < "9.txt" < "B.txt"
+# < "Z/" < "_x.txt" < "a.txt" < "caf\u00e9.txt"
+SORTED = {"a.txt": (b"a" * 3, 1_000_000_000), "B.txt": (b"b" * 1500, 1_100_000_000),
+          "10.txt": (b"", 1_200_000_000), "9.txt": (b"n" * 9, 1_300_000_000),
+          "_x.txt": (b"x" * 70000, 1_400_000_000), "caf\u00e9.txt": (b"c", 1_500_000_000)}
+SORTED_DIRS = {"Z": 1_600_000_000}
+LONG_SEGMENT = "&" * 250
+LONG_DIR = "long/" + "/".join([LONG_SEGMENT] * 8)
+# the listing bound (HTTP_SERVER_LISTING_MAX_ENTRIES) and one more
+LISTING_MAX_ENTRIES = 20000
+CROWDED = LISTING_MAX_ENTRIES + 1
 
 
 class Docroot:
@@ -87,4 +108,26 @@ def build_docroot(base):
     os.symlink("a.txt", os.path.join(d.root, "link-in"))
     os.symlink("../outside/secret.txt", os.path.join(d.root, "link-out"))
     os.symlink("../outside", os.path.join(d.root, "linkdir-out"))
+
+    d.put(".env", b"SECRET_KEY=dotenv\n")
+    d.put(".git/config", b"[core]\n\tbare = false\n")
+    d.put("sub/.hidden", b"hidden\n")
+    d.put(".well-known/security.txt", b"Contact: mailto:security@example.org\n")
+    # permissions: the files belong to the test's user (root when the
+    # permission tests run); the server reads them as nobody
+    d.put("perm/public.txt", b"public\n")
+    d.put("perm/later.txt", b"later\n")  # closed by a test once cached
+    os.chmod(d.put("perm/private.txt", b"private\n"), 0o600)
+    d.put("perm/closed/inner.txt", b"closed\n")
+    os.chmod(os.path.join(d.root, "perm/closed"), 0o700)
+    for name, (data, mtime) in SORTED.items():
+        os.utime(d.put("sorted/" + name, data), (mtime, mtime))
+    for name, mtime in SORTED_DIRS.items():
+        os.makedirs(os.path.join(d.root, "sorted", name))
+        os.utime(os.path.join(d.root, "sorted", name), (mtime, mtime))
+    d.put(LONG_DIR + "/x.txt", b"deep\n")
+    crowded = os.path.join(d.root, "crowded")
+    os.makedirs(crowded)
+    for i in range(CROWDED):
+        os.mknod(os.path.join(crowded, f"c{i:05d}"))
     return d

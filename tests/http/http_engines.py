@@ -17,10 +17,16 @@ Options use khttpd's module parameter names (cache_size is its cache_bytes):
                    (user engines only: khttpd keeps the built-in table)
   status_path      where ktcp-httpd serves its counters (khttpd has
                    /proc/net/khttpd): counters() reads them
+  user             the account files are read as: ktcp-httpd started as root
+                   gets --user (default nobody; not root: it serves as the
+                   test's user), khttpd the account's uid and gid
+  dotfiles         "deny" (default) or "allow": paths with a segment
+                   starting with '.'
 
 An engine that cannot honour an option skips the test that asked for it.
 """
 import os
+import pwd
 import resource
 import signal
 import subprocess
@@ -48,7 +54,7 @@ class UserHttpd:
     def start(self, root, idle_timeout_ms=30000, max_conns=0, gzip=True,
               access_log=None, threads=2, cache_size=None, nofile=None,
               expires_s=None, gzip_static=None, error_pages=None,
-              mime_types=None, status_path=None):
+              mime_types=None, status_path=None, user="nobody", dotfiles=None):
         if not os.path.exists(HTTPD_BIN):
             pytest.fail(f"{HTTPD_BIN} is not built (run make)")
         self.port = free_port()
@@ -73,6 +79,10 @@ class UserHttpd:
         self.status_path = status_path
         if status_path:
             cmd += ["--status-path", status_path]
+        if os.geteuid() == 0:
+            cmd += ["--user", user]
+        if dotfiles:
+            cmd += ["--dotfiles", dotfiles]
         self.stderr_path = os.path.join(self.logdir, f"httpd-{self.model}-{self.port}.err")
         self.stderr = open(self.stderr_path, "w")
         limit = (lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, nofile))) if nofile else None
@@ -122,7 +132,7 @@ class KernelHttpd:
     params = {"idle_timeout_ms": "idle_timeout_ms", "max_conns": "max_conns",
               "gzip": "gzip", "cache_size": "cache_bytes",
               "expires_s": "expires_s", "gzip_static": "gzip_static",
-              "error_pages": "error_pages"}
+              "error_pages": "error_pages", "dotfiles": "dotfiles"}
 
     def __init__(self, mode=None):
         self.mode = mode  # None: the module's default (unbound CMWQ)
@@ -130,7 +140,7 @@ class KernelHttpd:
         self.port = None
 
     def start(self, root, access_log=None, threads=None, nofile=None,
-              status_path=None, **options):
+              status_path=None, user=None, **options):
         if nofile:
             pytest.skip("a module has no descriptor limit")
         if not os.path.exists(KHTTPD_KO):
@@ -141,6 +151,9 @@ class KernelHttpd:
         args = [f"root={root}", f"port={self.port}"]
         if self.mode:
             args.append(f"mode={self.mode}")
+        if user:  # else the module's default, nobody/nogroup
+            pw = pwd.getpwnam(user)
+            args += [f"uid={pw.pw_uid}", f"gid={pw.pw_gid}"]
         for k, v in options.items():
             if k not in self.params:
                 pytest.skip(f"khttpd has no parameter for {k}")

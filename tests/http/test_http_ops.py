@@ -52,9 +52,14 @@ class Server:
         self.port = free_port()
         self.err_path = str(tmp_path / f"httpd-{model}-{self.port}.err")
         self.err = open(self.err_path, "w")
+        # run as root, these servers stay root: their logs and --config
+        # files live in root's private tmp, where a reload or a reopen as
+        # nobody could not reach them (tests/http/test_http_security.py
+        # covers --user)
+        as_root = ["--user", "root"] if os.geteuid() == 0 else []
         self.cmd = [HTTPD_BIN, "--root", str(root), "--port", str(self.port),
                     "--bind", "127.0.0.1", "--model", model, "--threads", "2",
-                    *flags]
+                    *as_root, *flags]
         limit = (lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, nofile))) \
             if nofile else None
         self.proc = subprocess.Popen(self.cmd, stdout=subprocess.DEVNULL,

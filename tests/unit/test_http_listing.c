@@ -114,8 +114,109 @@ static void test_streaming(void)
         http_listing_entry(&b, name, 255, true, HTTP_U64_MAX, HTTP_I64_MIN), 0);
 }
 
+static void test_visible(void)
+{
+    CHECK(!http_listing_visible(".", 1, ".", 1, true));
+    CHECK(!http_listing_visible(".", 1, "..", 2, true));
+    CHECK(!http_listing_visible(".", 1, ".env", 4, false));
+    CHECK(http_listing_visible(".", 1, ".env", 4, true));
+    CHECK(http_listing_visible(".", 1, "a", 1, false));
+    CHECK(http_listing_visible(".", 1, ".well-known", 11, false));
+    CHECK(!http_listing_visible("a", 1, ".well-known", 11, false));
+    CHECK(!http_listing_visible(".well-known", 11, ".x", 2, false));
+}
+
+static void test_sort(void)
+{
+    static char buf[1 << 16];
+    static uint32_t off[2000];
+    struct http_names n = {buf, 0, sizeof(buf), off, 0, 3};
+    const char *want[] = {"10", "9", "B", "Z", "_", "a", "\xc3\xa9"};
+    char name[16];
+    int i;
+
+    CHECK_INT(http_names_add(&n, "a", 1), 0);
+    CHECK_INT(http_names_add(&n, "\xc3\xa9", 2), 0);
+    CHECK_INT(http_names_add(&n, "B", 1), 0);
+    CHECK_INT(http_names_add(&n, "9", 1), -1); /* off is full */
+    CHECK_INT(n.count, 3);
+    n.max = 2000;
+    CHECK_INT(http_names_add(&n, "9", 1), 0);
+    CHECK_INT(http_names_add(&n, "_", 1), 0);
+    CHECK_INT(http_names_add(&n, "Z", 1), 0);
+    CHECK_INT(http_names_add(&n, "10", 2), 0);
+    http_names_sort(&n);
+    for (i = 0; i < 7; i++)
+        CHECK_STR(http_names_at(&n, (size_t) i), want[i]);
+    /* many, in reverse: sorted, nothing lost */
+    n.count = n.len = 0;
+    for (i = 1999; i >= 0; i--) {
+        int len = snprintf(name, sizeof(name), "n%05d", i);
+        CHECK_INT(http_names_add(&n, name, (size_t) len), 0);
+    }
+    http_names_sort(&n);
+    for (i = 0; i < 2000; i++) {
+        snprintf(name, sizeof(name), "n%05d", i);
+        CHECK_STR(http_names_at(&n, (size_t) i), name);
+    }
+    /* buf full: nothing added */
+    n.count = n.len = 0;
+    n.cap = 4;
+    CHECK_INT(http_names_add(&n, "abcd", 4), -1);
+    CHECK_INT(n.len, 0);
+    CHECK_INT(http_names_add(&n, "abc", 3), 0);
+}
+
+static void test_long_title(void)
+{
+    /* a title that cannot fit one buffer comes in parts, each fitting an
+     * empty one; put together they are the all-at-once opening */
+    static char dir[5000], mem[HTTP_LISTING_ENTRY_MAX], whole[80000];
+    static char parts[80000];
+    struct http_listing_cursor c = {0, 0};
+    struct http_buf b;
+    size_t plen = 0;
+    int rounds = 0;
+
+    memset(dir, '&', sizeof(dir));
+    http_buf_init(&b, whole, sizeof(whole));
+    CHECK_INT(http_listing_begin(&b, dir, sizeof(dir)), 0);
+    CHECK(b.len > 2 * 5 * sizeof(dir));
+    http_buf_init(&b, mem, sizeof(mem));
+    CHECK_INT(http_listing_begin(&b, dir, sizeof(dir)),
+              -1); /* all or nothing */
+    CHECK_INT(b.len, 0);
+    while (http_listing_begin_part(&b, dir, sizeof(dir), &c) < 0) {
+        CHECK(b.len > 0);
+        memcpy(parts + plen, mem, b.len);
+        plen += b.len;
+        http_buf_init(&b, mem, sizeof(mem));
+        CHECK(++rounds < 100);
+    }
+    memcpy(parts + plen, mem, b.len);
+    plen += b.len;
+    http_buf_init(&b, whole, sizeof(whole));
+    http_listing_begin(&b, dir, sizeof(dir));
+    CHECK_INT(plen, b.len);
+    CHECK(memcmp(parts, whole, plen) == 0);
+}
+
+static void test_truncated(void)
+{
+    char mem[256];
+    struct http_buf b;
+
+    http_buf_init(&b, mem, sizeof(mem));
+    CHECK_INT(http_listing_truncated(&b, 20000), 0);
+    CHECK(contains(mem, b.len, "Only the first 20000 entries are listed."));
+}
+
 int main(void)
 {
+    test_visible();
+    test_sort();
+    test_long_title();
+    test_truncated();
     test_escape();
     test_listing();
     test_streaming();

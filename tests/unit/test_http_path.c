@@ -159,8 +159,32 @@ static void test_capacity(void)
     CHECK_INT(norm("/", out, 1, &info), HTTP_PATH_ERR_TOO_LONG);
 }
 
+static bool hidden(const char *rel)
+{
+    return http_path_hidden(rel, strlen(rel));
+}
+
+static void test_hidden(void)
+{
+    CHECK(!hidden("."));
+    CHECK(!hidden("a.txt"));
+    CHECK(!hidden("a/b.c/d..e"));
+    CHECK(hidden(".env"));
+    CHECK(hidden(".git/config"));
+    CHECK(hidden("a/.htpasswd"));
+    CHECK(hidden("a/.b/c"));
+    CHECK(hidden("..x"));
+    CHECK(!hidden(".well-known"));
+    CHECK(!hidden(".well-known/acme-challenge/t0k3n"));
+    CHECK(hidden(".well-known/.x"));
+    CHECK(hidden(".well-knownx"));
+    CHECK(hidden(".well-known-x/a"));
+    CHECK(hidden("a/.well-known/x")); /* only at the root */
+}
+
 int main(void)
 {
+    test_hidden();
     test_clean();
     test_query();
     test_traversal();

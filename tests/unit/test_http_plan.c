@@ -1041,8 +1041,43 @@ static void test_head_bound(void)
     CHECK(http_plan_head(&r->plan, buf, sizeof(buf)) > 0);
 }
 
+static void test_dotfiles(void)
+{
+    struct engine e;
+
+    /* hidden: answered before any lookup */
+    CHECK_INT(start(&e, GET("/.env", ""), true, false), HTTP_PLAN_RESPOND);
+    CHECK_INT(e.plan.status, 404);
+    CHECK_INT(start(&e, GET("/a/%2egit/config", ""), true, false),
+              HTTP_PLAN_RESPOND);
+    CHECK_INT(e.plan.status, 404);
+    CHECK_INT(start(&e, GET("/.well-known/../.env", ""), true, false),
+              HTTP_PLAN_RESPOND);
+    CHECK_INT(e.plan.status, 404);
+    CHECK_INT(start(&e, GET("/.well-known/acme", ""), true, false),
+              HTTP_PLAN_LOOKUP);
+    CHECK_INT(start(&e, GET("/a/./b", ""), true, false), HTTP_PLAN_LOOKUP);
+    /* allowed */
+    memset(&e, 0, sizeof(e));
+    {
+        const char *req = GET("/.env", "");
+        size_t used = 0;
+
+        http_parser_init(&e.parser, NULL);
+        CHECK_INT(http_parse_request(&e.parser, req, strlen(req), &used), 0);
+        e.in.req = &e.parser.req;
+        e.in.buf = req;
+        e.in.buffered = strlen(req);
+        e.in.head_len = used;
+        e.in.dotfiles = true;
+        CHECK_INT(http_plan_start(&e.plan, &e.in, &e.work), HTTP_PLAN_LOOKUP);
+        CHECK_STR(e.plan.path, ".env");
+    }
+}
+
 int main(void)
 {
+    test_dotfiles();
     test_errno_status();
     test_dispatch_errors();
     test_lookup_errors();

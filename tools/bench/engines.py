@@ -165,9 +165,13 @@ class KtcpHttpd(Engine):
         return None
 
     def argv(self, port, ctx):
+        # as nginx here ("user root;"): stays root when run as root, so
+        # valgrind and perf can write their files in root's private tmp
+        as_root = ["--user", "root"] if os.geteuid() == 0 else []
         return [os.path.join(BUILD, "ktcp-httpd"), "--root", ctx.docroot,
                 "--port", str(port), "--model", self.model,
-                "--threads", str(workers(ctx)), "--idle-timeout-ms", "60000"]
+                "--threads", str(workers(ctx)), "--idle-timeout-ms", "60000",
+                *as_root]
 
 
 class Nginx(Engine):

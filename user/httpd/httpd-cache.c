@@ -352,7 +352,9 @@ static bool still_fresh(struct httpd_file *f, const char *rel, uint64_t now)
         return true;
     if (!atomic_compare_exchange_strong(&f->checked_ms, &checked, now))
         return true; /* another thread is checking right now */
-    int fd = httpd_open_beneath(rel, O_PATH);
+    /* opened for reading, as load() does: an entry the server's user may
+     * no longer read is stale */
+    int fd = httpd_open_beneath(rel, O_RDONLY | O_NONBLOCK);
     if (fd < 0)
         return false;
     struct stat st;

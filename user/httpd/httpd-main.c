@@ -6,7 +6,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <grp.h>
 #include <limits.h>
+#include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,6 +30,8 @@
 #define DEFAULT_CACHE_SIZE (64UL * 1024 * 1024)
 #define NO_TIMEOUT_MS (24 * 3600 * 1000) /* --idle-timeout-ms 0 */
 #define DEFAULT_MIME_TYPES "/etc/mime.types"
+#define DEFAULT_USER "nobody"
+
 
 static const char *model_names[] = {"threads", "epoll", "mn"};
 
@@ -104,6 +108,20 @@ static void usage(FILE *out)
             "      --status-path PATH  serve the counters at PATH, in "
             "Prometheus format at\n"
             "                          PATH/metrics (default: off)\n"
+            "      --user NAME         started as root: serve as NAME (its "
+            "uid, its primary\n"
+            "                          group, no other groups) once the "
+            "socket is bound;\n"
+            "                          files NAME may not read answer 403 "
+            "(default: %s;\n"
+            "                          not started as root, or --user root: "
+            "no change)\n"
+            "      --dotfiles deny|allow  deny: a path with a segment "
+            "starting with '.'\n"
+            "                          answers 404 and such names are not "
+            "listed,\n"
+            "                          /.well-known/ excepted (default: "
+            "deny)\n"
             "      --config FILE       read options from FILE first, one per "
             "line without\n"
             "                          the dashes ('gzip', 'access-log "
@@ -117,7 +135,7 @@ static void usage(FILE *out)
             "  -h, --help              show this help and exit\n",
             DEFAULT_PORT, cpus, DEFAULT_IDLE_TIMEOUT_MS, DEFAULT_MAX_CONNS,
             DEFAULT_BACKLOG, HTTP_SERVER_EXPIRES_MAX,
-            HTTP_SERVER_ERROR_PAGES_MAX, DEFAULT_MIME_TYPES);
+            HTTP_SERVER_ERROR_PAGES_MAX, DEFAULT_MIME_TYPES, DEFAULT_USER);
 }
 
 /* Everything the options set. */
@@ -135,6 +153,8 @@ struct settings {
     bool mime_types_given;
     struct http_error_page error_pages[HTTP_SERVER_ERROR_PAGES_MAX];
     size_t error_pages_n;
+    const char *user;
+    bool dotfiles;
 };
 
 static void settings_default(struct settings *s)
@@ -152,6 +172,7 @@ static void settings_default(struct settings *s)
     s->gzip = true;
     s->cache_size = DEFAULT_CACHE_SIZE;
     s->mime_types = DEFAULT_MIME_TYPES;
+    s->user = DEFAULT_USER;
 }
 
 /* Messages name the option and, for a file, the file: "ktcp-httpd:
@@ -213,6 +234,8 @@ enum {
     OPT_EXPIRES,
     OPT_ERROR_PAGE,
     OPT_MIME_TYPES,
+    OPT_USER,
+    OPT_DOTFILES,
 };
 
 static const struct option opts[] = {
@@ -236,6 +259,8 @@ static const struct option opts[] = {
     {"expires", required_argument, NULL, OPT_EXPIRES},
     {"error-page", required_argument, NULL, OPT_ERROR_PAGE},
     {"mime-types", required_argument, NULL, OPT_MIME_TYPES},
+    {"user", required_argument, NULL, OPT_USER},
+    {"dotfiles", required_argument, NULL, OPT_DOTFILES},
     {"version", no_argument, NULL, 'V'},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
@@ -344,6 +369,20 @@ static enum parse_result parse_options(int argc,
         case OPT_MIME_TYPES:
             s->mime_types = optarg;
             s->mime_types_given = true;
+            break;
+        case OPT_USER:
+            if (!optarg[0]) {
+                bad_arg("--user", optarg, "expected a user name");
+                return PARSE_ERROR;
+            }
+            s->user = optarg;
+            break;
+        case OPT_DOTFILES:
+            if (strcmp(optarg, "deny") && strcmp(optarg, "allow")) {
+                bad_arg("--dotfiles", optarg, "expected deny or allow");
+                return PARSE_ERROR;
+            }
+            s->dotfiles = strcmp(optarg, "allow") == 0;
             break;
         case OPT_CONFIG:
             if (from_file) {
@@ -513,6 +552,8 @@ static void reload(int argc, char **argv, struct settings *running)
              memcmp(n.error_pages, running->error_pages,
                     n.error_pages_n * sizeof(n.error_pages[0])) != 0,
          "--error-page"},
+        {!same_str(n.user, running->user), "--user"},
+        {n.dotfiles != running->dotfiles, "--dotfiles"},
     };
     for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++)
         if (fixed[i].changed)
@@ -585,6 +626,68 @@ static bool load_mime_types(const struct settings *s)
     return true;
 }
 
+/* The account --user names, looked up before anything is bound so that a
+ * wrong name fails at once; dropped to once the listeners are open. */
+static uid_t serve_uid;
+static gid_t serve_gid;
+static const char *serve_user;
+
+static bool resolve_user(const char *name)
+{
+    errno = 0;
+    struct passwd *pw = getpwnam(name);
+    if (!pw) {
+        bad_arg("--user", name, errno ? strerror(errno) : "no such user");
+        return false;
+    }
+    if (pw->pw_uid == 0) {
+        /* asked for by name: keep root (nginx's "user root") */
+        fprintf(stderr,
+                "ktcp-httpd: --user %s: keeping root's privileges: "
+                "every file root may read is served\n",
+                name);
+        return true;
+    }
+    if (pw->pw_gid == 0) {
+        bad_arg("--user", name, "has group root: name an unprivileged user");
+        return false;
+    }
+    serve_uid = pw->pw_uid;
+    serve_gid = pw->pw_gid;
+    serve_user = name;
+    return true;
+}
+
+/* Root's groups, then its gid, then its uid (after setuid nothing else
+ * could be changed); each failure is fatal, and root must be gone for
+ * good. Runs before any thread serves. */
+static int drop_privileges(void)
+{
+    if (!serve_user)
+        return 0;
+    const char *step = "setgroups";
+    if (setgroups(0, NULL) < 0)
+        goto fail;
+    step = "setgid";
+    if (setgid(serve_gid) < 0)
+        goto fail;
+    step = "setuid";
+    if (setuid(serve_uid) < 0)
+        goto fail;
+    if (setuid(0) == 0 || getegid() != serve_gid) {
+        errno = EPERM;
+        step = "root regained";
+        goto fail;
+    }
+    return 0;
+fail:
+    fprintf(stderr,
+            "ktcp-httpd: --user %s: cannot drop root's privileges: "
+            "%s: %s\n",
+            serve_user, step, strerror(errno));
+    return -EPERM;
+}
+
 int main(int argc, char **argv)
 {
     static struct settings s;
@@ -607,6 +710,10 @@ int main(int argc, char **argv)
     httpd_cfg.error_pages = s.error_pages;
     httpd_cfg.error_pages_n = s.error_pages_n;
     if (!load_mime_types(&s))
+        return 2;
+    httpd_cfg.dotfiles = s.dotfiles;
+    /* only root can change its user; anyone else serves as itself */
+    if (geteuid() == 0 && !resolve_user(s.user))
         return 2;
     httpd_cfg.root_fd = open(s.root, O_PATH | O_DIRECTORY | O_CLOEXEC);
     if (httpd_cfg.root_fd < 0) {
@@ -651,9 +758,11 @@ int main(int argc, char **argv)
     s.rt.worker_data_size = sizeof(struct httpd_worker);
     s.rt.worker_flush = httpd_worker_flush;
     s.rt.worker_exit = httpd_worker_exit;
+    s.rt.listening = drop_privileges;
     int err = rt_start(&s.rt);
     if (err < 0) {
-        if (err != -EINVAL && err != -EADDRINUSE && err != -EACCES)
+        if (err != -EINVAL && err != -EADDRINUSE && err != -EACCES &&
+            err != -EPERM)
             fprintf(stderr, "ktcp-httpd: cannot start: %s\n", strerror(-err));
         return 1;
     }
@@ -663,8 +772,11 @@ int main(int argc, char **argv)
     else
         snprintf(where, sizeof(where), "%s port %d",
                  s.rt.bind ? s.rt.bind : "every address", s.rt.port);
-    fprintf(stderr, "ktcp-httpd: serving %s on %s (model %s, %d worker%s)\n",
-            s.root, where, model_names[s.rt.model],
+    char as[64] = "";
+    if (serve_user)
+        snprintf(as, sizeof(as), " as %s", serve_user);
+    fprintf(stderr, "ktcp-httpd: serving %s on %s%s (model %s, %d worker%s)\n",
+            s.root, where, as, model_names[s.rt.model],
             s.rt.model == RT_MODEL_THREADS ? 1 : s.rt.workers,
             s.rt.model != RT_MODEL_THREADS && s.rt.workers > 1 ? "s" : "");
 

@@ -81,6 +81,7 @@ static void add_settings(struct http_plan_input *in)
     in->error_pages = httpd_cfg.error_pages;
     in->error_pages_n = httpd_cfg.error_pages_n;
     in->mime = httpd_cfg.mime;
+    in->dotfiles = httpd_cfg.dotfiles;
 }
 
 /* Run the planner's remaining steps against the cache, carry the plan

@@ -40,6 +40,7 @@ struct httpd_config {
     const struct http_error_page *error_pages; /* --error-page */
     size_t error_pages_n;
     const struct http_mime_table *mime; /* --mime-types, NULL: core's */
+    bool dotfiles; /* serve and list names starting with '.' */
 };
 extern struct httpd_config httpd_cfg;
 

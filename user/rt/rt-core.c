@@ -464,6 +464,11 @@ int rt_start(const struct rt_config *cfg)
             return fd;
         rt_g.listen_fds[rt_g.nlisten++] = fd;
     }
+    if (cfg->listening) {
+        int err = cfg->listening();
+        if (err)
+            return err < 0 ? err : -EPERM;
+    }
     if (cfg->model == RT_MODEL_THREADS) {
         int err =
             pthread_create(&threads_acceptor, NULL, threads_accept_main, NULL);

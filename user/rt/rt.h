@@ -83,6 +83,9 @@ struct rt_config {
     size_t worker_data_size;
     void (*worker_flush)(void *data);
     void (*worker_exit)(void *data);
+    /* Called once the listeners are open and before any thread serves:
+     * dropping privileges goes here. Non-zero fails rt_start. */
+    int (*listening)(void);
 };
 
 /* Open the listeners (or take the one systemd passed: socket activation)

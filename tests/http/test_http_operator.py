@@ -266,3 +266,24 @@ def test_mime_types_file(http_engine, ops, tmp_path):
         assert r.header("Content-Type") == "application/octet-stream"
         assert get(srv.port, "/ops/f.mjs").header("Content-Type") \
             == "text/javascript; charset=utf-8"
+
+
+def test_mime_types_file_is_bounded(http_engine, ops, tmp_path):
+    """At most 8192 extensions and the first 1 MiB are read; the rest is
+    left to the built-in table, and the server says so."""
+    ops.put("ops/f.x00001", b"1\n")
+    ops.put("ops/f.x09000", b"2\n")
+    ops.put("ops/f.late", b"3\n")
+    lines = [f"application/x-n{i} x{i:05d}\n" for i in range(1, 9001)]
+    text = "".join(lines)
+    text += "#" * (1024 * 1024 - len(text)) + "\napplication/x-late late\n"
+    mt = tmp_path / "big.types"
+    mt.write_text(text)
+    with http_engine.spawn(mime_types=str(mt)) as srv:
+        assert get(srv.port, "/ops/f.x00001").header("Content-Type") == "application/x-n1"
+        # beyond the table's bound, beyond the bytes read
+        assert get(srv.port, "/ops/f.x09000").header("Content-Type") == "application/octet-stream"
+        assert get(srv.port, "/ops/f.late").header("Content-Type") == "application/octet-stream"
+        assert get(srv.port, "/page.html").header("Content-Type") == "text/html; charset=utf-8"
+        err = open(srv.stderr_path).read()
+    assert "only its first 1048576 bytes are read" in err, err

@@ -20,6 +20,7 @@ OLD_TXT = b"a text file with an outdated .gz beside it\n" * 10
 PAGE_404 = b"<!DOCTYPE html><title>gone</title><p>custom not found</p>\n"
 PAGE_405 = b"<p>custom method not allowed</p>\n"
 PAGE_400 = b"<p>custom bad request</p>\n"
+PAGE_413 = b"<p>custom too large</p>\n"
 # two levels of 240-byte names: 720 bytes each, percent-encoded
 LONG = "\u00e9" * 120
 FITS = "d" * 200  # three levels: a Location of about 600 bytes
@@ -44,6 +45,7 @@ def ops(docroot):
     put("ops/err/404.html", PAGE_404)
     put("ops/err/405.html", PAGE_405)
     put("ops/err/400.html", PAGE_400)
+    put("ops/err/413.html", PAGE_413)
     os.makedirs(os.path.join(root, "ops/err/dir.html"), exist_ok=True)
     put("ops/f.weird", b"weird\n")
     put("ops/f.mjs", b"export {}\n")
@@ -162,7 +164,7 @@ def test_gzip_static_with_dynamic_gzip_off(http_engine, ops):
 # ---- error pages ----
 
 PAGES = ("404=/ops/err/404.html,405=/ops/err/405.html,400=/ops/err/400.html,"
-         "403=/ops/err/missing.html,414=/ops/err/dir.html")
+         "403=/ops/err/missing.html,414=/ops/err/dir.html,413=/ops/err/413.html")
 
 
 def test_error_pages(http_engine, ops):
@@ -194,6 +196,17 @@ def test_error_pages(http_engine, ops):
             c.send(b"GET /a.txt HTTP/1.1\r\nHost: h\r\nBad Header\r\n\r\n")
             r = c.read_response()
             assert r.status == 400 and r.body == PAGE_400
+            assert c.closed_within(5)
+        # a request line over the limit: its page is a directory, the text
+        with Conn(srv.port) as c:
+            c.send(b"GET /" + b"a" * 9000 + b" HTTP/1.1\r\nHost: h\r\n\r\n")
+            r = c.read_response()
+            assert r.status == 414 and r.body == b"414 URI Too Long\n"
+        # a body over the limit: its page, then the close
+        with Conn(srv.port) as c:
+            c.send(b"GET /a.txt HTTP/1.1\r\nHost: h\r\nContent-Length: 10000000\r\n\r\n")
+            r = c.read_response()
+            assert r.status == 413 and r.body == PAGE_413
             assert c.closed_within(5)
         # a file the server has does not use the pages
         assert get(srv.port, "/a.txt").body == b"hello\n"
@@ -266,3 +279,24 @@ def test_mime_types_file(http_engine, ops, tmp_path):
         assert r.header("Content-Type") == "application/octet-stream"
         assert get(srv.port, "/ops/f.mjs").header("Content-Type") \
             == "text/javascript; charset=utf-8"
+
+
+def test_mime_types_file_is_bounded(http_engine, ops, tmp_path):
+    """At most 8192 extensions and the first 1 MiB are read; the rest is
+    left to the built-in table, and the server says so."""
+    ops.put("ops/f.x00001", b"1\n")
+    ops.put("ops/f.x09000", b"2\n")
+    ops.put("ops/f.late", b"3\n")
+    lines = [f"application/x-n{i} x{i:05d}\n" for i in range(1, 9001)]
+    text = "".join(lines)
+    text += "#" * (1024 * 1024 - len(text)) + "\napplication/x-late late\n"
+    mt = tmp_path / "big.types"
+    mt.write_text(text)
+    with http_engine.spawn(mime_types=str(mt)) as srv:
+        assert get(srv.port, "/ops/f.x00001").header("Content-Type") == "application/x-n1"
+        # beyond the table's bound, beyond the bytes read
+        assert get(srv.port, "/ops/f.x09000").header("Content-Type") == "application/octet-stream"
+        assert get(srv.port, "/ops/f.late").header("Content-Type") == "application/octet-stream"
+        assert get(srv.port, "/page.html").header("Content-Type") == "text/html; charset=utf-8"
+        err = open(srv.stderr_path).read()
+    assert "only its first 1048576 bytes are read" in err, err

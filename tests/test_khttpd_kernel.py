@@ -362,6 +362,7 @@ def test_unload_while_gzip_builds_run(tmp_path):
     khttpd_gzip workqueue; rmmod right after gives them up (at their next
     slice) and returns quickly, freeing everything."""
     line = b"function g(a, b) { return a.concat(b).map(String); } // %d\n"
+    tmp_path.chmod(0o755)  # khttpd reads as nobody; pytest makes it 0700
     for i in range(20):
         (tmp_path / f"b{i}.js").write_bytes(
             b"".join(line % (j * 7919 % 100003) for j in range(70000))[:4 << 20])

@@ -307,6 +307,7 @@ def cluster(tmp_path_factory):
         sh("modprobe", mod)
 
     tmp = str(tmp_path_factory.mktemp("scaleout"))
+    os.chmod(tmp, 0o755)  # the servers, started as root, read as nobody
     c = Cluster(tmp)
     teardown_network()  # leftovers of an interrupted run
     try:
@@ -483,6 +484,7 @@ def test_killed_backend_removed_then_no_failures(cluster, tmp_path):
     with NAT, IPVS takes that server's answers for one of its own connections
     whenever the client port matches a live entry, and the baseline stalls."""
     cluster.ensure_all_up()
+    tmp_path.chmod(0o755)  # read as nobody
     lo_root = tmp_path / "lo"
     lo_root.mkdir()
     (lo_root / "index.html").write_text("lo\n")

@@ -34,7 +34,7 @@ static void usage(const struct msg_options *opt, const char *what, FILE *f)
             "  -b, --bind ADDR        address to listen on (default: all, IPv6 "
             "and IPv4)\n"
             "  -t, --threads N        worker threads (default: one per core)\n"
-            "  -m, --max-msg BYTES    largest body accepted; a longer frame "
+            "      --max-msg BYTES    largest body accepted; a longer frame "
             "closes its\n"
             "                         connection (default %u)\n"
             "      --backlog N        listen backlog (default 1024)\n"
@@ -65,7 +65,7 @@ void msg_parse_options(struct msg_options *opt,
         {"port", required_argument, NULL, 'p'},
         {"bind", required_argument, NULL, 'b'},
         {"threads", required_argument, NULL, 't'},
-        {"max-msg", required_argument, NULL, 'm'},
+        {"max-msg", required_argument, NULL, 'M'},
         {"backlog", required_argument, NULL, 'B'},
         {"stats-file", required_argument, NULL, 's'},
         {"version", no_argument, NULL, 'V'},
@@ -89,10 +89,19 @@ void msg_parse_options(struct msg_options *opt,
         case 't':
             opt->threads = (int) parse_num(opt, "--threads", optarg, 1, 256);
             break;
-        case 'm':
+        case 'M':
             opt->max_msg = (uint32_t) parse_num(opt, "--max-msg", optarg,
                                                 MSG_REQ_HDR_LEN, MSG_MAX_MAX);
             break;
+        case 'm':
+            /* -m is --model in every other server; these two have one loop
+             * of their own, and the old -m (--max-msg) must not be taken
+             * for something else silently */
+            fprintf(stderr,
+                    "%s: -m is --model in the other servers and these have "
+                    "one model; the largest body is --max-msg BYTES\n",
+                    opt->prog);
+            exit(2);
         case 'B':
             opt->backlog = (int) parse_num(opt, "--backlog", optarg, 1, 65535);
             break;

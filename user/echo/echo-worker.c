@@ -8,12 +8,14 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <linux/sockios.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -32,6 +34,7 @@ struct echo_conn {
     bool on_ready_list;
     uint32_t out_off, out_len;
     uint64_t last_active_ms;
+    int unacked; /* SIOCOUTQ when last looked at: a moving one is activity */
     struct echo_conn *idle_prev, *idle_next; /* oldest first */
     struct echo_conn *ready_next;
     uint8_t buf[ECHO_BUF_SIZE];
@@ -143,6 +146,7 @@ static int conn_flush(struct echo_loop *loop, struct echo_conn *c)
             return -errno;
         }
         c->out_off += n;
+        touch(loop, c); /* a slow reader is not idle */
         count(loop->worker, bytes_out, n);
     }
     c->out_off = c->out_len = 0;
@@ -266,9 +270,16 @@ static int expire_idle(struct echo_loop *loop)
     while (loop->idle_head) {
         struct echo_conn *c = loop->idle_head;
         uint64_t deadline = c->last_active_ms + timeout;
+        int unacked;
 
         if (deadline > now)
             return (int) (deadline - now);
+        /* Bytes the client acknowledged since: it reads, slowly. */
+        if (ioctl(c->fd, SIOCOUTQ, &unacked) == 0 && unacked != c->unacked) {
+            c->unacked = unacked;
+            touch(loop, c);
+            continue;
+        }
         count(loop->worker, timeouts, 1);
         conn_close(loop, c);
     }

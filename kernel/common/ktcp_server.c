@@ -273,10 +273,11 @@ static bool ktcp_register(struct ktcp_server *srv, struct ktcp_conn *c,
 			  const struct in6_addr *addr, struct ktcp_peer **spare)
 {
 	struct ktcp_peer *peer = NULL, *p;
-	u32 h = ktcp_peer_hash(addr);
 
 	lockdep_assert_held(&srv->lock);
 	if (srv->p.max_conns_per_ip) {
+		u32 h = ktcp_peer_hash(addr);
+
 		hash_for_each_possible(srv->peers, p, node, h) {
 			if (ipv6_addr_equal(&p->addr, addr)) {
 				peer = p;
@@ -416,7 +417,7 @@ static void ktcp_refuse(struct ktcp_server *srv, struct socket *sock)
 static int ktcp_conn_start(struct ktcp_server *srv, struct socket *sock)
 {
 	struct ktcp_peer *spare = NULL;
-	struct in6_addr addr;
+	struct in6_addr addr = {};
 	struct ktcp_conn *c;
 	void *outer;
 	int err;

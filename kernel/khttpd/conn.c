@@ -310,6 +310,42 @@ static bool khttpd_make_room(struct khttpd_conn *conn)
 	return true;
 }
 
+/* Nothing the socket could give us now: no data, no EOF, no error. */
+static bool khttpd_nothing_to_read(struct khttpd_conn *conn)
+{
+	struct sock *sk = conn->c.sock->sk;
+
+	return skb_queue_empty_lockless(&sk->sk_receive_queue) &&
+	       !(READ_ONCE(sk->sk_shutdown) & RCV_SHUTDOWN) &&
+	       !READ_ONCE(sk->sk_err);
+}
+
+/*
+ * The request buffer exists only while a request is in flight: an idle
+ * keep-alive connection with nothing buffered gives it back (however far
+ * a long head grew it) and takes a fresh one when bytes arrive; a pipeline
+ * keeps its buffer. 0, -EAGAIN (idle, nothing to read) or -ENOMEM.
+ */
+static int khttpd_rbuf_for_read(struct khttpd_conn *conn)
+{
+	if (conn->rbuf && conn->rlen > conn->rstart)
+		return 0;
+	conn->rstart = conn->rlen = 0;
+	if (khttpd_nothing_to_read(conn)) {
+		kfree(conn->rbuf);
+		conn->rbuf = NULL;
+		conn->rcap = 0;
+		return -EAGAIN;
+	}
+	if (conn->rbuf)
+		return 0;
+	conn->rbuf = kmalloc(HTTP_SERVER_REQ_BUF_INITIAL, GFP_KERNEL);
+	if (!conn->rbuf)
+		return -ENOMEM;
+	conn->rcap = HTTP_SERVER_REQ_BUF_INITIAL;
+	return 0;
+}
+
 /* 0: progress (state may have changed), -EAGAIN, or the end (EOF/error). */
 static int khttpd_read_head(struct khttpd_conn *conn)
 {
@@ -338,7 +374,9 @@ static int khttpd_read_head(struct khttpd_conn *conn)
 			conn->head_deadline =
 				(jiffies + khttpd_idle_jiffies()) | 1;
 	} else {
-		conn->rstart = conn->rlen = 0;
+		n = khttpd_rbuf_for_read(conn);
+		if (n < 0)
+			return n;
 	}
 	if (!khttpd_make_room(conn)) {
 		khttpd_send_error_close(conn, 431);
@@ -404,6 +442,8 @@ static int khttpd_drain_body(struct khttpd_conn *conn)
 	} else {
 		return 0;
 	}
+	if (WARN_ON_ONCE(!conn->rbuf)) /* a request came through it */
+		return -EIO;
 	conn->rstart = conn->rlen = 0;
 	n = khttpd_recv(conn, conn->rbuf, conn->rcap);
 	if (n < 0)
@@ -426,8 +466,12 @@ static void khttpd_start_linger(struct khttpd_conn *conn)
 /* -EAGAIN while the peer still may send; anything else ends it. */
 static int khttpd_linger(struct khttpd_conn *conn)
 {
+	char scratch[64];
+
 	while (conn->linger_reads++ < HTTP_SERVER_LINGER_READS) {
-		int n = khttpd_recv(conn, conn->rbuf, conn->rcap);
+		int n = conn->rbuf ?
+				khttpd_recv(conn, conn->rbuf, conn->rcap) :
+				khttpd_recv(conn, scratch, sizeof(scratch));
 
 		if (n <= 0)
 			return n ? n : -ESHUTDOWN;
@@ -569,10 +613,7 @@ static int khttpd_conn_init(struct ktcp_conn *c)
 	struct khttpd_conn *conn = container_of(c, struct khttpd_conn, c);
 	struct http_limits limits = HTTP_SERVER_LIMITS;
 
-	conn->rcap = HTTP_SERVER_REQ_BUF_INITIAL;
-	conn->rbuf = kmalloc(conn->rcap, GFP_KERNEL);
-	if (!conn->rbuf)
-		return -ENOMEM;
+	/* No request buffer yet: khttpd_rbuf_for_read() takes one. */
 	conn->state = KHTTPD_READ_HEAD;
 	http_parser_init(&conn->parser, &limits);
 	http_parser_set_header_store(&conn->parser, conn->headers,

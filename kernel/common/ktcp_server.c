@@ -478,6 +478,9 @@ static int ktcp_conn_start(struct ktcp_server *srv, struct socket *sock)
 		goto out_thread;
 	}
 	atomic_inc(&srv->active);
+	/* Counted before its first step: a client served at once never sees
+	 * itself missing from accepted. */
+	ktcp_server_count(srv, accepted, 1);
 	if (c->thread)
 		srv->threads_started++;
 	ktcp_conn_kick(c);
@@ -579,9 +582,7 @@ static int ktcp_accept_loop(void *data)
 		if (err < 0) {
 			ktcp_server_count(srv, errors, 1);
 			sock_release(sock);
-			continue;
 		}
-		ktcp_server_count(srv, accepted, 1);
 	}
 	ktcp_wait_for_stop();
 	return 0;

@@ -225,6 +225,48 @@ def test_idle_timeout_fires(echo_engine):
     assert echo.counters()["timeouts"] >= 1
 
 
+def test_slow_steady_reader_of_a_long_echo_is_not_idle(echo_engine):
+    """A client that sends a long message and reads its echo slowly but
+    steadily, for several idle timeouts in all, gets all of it: bytes
+    leaving the server are activity, not only bytes arriving."""
+    echo = echo_engine.start(idle_timeout_ms=1000)
+    data = os.urandom(4 << 20)
+    with connect(echo, timeout=20) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
+        err = []
+
+        def sender():
+            try:
+                s.sendall(data)
+            except OSError as e:
+                err.append(e)
+
+        t = threading.Thread(target=sender)
+        t.start()
+        got = bytearray()
+        t0 = time.monotonic()
+        try:
+            while time.monotonic() - t0 < 4.0:  # four timeouts, ~400 KB/s
+                b = s.recv(8192)
+                assert b, f"closed after {len(got)} bytes, {time.monotonic() - t0:.1f} s"
+                got += b
+                time.sleep(0.02)
+            while len(got) < len(data):  # then the rest at full speed
+                b = s.recv(1 << 20)
+                assert b, f"closed after {len(got)} bytes"
+                got += b
+        except ConnectionResetError:
+            raise AssertionError(f"reset after {len(got)} bytes")
+        finally:
+            t.join(30)
+        assert not err, err
+        assert bytes(got) == data
+        # The server may have queued it all early; it must not have timed
+        # the connection out while the client read (the close is queued
+        # behind the data, so only the counter tells).
+        assert echo.counters()["timeouts"] == 0
+
+
 def test_max_conns_refuses_excess(echo_engine):
     echo = echo_engine.start(max_conns=4)
     kept = [connect(echo) for _ in range(4)]

@@ -1,6 +1,9 @@
 """Kernel-only checks, run inside the VM: kecho unload under load, slab
-memory over many connections, parameter validation (drop_tcp_socket.ko has
-its own file, test_drop_tcp_socket.py).
+memory over many connections, parameter validation; and the connection
+lifecycle both modules share (kernel/common/ktcp_server.c) checked through
+each of them: an aborted listener, bind, dual-stack whatever
+net.ipv6.bindv6only says, max_conns_per_ip (drop_tcp_socket.ko has its own
+file, test_drop_tcp_socket.py).
 (scripts/vm fails the whole run on BUG/WARNING/Oops in the guest's dmesg.)
 """
 import os
@@ -12,7 +15,8 @@ import time
 
 import pytest
 
-from testlib import ROOT, free_port, require_kind, run, slab_bytes, wait_port, module_path
+from testlib import (ROOT, free_port, kthread_pids, module_path, require_kind, run, slab_bytes,
+                     task_cpu_seconds, wait_port)
 from echo_engines import KECHO_KO, KernelEcho
 
 
@@ -38,7 +42,8 @@ def slab_active(cache):
 
 
 def test_kecho_rejects_bad_parameters():
-    for bad in (["wq_mode=sideways"], ["port=0"], ["max_conns=0"]):
+    for bad in (["wq_mode=sideways"], ["port=0"], ["max_conns=0"], ["bind=localhost"],
+                ["bind=127.0.0.300"]):
         r = run(["insmod", KECHO_KO] + bad, check=False)
         assert r.returncode != 0, f"kecho loaded with {bad}"
         assert not module_loaded("kecho")
@@ -126,3 +131,169 @@ def test_kecho_slab_does_not_grow_over_10000_connections():
         assert after - before < 2 * 1024 * 1024, f"slab grew by {after - before} bytes"
     finally:
         echo.stop()
+
+
+# ------------------------------------------ the lifecycle both modules share
+
+KHTTPD_KO = module_path("khttpd")
+
+
+class Served:
+    """kecho.ko or khttpd.ko loaded with the given parameters; whether a
+    connection is served is asked in each module's protocol."""
+
+    def __init__(self, name, tmp_path, host="127.0.0.1", **params):
+        self.name = name
+        self.port = free_port()
+        args = [f"port={self.port}"] + [f"{k}={v}" for k, v in params.items()]
+        if name == "khttpd":
+            (tmp_path / "a.txt").write_bytes(b"hello\n")
+            args.append(f"root={tmp_path}")
+        run(["insmod", module_path(name), *args])
+        wait_port(self.port, host=host)
+        time.sleep(0.2)  # the readiness probe's connection goes
+
+    def stop(self):
+        if module_loaded(self.name):
+            t0 = time.monotonic()
+            run(["rmmod", self.name], timeout=30)
+            assert time.monotonic() - t0 < 20, f"rmmod {self.name} was slow"
+
+    def counters(self):
+        out = {}
+        with open(f"/proc/net/{self.name}") as f:
+            for line in f:
+                k, v = line.split()[:2]
+                out[k] = int(v)
+        return out
+
+    def connect(self, host="127.0.0.1", source=None):
+        fam = socket.AF_INET6 if ":" in host else socket.AF_INET
+        s = socket.socket(fam, socket.SOCK_STREAM)
+        s.settimeout(10)
+        if source:
+            s.bind((source, 0))
+        s.connect((host, self.port))
+        return s
+
+    def served(self, s):
+        """True if the server answers on s; False if it refused it (closed,
+        reset, or khttpd's 503)."""
+        try:
+            if self.name == "kecho":
+                s.sendall(b"x")
+                return s.recv(1) == b"x"
+            s.sendall(b"GET /a.txt HTTP/1.1\r\nHost: x\r\n\r\n")
+            got = b""
+            while b"\r\n\r\n" not in got:
+                b = s.recv(4096)
+                if not b:
+                    break
+                got += b
+            if got.startswith(b"HTTP/1.1 503 "):
+                return False
+            assert got.startswith(b"HTTP/1.1 200 ") or not got, got[:40]
+            return bool(got)
+        except (ConnectionResetError, BrokenPipeError):
+            return False
+
+
+@pytest.fixture(params=["kecho", "khttpd"])
+def module(request, tmp_path):
+    started = []
+
+    def start(**params):
+        m = Served(request.param, tmp_path, **params)
+        started.append(m)
+        return m
+
+    yield start
+    for m in started:
+        m.stop()
+
+
+def abort_listener(port):
+    """Abort the listening socket on port as an administrator would
+    (ss -K: SOCK_DESTROY); what accept() then sees is the module's problem."""
+    r = run(["ss", "-K", "-t", "-l", f"sport = :{port}"])
+    assert f":{port}" in r.stdout, f"ss -K killed no listener on {port}: {r.stdout}"
+
+
+def test_aborted_listener_stops_the_accept_thread_without_spinning(module):
+    m = module()
+    name = m.name
+    [pid] = kthread_pids(f"{name}-accept")
+    dmesg_before = subprocess.run(["dmesg"], capture_output=True, text=True).stdout
+    abort_listener(m.port)
+    time.sleep(0.5)
+    t0 = task_cpu_seconds(pid)
+    time.sleep(2.0)
+    used = task_cpu_seconds(pid) - t0
+    assert used < 0.1, f"{name}-accept used {used:.2f} s of CPU in 2 s after its listener died"
+    dmesg = subprocess.run(["dmesg"], capture_output=True, text=True).stdout[len(dmesg_before):]
+    assert "listener is gone" in dmesg, dmesg[-2000:]
+    assert m.counters()["errors"] >= 1
+    m.stop()  # rmmod still works, and quickly
+    assert not module_loaded(name)
+
+
+def test_bind_ipv4_address_serves_only_there(module):
+    m = module(bind="127.0.0.1")
+    with m.connect("127.0.0.1") as s:
+        assert m.served(s)
+    for other in ("127.0.0.2", "::1"):
+        with pytest.raises(ConnectionRefusedError):
+            m.connect(other).close()
+
+
+def test_bind_ipv6_address_serves_only_there(module):
+    m = module(bind="::1", host="::1")
+    with m.connect("::1") as s:
+        assert m.served(s)
+    with pytest.raises(ConnectionRefusedError):
+        m.connect("127.0.0.1").close()
+
+
+@pytest.fixture
+def bindv6only():
+    path = "/proc/sys/net/ipv6/bindv6only"
+    old = open(path).read().strip()
+    with open(path, "w") as f:
+        f.write("1")
+    yield
+    with open(path, "w") as f:
+        f.write(old)
+
+
+def test_dual_stack_whatever_bindv6only_says(bindv6only, module):
+    m = module()
+    for host in ("127.0.0.1", "::1"):
+        with m.connect(host) as s:
+            assert m.served(s), host
+
+
+def test_max_conns_per_ip(module):
+    m = module(max_conns_per_ip=2)
+    kept = [m.connect("127.0.0.1") for _ in range(2)]
+    try:
+        for s in kept:
+            assert m.served(s)
+        with m.connect("127.0.0.1") as extra:
+            assert not m.served(extra), "a third connection from 127.0.0.1 was served"
+        # Other addresses have their own count.
+        with m.connect("127.0.0.1", source="127.0.0.2") as a, m.connect("::1") as b:
+            assert m.served(a) and m.served(b)
+        for s in kept:  # the first two are still served
+            assert m.served(s)
+        assert m.counters()["refused"] >= 1
+        kept.pop().close()  # a slot frees when its connection ends
+        deadline = time.monotonic() + 10
+        while True:
+            with m.connect("127.0.0.1") as again:
+                if m.served(again):
+                    break
+            assert time.monotonic() < deadline, "a freed per-address slot was never reused"
+            time.sleep(0.2)
+    finally:
+        for s in kept:
+            s.close()

@@ -19,7 +19,12 @@ BUILD = os.path.join(ROOT, "build")
 
 def module_path(name):
     """The .ko of kernel/<name>/ built for the running kernel (make modules
-    writes build/modules/<release>/kernel/<name>/<name>.ko)."""
+    writes build/modules/<release>/kernel/<name>/<name>.ko); KTCP_KO_DIR
+    names another folder holding <name>.ko (an older build, to show that a
+    test fails without a fix)."""
+    other = os.environ.get("KTCP_KO_DIR")
+    if other:
+        return os.path.join(other, name + ".ko")
     return os.path.join(BUILD, "modules", os.uname().release, "kernel", name, name + ".ko")
 
 
@@ -100,3 +105,24 @@ def slab_bytes(exclude=("tw_sock_TCP", "tw_sock_TCPv6", "request_sock_TCP", "req
                 continue
             total += int(fields[1]) * int(fields[3])
     return total
+
+
+def kthread_pids(comm):
+    """Pids of the tasks whose name is comm (a module's kernel threads)."""
+    out = []
+    for pid in os.listdir("/proc"):
+        if pid.isdigit():
+            try:
+                with open(f"/proc/{pid}/comm") as f:
+                    if f.read().strip() == comm:
+                        out.append(int(pid))
+            except OSError:
+                pass
+    return out
+
+
+def task_cpu_seconds(pid):
+    """User + system CPU time a task has used (/proc/<pid>/stat)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")

@@ -19,20 +19,15 @@
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
-#include <linux/atomic.h>
-#include <linux/completion.h>
 #include <linux/jiffies.h>
-#include <linux/kthread.h>
 #include <linux/net.h>
 #include <linux/pipe_fs_i.h>
 #include <linux/sched.h>
 #include <linux/slab.h>
-#include <linux/spinlock.h>
 #include <linux/splice.h>
 #include <linux/string.h>
 #include <linux/tcp.h>
 #include <linux/timekeeping.h>
-#include <linux/wait.h>
 #include <net/sock.h>
 #include <net/tcp.h>
 
@@ -44,92 +39,29 @@
 /* Bytes spliced per piece: big enough to fill a socket buffer, small
  * enough that a worker returns to other connections often. */
 #define KHTTPD_SPLICE_PIECE (256 * 1024)
-static struct workqueue_struct *khttpd_wq;
-static struct kmem_cache *khttpd_conn_cache;
-static enum khttpd_mode khttpd_mode;
-static atomic_t khttpd_active = ATOMIC_INIT(0);
-static DECLARE_WAIT_QUEUE_HEAD(khttpd_all_released);
-static LIST_HEAD(khttpd_conns);
-static DEFINE_SPINLOCK(khttpd_conns_lock);
-/* mode=kthread: every connection thread signals this as its very last act
- * (kthread_complete_and_exit), so unload can wait until no thread still
- * runs module text. */
-static DECLARE_COMPLETION(khttpd_threads_exited);
-static unsigned long khttpd_threads_started; /* accept thread only */
-/* Read without a lock by every step; set once at unload. */
-static bool khttpd_stop_flag;
+
+static struct ktcp_server khttpd_server;
 
 bool khttpd_stopping(void)
 {
-	return READ_ONCE(khttpd_stop_flag);
+	return ktcp_server_stopping(&khttpd_server);
 }
 
 unsigned int khttpd_conns_active(void)
 {
-	return atomic_read(&khttpd_active);
+	return ktcp_server_active(&khttpd_server);
 }
 
-static void khttpd_kick(struct khttpd_conn *conn)
+void khttpd_conns_sum(struct ktcp_server_stats *sum)
 {
-	if (conn->thread) {
-		/* xchg orders the flag before the wake-up the thread checks. */
-		xchg(&conn->kicked, true);
-		wake_up_process(conn->thread);
-	} else {
-		queue_work(khttpd_wq, &conn->work);
-	}
+	ktcp_server_sum(&khttpd_server, sum);
 }
-
-/* ---- socket callbacks (softirq context, under sk_callback_lock) ---- */
-
-static void khttpd_data_ready(struct sock *sk)
-{
-	struct khttpd_conn *conn;
-
-	read_lock_bh(&sk->sk_callback_lock);
-	conn = sk->sk_user_data;
-	if (conn)
-		khttpd_kick(conn);
-	read_unlock_bh(&sk->sk_callback_lock);
-}
-
-static void khttpd_write_space(struct sock *sk)
-{
-	struct khttpd_conn *conn;
-
-	read_lock_bh(&sk->sk_callback_lock);
-	conn = sk->sk_user_data;
-	if (conn) {
-		/* TCP's own handler keeps SOCK_NOSPACE accounting right. */
-		conn->saved.write_space(sk);
-		if (sk_stream_is_writeable(sk))
-			khttpd_kick(conn);
-	}
-	read_unlock_bh(&sk->sk_callback_lock);
-}
-
-static void khttpd_state_change(struct sock *sk)
-{
-	khttpd_data_ready(sk);
-}
-
-static void khttpd_timer_fn(struct timer_list *t)
-{
-	struct khttpd_conn *conn = from_timer(conn, t, timer);
-
-	/* The step decides which deadline passed, if any. */
-	khttpd_kick(conn);
-}
-
-static const struct ktcp_sock_callbacks khttpd_callbacks = {
-	.data_ready = khttpd_data_ready,
-	.write_space = khttpd_write_space,
-	.state_change = khttpd_state_change,
-};
 
 /* ---- the response being sent ---- */
 
-void khttpd_refuse(struct socket *sock)
+/* A socket over max_conns or max_conns_per_ip: a planned 503, then the
+ * lifecycle closes it. */
+static void khttpd_refuse(struct socket *sock)
 {
 	struct http_plan_input in = { .now = ktime_get_real_seconds() };
 	struct msghdr msg = { .msg_flags = MSG_DONTWAIT | MSG_NOSIGNAL };
@@ -149,7 +81,6 @@ void khttpd_refuse(struct socket *sock)
 		kernel_sendmsg(sock, &msg, vec, 2, n + p.body_len);
 	}
 	kernel_sock_shutdown(sock, SHUT_WR);
-	sock_release(sock);
 }
 
 /* ---- zero-copy file bodies ---- */
@@ -172,7 +103,7 @@ static int khttpd_pipe_buf_send(struct pipe_inode_info *pipe,
 
 	if ((sd->flags & SPLICE_F_MORE) || sd->len < sd->total_len)
 		flags |= MSG_MORE;
-	return ktcp_send_page(conn->sock, buf->page, buf->offset, sd->len,
+	return ktcp_send_page(conn->c.sock, buf->page, buf->offset, sd->len,
 			      flags);
 }
 
@@ -213,7 +144,7 @@ static int khttpd_send_file_piece(struct khttpd_conn *conn)
 	o->file_left -= ret;
 	conn->sent += ret;
 	khttpd_count(bytes_out, ret);
-	conn->last_active = jiffies;
+	ktcp_conn_touch(&conn->c);
 	return 0;
 }
 
@@ -248,12 +179,12 @@ static int khttpd_out_flush(struct khttpd_conn *conn)
 			if (o->file_left || (o->listing && !o->listing_last) ||
 			    o->more)
 				msg.msg_flags |= MSG_MORE;
-			ret = kernel_sendmsg(conn->sock, &msg, vec, n, total);
+			ret = kernel_sendmsg(conn->c.sock, &msg, vec, n, total);
 			if (ret < 0)
 				return ret;
 			conn->sent += ret;
 			khttpd_count(bytes_out, ret);
-			conn->last_active = jiffies;
+			ktcp_conn_touch(&conn->c);
 			if (o->head_off < o->head_len) {
 				u32 h = min_t(u32, ret,
 					      o->head_len - o->head_off);
@@ -346,10 +277,10 @@ static int khttpd_recv(struct khttpd_conn *conn, char *buf, size_t len)
 {
 	struct kvec vec = { .iov_base = buf, .iov_len = len };
 	struct msghdr msg = { .msg_flags = MSG_DONTWAIT };
-	int n = kernel_recvmsg(conn->sock, &msg, &vec, 1, len, MSG_DONTWAIT);
+	int n = kernel_recvmsg(conn->c.sock, &msg, &vec, 1, len, MSG_DONTWAIT);
 
 	if (n > 0)
-		conn->last_active = jiffies;
+		ktcp_conn_touch(&conn->c);
 	return n;
 }
 
@@ -377,6 +308,42 @@ static bool khttpd_make_room(struct khttpd_conn *conn)
 	conn->rbuf = nb;
 	conn->rcap *= 2;
 	return true;
+}
+
+/* Nothing the socket could give us now: no data, no EOF, no error. */
+static bool khttpd_nothing_to_read(struct khttpd_conn *conn)
+{
+	struct sock *sk = conn->c.sock->sk;
+
+	return skb_queue_empty_lockless(&sk->sk_receive_queue) &&
+	       !(READ_ONCE(sk->sk_shutdown) & RCV_SHUTDOWN) &&
+	       !READ_ONCE(sk->sk_err);
+}
+
+/*
+ * The request buffer exists only while a request is in flight: an idle
+ * keep-alive connection with nothing buffered gives it back (however far
+ * a long head grew it) and takes a fresh one when bytes arrive; a pipeline
+ * keeps its buffer. 0, -EAGAIN (idle, nothing to read) or -ENOMEM.
+ */
+static int khttpd_rbuf_for_read(struct khttpd_conn *conn)
+{
+	if (conn->rbuf && conn->rlen > conn->rstart)
+		return 0;
+	conn->rstart = conn->rlen = 0;
+	if (khttpd_nothing_to_read(conn)) {
+		kfree(conn->rbuf);
+		conn->rbuf = NULL;
+		conn->rcap = 0;
+		return -EAGAIN;
+	}
+	if (conn->rbuf)
+		return 0;
+	conn->rbuf = kmalloc(HTTP_SERVER_REQ_BUF_INITIAL, GFP_KERNEL);
+	if (!conn->rbuf)
+		return -ENOMEM;
+	conn->rcap = HTTP_SERVER_REQ_BUF_INITIAL;
+	return 0;
 }
 
 /* 0: progress (state may have changed), -EAGAIN, or the end (EOF/error). */
@@ -407,7 +374,9 @@ static int khttpd_read_head(struct khttpd_conn *conn)
 			conn->head_deadline =
 				(jiffies + khttpd_idle_jiffies()) | 1;
 	} else {
-		conn->rstart = conn->rlen = 0;
+		n = khttpd_rbuf_for_read(conn);
+		if (n < 0)
+			return n;
 	}
 	if (!khttpd_make_room(conn)) {
 		khttpd_send_error_close(conn, 431);
@@ -473,6 +442,8 @@ static int khttpd_drain_body(struct khttpd_conn *conn)
 	} else {
 		return 0;
 	}
+	if (WARN_ON_ONCE(!conn->rbuf)) /* a request came through it */
+		return -EIO;
 	conn->rstart = conn->rlen = 0;
 	n = khttpd_recv(conn, conn->rbuf, conn->rcap);
 	if (n < 0)
@@ -485,7 +456,7 @@ static int khttpd_drain_body(struct khttpd_conn *conn)
 
 static void khttpd_start_linger(struct khttpd_conn *conn)
 {
-	kernel_sock_shutdown(conn->sock, SHUT_WR);
+	kernel_sock_shutdown(conn->c.sock, SHUT_WR);
 	conn->state = KHTTPD_LINGER;
 	conn->linger_deadline =
 		jiffies + msecs_to_jiffies(HTTP_SERVER_LINGER_MS);
@@ -495,8 +466,12 @@ static void khttpd_start_linger(struct khttpd_conn *conn)
 /* -EAGAIN while the peer still may send; anything else ends it. */
 static int khttpd_linger(struct khttpd_conn *conn)
 {
+	char scratch[64];
+
 	while (conn->linger_reads++ < HTTP_SERVER_LINGER_READS) {
-		int n = khttpd_recv(conn, conn->rbuf, conn->rcap);
+		int n = conn->rbuf ?
+				khttpd_recv(conn, conn->rbuf, conn->rcap) :
+				khttpd_recv(conn, scratch, sizeof(scratch));
 
 		if (n <= 0)
 			return n ? n : -ESHUTDOWN;
@@ -509,7 +484,7 @@ static int khttpd_response_done(struct khttpd_conn *conn)
 {
 	khttpd_trace_end(conn);
 	khttpd_out_reset(&conn->out);
-	conn->last_active = jiffies;
+	ktcp_conn_touch(&conn->c);
 	if (conn->close_after && !conn->linger)
 		return -ESHUTDOWN;
 	if (conn->close_after)
@@ -523,11 +498,7 @@ static int khttpd_response_done(struct khttpd_conn *conn)
 
 static void khttpd_close(struct khttpd_conn *conn)
 {
-	conn->dead = true;
-	ktcp_sock_detach(conn->sock->sk, &conn->saved);
-	/* mode=kthread: the thread sees ->dead and frees the connection. */
-	if (!conn->thread)
-		queue_work(khttpd_wq, &conn->release);
+	ktcp_conn_close(&conn->c);
 }
 
 /* Nothing to do until an event: arm the timer for the state's deadline,
@@ -541,7 +512,8 @@ static bool khttpd_wait(struct khttpd_conn *conn)
 	case KHTTPD_READ_HEAD:
 		deadline = conn->head_deadline ?
 				   conn->head_deadline :
-				   conn->last_active + khttpd_idle_jiffies();
+				   ktcp_conn_idle_deadline(
+					   &conn->c, khttpd_idle_jiffies());
 		break;
 	case KHTTPD_DRAIN_BODY:
 		deadline = conn->body_deadline;
@@ -552,21 +524,17 @@ static bool khttpd_wait(struct khttpd_conn *conn)
 		break;
 	case KHTTPD_SEND:
 	default:
-		deadline = conn->last_active + khttpd_idle_jiffies();
+		deadline = ktcp_conn_idle_deadline(&conn->c,
+						   khttpd_idle_jiffies());
 		break;
 	}
-	if (!timed)
+	if (!timed || !ktcp_conn_wait(&conn->c, deadline))
 		return false;
-	if (time_before(jiffies, deadline)) {
-		/* mod_timer returns at once when the deadline did not move. */
-		mod_timer(&conn->timer, deadline);
-		return false;
-	}
 	if (conn->state == KHTTPD_LINGER) {
 		khttpd_close(conn);
 		return false;
 	}
-	khttpd_count(timeouts, 1);
+	ktcp_server_count(&khttpd_server, timeouts, 1);
 	if (conn->state == KHTTPD_READ_HEAD && conn->head_deadline &&
 	    conn->rlen > conn->rstart) {
 		/* A head that never completed: tell the client why we close. */
@@ -578,17 +546,11 @@ static bool khttpd_wait(struct khttpd_conn *conn)
 	return false;
 }
 
-static void khttpd_conn_step(struct khttpd_conn *conn)
+static void khttpd_conn_step(struct ktcp_conn *c)
 {
+	struct khttpd_conn *conn = container_of(c, struct khttpd_conn, c);
 	int budget = KHTTPD_BUDGET;
 	int err;
-
-	if (conn->dead)
-		return;
-	if (khttpd_stopping()) {
-		khttpd_close(conn);
-		return;
-	}
 
 	while (budget-- > 0) {
 		switch (conn->state) {
@@ -626,179 +588,55 @@ static void khttpd_conn_step(struct khttpd_conn *conn)
 		if (err < 0) {
 			if (err != -ECONNRESET && err != -EPIPE &&
 			    err != -ESHUTDOWN)
-				khttpd_count(errors, 1);
+				ktcp_server_count(&khttpd_server, errors, 1);
 			khttpd_close(conn);
 			return;
 		}
 	}
 	/* Budget spent with work left: let other connections run. */
-	khttpd_kick(conn);
+	ktcp_conn_kick(c);
 }
 
-/* ---- lifetime ---- */
+/* ---- lifetime: kernel/common/ktcp_server.c, with these steps ---- */
 
-static void khttpd_conn_free(struct khttpd_conn *conn)
+static void khttpd_conn_destroy(struct ktcp_conn *c)
 {
-	/*
-     * Off the registry first: unload kicks every listed connection, and a
-     * kick after cancel_work_sync would queue the work of a freed conn.
-     * Callbacks are detached, so then only the timer and an already queued
-     * run of the step can still reach conn: stop the one, then wait out the
-     * other (it sees ->dead and returns without re-arming the timer).
-     */
-	spin_lock(&khttpd_conns_lock);
-	list_del(&conn->node);
-	spin_unlock(&khttpd_conns_lock);
-
-	del_timer_sync(&conn->timer);
-	if (!conn->thread)
-		cancel_work_sync(&conn->work);
+	struct khttpd_conn *conn = container_of(c, struct khttpd_conn, c);
 
 	khttpd_trace_end(conn); /* a response cut short: what was sent */
 	khttpd_out_reset(&conn->out);
-	sock_release(conn->sock);
 	kfree(conn->rbuf);
-	kmem_cache_free(khttpd_conn_cache, conn);
-	if (atomic_dec_and_test(&khttpd_active))
-		wake_up(&khttpd_all_released);
 }
 
-static void khttpd_work_fn(struct work_struct *w)
+static int khttpd_conn_init(struct ktcp_conn *c)
 {
-	khttpd_conn_step(container_of(w, struct khttpd_conn, work));
-}
-
-static void khttpd_release_fn(struct work_struct *w)
-{
-	khttpd_conn_free(container_of(w, struct khttpd_conn, release));
-}
-
-/*
- * mode=kthread: the connection's own thread runs the same step and sleeps
- * between events — the thread-per-connection model (a stack and a context
- * switch per connection) kept to measure CMWQ against, not for serving.
- */
-static int khttpd_conn_thread(void *data)
-{
-	struct khttpd_conn *conn = data;
-
-	for (;;) {
-		set_current_state(TASK_INTERRUPTIBLE);
-		if (!xchg(&conn->kicked, false)) {
-			schedule();
-			continue;
-		}
-		__set_current_state(TASK_RUNNING);
-		khttpd_conn_step(conn);
-		if (conn->dead)
-			break;
-	}
-	khttpd_conn_free(conn);
-	kthread_complete_and_exit(&khttpd_threads_exited, 0);
-}
-
-int khttpd_conn_start(struct socket *sock)
-{
-	struct khttpd_conn *conn;
+	struct khttpd_conn *conn = container_of(c, struct khttpd_conn, c);
 	struct http_limits limits = HTTP_SERVER_LIMITS;
-	int err = -ENOMEM;
 
-	conn = kmem_cache_zalloc(khttpd_conn_cache, GFP_KERNEL);
-	if (!conn)
-		goto out;
-	conn->rcap = HTTP_SERVER_REQ_BUF_INITIAL;
-	conn->rbuf = kmalloc(conn->rcap, GFP_KERNEL);
-	if (!conn->rbuf)
-		goto out_conn;
-	conn->sock = sock;
+	/* No request buffer yet: khttpd_rbuf_for_read() takes one. */
 	conn->state = KHTTPD_READ_HEAD;
-	conn->last_active = jiffies;
 	http_parser_init(&conn->parser, &limits);
 	http_parser_set_header_store(&conn->parser, conn->headers,
 				     HTTP_SERVER_MAX_STORED_HEADERS);
-	INIT_WORK(&conn->work, khttpd_work_fn);
-	INIT_WORK(&conn->release, khttpd_release_fn);
-	timer_setup(&conn->timer, khttpd_timer_fn, 0);
-	tcp_sock_set_nodelay(sock->sk);
-
-	if (khttpd_mode == KHTTPD_MODE_KTHREAD) {
-		/* Data may have arrived before the callbacks were in place. */
-		conn->kicked = true;
-		conn->thread =
-			kthread_create(khttpd_conn_thread, conn, "khttpd-conn");
-		if (IS_ERR(conn->thread)) {
-			err = PTR_ERR(conn->thread);
-			goto out_buf;
-		}
-		khttpd_threads_started++;
-	}
-
-	atomic_inc(&khttpd_active);
-	/*
-     * Attach and first kick under the registry lock: once attached, a
-     * callback can run the step, which can close the connection, but
-     * khttpd_conn_free() unlists it under this lock before freeing it.
-     */
-	spin_lock(&khttpd_conns_lock);
-	list_add_tail(&conn->node, &khttpd_conns);
-	ktcp_sock_attach(conn->sock->sk, conn, &khttpd_callbacks, &conn->saved);
-	khttpd_kick(conn);
-	spin_unlock(&khttpd_conns_lock);
 	return 0;
-
-out_buf:
-	kfree(conn->rbuf);
-out_conn:
-	kmem_cache_free(khttpd_conn_cache, conn);
-out:
-	return err;
 }
 
-int khttpd_conns_init(enum khttpd_mode mode)
-{
-	/*
-     * unbound: workers not tied to the CPU that queued the work, so the
-     * scheduler spreads connections over every core — the right default,
-     * since the accept thread and the softirqs of one NIC queue would
-     * otherwise pile all work on one CPU. bound: per-CPU workers, best
-     * cache locality, CMWQ concurrency management (a worker blocked on a
-     * page-cache miss lets another run). kthread needs no workqueue but the
-     * release path of the others; it gets a small one all the same.
-     */
-	unsigned int flags = mode == KHTTPD_MODE_BOUND ? 0 : WQ_UNBOUND;
+static const struct ktcp_server_ops khttpd_ops = {
+	.cache_name = "khttpd_conn",
+	.conn_size = sizeof(struct khttpd_conn),
+	.conn_offset = offsetof(struct khttpd_conn, c),
+	.init = khttpd_conn_init,
+	.step = khttpd_conn_step,
+	.destroy = khttpd_conn_destroy,
+	.refuse = khttpd_refuse,
+};
 
-	khttpd_mode = mode;
-	khttpd_conn_cache = KMEM_CACHE(khttpd_conn, 0);
-	if (!khttpd_conn_cache)
-		return -ENOMEM;
-	khttpd_wq = alloc_workqueue("khttpd", flags | WQ_MEM_RECLAIM, 0);
-	if (!khttpd_wq) {
-		kmem_cache_destroy(khttpd_conn_cache);
-		return -ENOMEM;
-	}
-	return 0;
+int khttpd_conns_start(const struct ktcp_server_params *p)
+{
+	return ktcp_server_start(&khttpd_server, &khttpd_ops, p);
 }
 
 void khttpd_conns_stop(void)
 {
-	WRITE_ONCE(khttpd_stop_flag, true);
-}
-
-void khttpd_conns_exit(void)
-{
-	struct khttpd_conn *conn;
-	unsigned long i;
-
-	WRITE_ONCE(khttpd_stop_flag, true);
-	/* Every live connection's step sees the flag and closes. */
-	spin_lock(&khttpd_conns_lock);
-	list_for_each_entry(conn, &khttpd_conns, node)
-		khttpd_kick(conn);
-	spin_unlock(&khttpd_conns_lock);
-	wait_event(khttpd_all_released, atomic_read(&khttpd_active) == 0);
-	for (i = 0; i < khttpd_threads_started; i++)
-		wait_for_completion(&khttpd_threads_exited);
-
-	destroy_workqueue(khttpd_wq);
-	kmem_cache_destroy(khttpd_conn_cache);
+	ktcp_server_stop(&khttpd_server);
 }

@@ -18,7 +18,7 @@
 #include <linux/workqueue.h>
 
 #include "http_core.h"
-#include "ktcp_sock.h"
+#include "ktcp_server.h"
 
 struct sock;
 struct socket;
@@ -51,17 +51,14 @@ extern struct path khttpd_root; /* the served directory, referenced */
  */
 
 /* ---- counters (stats.c) ---- */
+/* What only HTTP counts; connections are counted by ktcp_server. */
 struct khttpd_stats {
-	u64 accepted;
-	u64 refused;
 	u64 requests;
 	u64 status[5]; /* 1xx .. 5xx */
 	u64 bytes_out;
 	u64 cache_hits;
 	u64 cache_misses;
 	u64 cache_evictions;
-	u64 timeouts;
-	u64 errors;
 };
 extern struct khttpd_stats __percpu *khttpd_stats;
 #define khttpd_count(field, n) this_cpu_add(khttpd_stats->field, (n))
@@ -71,7 +68,8 @@ void khttpd_counters_exit(void);
 /* The counters of every CPU added up. */
 void khttpd_stats_sum(struct khttpd_stats *sum);
 
-/* ---- /proc/net/khttpd (proc.c): the counters and their file ---- */
+/* ---- /proc/net/khttpd (proc.c): the counters' files; they read the
+ * counters and the connections, so they come after both and go first ---- */
 int khttpd_stats_init(void);
 void khttpd_stats_exit(void);
 
@@ -192,26 +190,17 @@ struct khttpd_out {
 };
 
 struct khttpd_conn {
-	struct socket *sock;
-	struct work_struct work; /* runs on events: data, space, state, timer */
-	struct work_struct release; /* frees the connection, off its own work */
-	struct task_struct *thread; /* mode=kthread: the connection's thread */
-	bool kicked; /* mode=kthread: run the step again */
-	struct timer_list timer; /* idle, head, body and linger deadlines */
-	struct list_head node; /* in khttpd_conns */
-	struct ktcp_sock_callbacks saved; /* the socket's own */
+	struct ktcp_conn c; /* the lifecycle's part: socket, timer, step */
 
 	/* Below: touched only by the connection's step (work or thread). */
 	enum khttpd_conn_state state;
-	bool dead; /* closed; later runs return at once */
 	bool close_after; /* close (lingering) once the response is out */
-	unsigned long last_active; /* jiffies of the last read or write */
 	unsigned long head_deadline; /* 0: no partial head */
 	unsigned long body_deadline;
 	unsigned long linger_deadline;
 	unsigned int linger_reads;
 
-	char *rbuf;
+	char *rbuf; /* NULL while idle with nothing buffered */
 	u32 rstart, rlen, rcap; /* the current request is rbuf[rstart..rlen) */
 	u64 body_left; /* Content-Length body still to drop */
 	bool body_chunked;
@@ -257,22 +246,19 @@ void khttpd_respond_error(struct khttpd_conn *conn, int status);
 /* Drop what the output still holds (cache reference, file, listing). */
 void khttpd_out_reset(struct khttpd_out *o);
 
-/* conn.c: the connections, their registry and their executor. */
+/* conn.c: the HTTP step on kernel/common's connection lifecycle. */
 enum khttpd_mode {
 	KHTTPD_MODE_UNBOUND, /* CMWQ, WQ_UNBOUND */
 	KHTTPD_MODE_BOUND, /* CMWQ, per-CPU workers */
 	KHTTPD_MODE_KTHREAD, /* a kthread per connection */
 };
-int khttpd_conns_init(enum khttpd_mode mode);
-/* Unload, first step: no new work starts, live connections close. */
+/* Listen and serve; the parameters are main.c's. */
+int khttpd_conns_start(const struct ktcp_server_params *p);
+/* Unload: stop accepting, close every connection, wait until all are freed. */
 void khttpd_conns_stop(void);
-/* Unload, last step: wait until every connection is freed. */
-void khttpd_conns_exit(void);
 bool khttpd_stopping(void);
 unsigned int khttpd_conns_active(void);
-/* Take over an accepted socket; on error the caller still owns it. */
-int khttpd_conn_start(struct socket *sock);
-/* Answer 503 and close a socket over max_conns. */
-void khttpd_refuse(struct socket *sock);
+/* The lifecycle's counters: accepted, refused, timeouts, errors. */
+void khttpd_conns_sum(struct ktcp_server_stats *sum);
 
 #endif /* KHTTPD_H */

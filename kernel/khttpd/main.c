@@ -2,9 +2,10 @@
 /*
  * khttpd — an in-kernel HTTP/1.1 static file server on the ktcp core.
  *
- * main.c: the module, its parameters, the listening socket and the accept
- * thread. Connections (conn.c) are driven by their socket callbacks on a
- * workqueue, as in kecho: an idle connection costs memory, never a worker.
+ * main.c: the module and its parameters. The listener, the accept thread
+ * and every connection's lifecycle are kernel/common/ktcp_server.c's, as
+ * in kecho; conn.c is the HTTP step: an idle connection costs memory, never
+ * a worker.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -34,13 +35,9 @@ static char *root;
 module_param(root, charp, 0444);
 MODULE_PARM_DESC(root, "directory to serve, an absolute path (required)");
 
-static ushort port = 8081;
-module_param(port, ushort, 0444);
-MODULE_PARM_DESC(port, "TCP port to listen on, IPv6 and IPv4 (default 8081)");
-
-static ushort backlog = 1024;
-module_param(backlog, ushort, 0444);
-MODULE_PARM_DESC(backlog, "listen() backlog, 1..65535 (default 1024)");
+KTCP_SERVER_PARAMS(8081, "connections served at once; more get 503 and are "
+			 "closed; 0 = no limit (mode=kthread: at most 1024 "
+			 "whatever this says) (default 10000)");
 
 static char *mode = "unbound";
 module_param(mode, charp, 0444);
@@ -54,12 +51,6 @@ MODULE_PARM_DESC(idle_timeout_ms,
 		 "close a connection idle this long, and answer 408 to a "
 		 "request head not complete this long after its first byte, "
 		 "in ms; 0 = never (default 30000)");
-
-static uint max_conns = 10000;
-module_param(max_conns, uint, 0444);
-MODULE_PARM_DESC(max_conns,
-		 "connections served at once; more get 503 and are closed; "
-		 "0 = no limit (default 10000)");
 
 ulong khttpd_cache_bytes = 64UL << 20;
 module_param_named(cache_bytes, khttpd_cache_bytes, ulong, 0444);
@@ -118,44 +109,14 @@ bool khttpd_dotfiles;
 
 /* Longest idle timeout accepted: a day, as the user-space server. */
 #define KHTTPD_IDLE_TIMEOUT_MAX (24U * 3600 * 1000)
+/*
+ * mode=kthread makes a thread (a stack, a task) per connection: never more
+ * than this many, whatever max_conns says (0 included). The mode is there
+ * to be measured against the workqueue, not to serve crowds.
+ */
+#define KHTTPD_KTHREAD_MAX_CONNS 1024
 
 struct path khttpd_root;
-static struct socket *khttpd_listen_sock;
-static struct task_struct *khttpd_accept_task;
-
-static int khttpd_accept_loop(void *unused)
-{
-	while (!kthread_should_stop()) {
-		struct socket *sock;
-		int err = kernel_accept(khttpd_listen_sock, &sock, 0);
-
-		if (err < 0) {
-			if (khttpd_stopping() || kthread_should_stop())
-				break;
-			/* Transient (ECONNABORTED, ENOMEM): keep accepting. */
-			khttpd_count(errors, 1);
-			cond_resched();
-			continue;
-		}
-		if (khttpd_stopping()) {
-			sock_release(sock);
-			continue;
-		}
-		if (max_conns && khttpd_conns_active() >= max_conns) {
-			khttpd_count(refused, 1);
-			khttpd_refuse(sock);
-			continue;
-		}
-		if (khttpd_conn_start(sock) < 0) {
-			khttpd_count(errors, 1);
-			sock_release(sock);
-			continue;
-		}
-		khttpd_count(accepted, 1);
-	}
-	ktcp_kthread_wait_for_stop();
-	return 0;
-}
 
 /* Parameters are checked before anything is allocated. */
 static int khttpd_check_params(enum khttpd_mode *m, kuid_t *kuid, kgid_t *kgid)
@@ -231,6 +192,7 @@ static int khttpd_check_params(enum khttpd_mode *m, kuid_t *kuid, kgid_t *kgid)
 
 static int __init khttpd_init(void)
 {
+	struct ktcp_server_params p = ktcp_server_params("khttpd", max_conns);
 	enum khttpd_mode m;
 	kuid_t kuid;
 	kgid_t kgid;
@@ -239,46 +201,54 @@ static int __init khttpd_init(void)
 	err = khttpd_check_params(&m, &kuid, &kgid);
 	if (err < 0)
 		return err;
+	/*
+	 * unbound: workers not tied to the CPU that queued the work, so the
+	 * scheduler spreads connections over every core — the right default,
+	 * since the accept thread and the softirqs of one NIC queue would
+	 * otherwise pile all work on one CPU. bound: per-CPU workers, best
+	 * cache locality, CMWQ concurrency management (a worker blocked on a
+	 * page-cache miss lets another run). kthread: a thread per connection,
+	 * bounded.
+	 */
+	p.wq_flags = m == KHTTPD_MODE_BOUND ? 0 : WQ_UNBOUND;
+	if (m == KHTTPD_MODE_KTHREAD) {
+		p.kthread = true;
+		if (!p.max_conns || p.max_conns > KHTTPD_KTHREAD_MAX_CONNS)
+			p.max_conns = KHTTPD_KTHREAD_MAX_CONNS;
+	}
 
 	err = khttpd_cred_init(kuid, kgid);
 	if (err < 0)
 		goto out_root;
 
-	err = khttpd_stats_init();
+	err = khttpd_counters_init();
 	if (err < 0)
 		goto out_cred;
 
 	err = khttpd_cache_init();
 	if (err < 0)
-		goto out_stats;
+		goto out_counters;
 
-	err = khttpd_conns_init(m);
+	err = khttpd_conns_start(&p);
 	if (err < 0)
 		goto out_cache;
 
-	err = ktcp_listen(port, backlog, &khttpd_listen_sock);
+	/* Last: the files read the counters and the connections. */
+	err = khttpd_stats_init();
 	if (err < 0)
 		goto out_conns;
 
-	khttpd_accept_task =
-		kthread_run(khttpd_accept_loop, NULL, "khttpd-accept");
-	if (IS_ERR(khttpd_accept_task)) {
-		err = PTR_ERR(khttpd_accept_task);
-		goto out_sock;
-	}
-
-	pr_info("serving %s on port %u as uid %u gid %u (mode=%s, idle_timeout_ms=%u, dotfiles=%s)\n",
-		root, port, uid, gid, mode, khttpd_idle_timeout_ms, dotfiles);
+	pr_info("serving %s on %s port %u as uid %u gid %u (mode=%s, idle_timeout_ms=%u, dotfiles=%s)\n",
+		root, bind && *bind ? bind : "*", port, uid, gid, mode,
+		khttpd_idle_timeout_ms, dotfiles);
 	return 0;
 
-out_sock:
-	sock_release(khttpd_listen_sock);
 out_conns:
-	khttpd_conns_exit();
+	khttpd_conns_stop();
 out_cache:
 	khttpd_cache_exit();
-out_stats:
-	khttpd_stats_exit();
+out_counters:
+	khttpd_counters_exit();
 out_cred:
 	khttpd_cred_exit();
 out_root:
@@ -288,16 +258,11 @@ out_root:
 
 static void __exit khttpd_exit(void)
 {
-	khttpd_conns_stop();
-	/* Wakes the accept thread: accept on a shut-down listener fails. */
-	kernel_sock_shutdown(khttpd_listen_sock, SHUT_RDWR);
-	kthread_stop(khttpd_accept_task);
-	sock_release(khttpd_listen_sock);
-
-	/* Every live connection closes; wait until all are freed. */
-	khttpd_conns_exit();
-	khttpd_cache_exit();
 	khttpd_stats_exit();
+	/* Stop accepting; every live connection closes; all are freed. */
+	khttpd_conns_stop();
+	khttpd_cache_exit();
+	khttpd_counters_exit();
 	khttpd_cred_exit();
 	path_put(&khttpd_root);
 	pr_info("unloaded\n");

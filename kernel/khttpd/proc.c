@@ -19,15 +19,17 @@
 /* The counters in core's order (http_counters.h). */
 static void khttpd_counters_get(u64 v[HTTP_NCOUNTERS])
 {
+	struct ktcp_server_stats conns;
 	struct khttpd_stats sum;
 	size_t cache_bytes, cache_entries;
 	int i;
 
 	khttpd_stats_sum(&sum);
+	khttpd_conns_sum(&conns);
 	khttpd_cache_usage(&cache_bytes, &cache_entries);
-	v[HTTP_CTR_ACCEPTED] = sum.accepted;
+	v[HTTP_CTR_ACCEPTED] = conns.accepted;
 	v[HTTP_CTR_ACTIVE] = khttpd_conns_active();
-	v[HTTP_CTR_REFUSED] = sum.refused;
+	v[HTTP_CTR_REFUSED] = conns.refused;
 	v[HTTP_CTR_REQUESTS] = sum.requests;
 	for (i = 0; i < 5; i++)
 		v[HTTP_CTR_STATUS_1XX + i] = sum.status[i];
@@ -37,8 +39,8 @@ static void khttpd_counters_get(u64 v[HTTP_NCOUNTERS])
 	v[HTTP_CTR_CACHE_EVICTIONS] = sum.cache_evictions;
 	v[HTTP_CTR_CACHE_BYTES] = cache_bytes;
 	v[HTTP_CTR_CACHE_ENTRIES] = cache_entries;
-	v[HTTP_CTR_TIMEOUTS] = sum.timeouts;
-	v[HTTP_CTR_ERRORS] = sum.errors;
+	v[HTTP_CTR_TIMEOUTS] = conns.timeouts;
+	v[HTTP_CTR_ERRORS] = conns.errors;
 }
 
 /* Both files: core renders into a page, shown whole. */
@@ -74,27 +76,19 @@ static int khttpd_metrics_show(struct seq_file *m, void *v)
 
 int khttpd_stats_init(void)
 {
-	int err = khttpd_counters_init();
-
-	if (err < 0)
-		return err;
 	if (!proc_create_single("khttpd", 0444, init_net.proc_net,
 				khttpd_proc_show))
-		goto err;
+		return -ENOMEM;
 	if (!proc_create_single("khttpd_metrics", 0444, init_net.proc_net,
 				khttpd_metrics_show)) {
 		remove_proc_entry("khttpd", init_net.proc_net);
-		goto err;
+		return -ENOMEM;
 	}
 	return 0;
-err:
-	khttpd_counters_exit();
-	return -ENOMEM;
 }
 
 void khttpd_stats_exit(void)
 {
 	remove_proc_entry("khttpd_metrics", init_net.proc_net);
 	remove_proc_entry("khttpd", init_net.proc_net);
-	khttpd_counters_exit();
 }

@@ -26,8 +26,6 @@ void khttpd_stats_sum(struct khttpd_stats *sum)
 	for_each_possible_cpu(cpu) {
 		struct khttpd_stats *s = per_cpu_ptr(khttpd_stats, cpu);
 
-		sum->accepted += READ_ONCE(s->accepted);
-		sum->refused += READ_ONCE(s->refused);
 		sum->requests += READ_ONCE(s->requests);
 		for (i = 0; i < 5; i++)
 			sum->status[i] += READ_ONCE(s->status[i]);
@@ -35,8 +33,6 @@ void khttpd_stats_sum(struct khttpd_stats *sum)
 		sum->cache_hits += READ_ONCE(s->cache_hits);
 		sum->cache_misses += READ_ONCE(s->cache_misses);
 		sum->cache_evictions += READ_ONCE(s->cache_evictions);
-		sum->timeouts += READ_ONCE(s->timeouts);
-		sum->errors += READ_ONCE(s->errors);
 	}
 }
 

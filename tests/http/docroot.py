@@ -10,6 +10,7 @@
         text.txt                  64 KiB of compressible text
         page.html, style.css, data.json, image.png
         p0.txt .. p9.txt          small distinct files for pipelining
+        ten.bin                   10 KiB, pipelined deep to a slow reader
         mutable.txt               rewritten by the cache test
         idx/index.html            a directory with an index
         sub/inner.txt             a directory without one
@@ -96,6 +97,7 @@ def build_docroot(base):
     d.put("image.png", b"\x89PNG\r\n\x1a\n" + bytes(range(200)))
     for i in range(10):
         d.put(f"p{i}.txt", f"pipelined file {i}\n".encode() * (i + 1))
+    d.put("ten.bin", rng.randbytes(10 * 1024))
     d.put("mutable.txt", b"version 0\n")
     d.put("idx/index.html", b"<h1>index of idx</h1>\n")
     d.put("sub/inner.txt", b"inner\n")

@@ -278,3 +278,47 @@ def test_response_not_held_for_a_partial_next_request(http_engine):
         assert time.monotonic() - t0 < 0.15, "response held behind a partial head"
         c.send(b"\r\n")
         assert c.read_response(timeout=5).status == 200
+
+
+def test_deep_pipeline_to_a_slow_steady_reader(http_engine, docroot):
+    """200 requests pipelined in one write, their responses read steadily
+    but slowly (a small receive buffer, a pause per response): all 200 come,
+    although the whole takes longer than the idle timeout. Requests already
+    complete in the buffer are not slow heads, and a reader that keeps
+    taking bytes is not idle."""
+    body = docroot.read("ten.bin")
+    n = 200
+    req = b"GET /ten.bin HTTP/1.1\r\nHost: x\r\nUser-Agent: steady-reader\r\n\r\n"
+    with http_engine.spawn(idle_timeout_ms=2000) as srv:
+        with Conn(srv.port, timeout=20, rcvbuf=16384) as c:
+            c.send(req * n)
+            t0 = time.monotonic()
+            for i in range(n):
+                try:
+                    r = c.read_response(timeout=20)
+                except Closed:
+                    raise AssertionError(f"closed after {i} of {n} responses, "
+                                         f"{time.monotonic() - t0:.1f} s")
+                assert r.status == 200 and r.body == body, i
+                time.sleep(0.02)
+            assert time.monotonic() - t0 > 2.0, "read too fast to test the timeout"
+
+
+def test_stalled_reader_of_a_pipeline_is_closed(http_engine):
+    """The other side: a client that pipelines and then stops reading (its
+    window shut) is closed after the idle timeout; read afterwards, the
+    connection ends before all its responses."""
+    n = 20
+    req = b"GET /mib.bin HTTP/1.1\r\nHost: x\r\n\r\n"
+    with http_engine.spawn(idle_timeout_ms=1000) as srv:
+        with Conn(srv.port, timeout=20, rcvbuf=16384) as c:
+            c.send(req * n)
+            time.sleep(5)  # nothing read: five idle timeouts
+            got = 0
+            try:
+                while got < n:
+                    assert c.read_response(timeout=20).status == 200
+                    got += 1
+            except Closed:
+                pass
+            assert got < n, "a reader that stalled was never closed"

@@ -1,0 +1,214 @@
+/* SPDX-License-Identifier: MIT OR GPL-2.0 */
+/*
+ * ktcp_server.h — one connection lifecycle for every ktcp module: the
+ * listener, the accept thread, the registry of live connections (with a
+ * count per peer address), socket-callback attach/detach, the kick that runs
+ * a connection's step, its idle timer, its release, and the counters of all
+ * that. A module supplies only its protocol step (struct ktcp_server_ops).
+ *
+ * ktcp_server.c is compiled into each module through a one-line wrapper in
+ * the module's folder (kernel/<module>/ktcp_server.c), as khttpd does with
+ * core/: every module gets its own copy under its own KBUILD_MODNAME and
+ * pr_fmt, and no module depends on another being loaded (a shared module
+ * exporting symbols would add a load order and a second package to keep in
+ * step). Too much code to be static inline, which would copy it into every
+ * caller.
+ */
+#ifndef KTCP_SERVER_H
+#define KTCP_SERVER_H
+
+#include <linux/atomic.h>
+#include <linux/completion.h>
+#include <linux/hashtable.h>
+#include <linux/in6.h>
+#include <linux/jiffies.h>
+#include <linux/list.h>
+#include <linux/percpu.h>
+#include <linux/spinlock.h>
+#include <linux/timer.h>
+#include <linux/types.h>
+#include <linux/wait.h>
+#include <linux/workqueue.h>
+
+struct kmem_cache;
+struct sock;
+struct socket;
+struct task_struct;
+struct ktcp_server;
+struct ktcp_peer;
+
+/* The socket's own callbacks, saved while a connection holds the socket. */
+struct ktcp_sock_callbacks {
+	void (*data_ready)(struct sock *sk);
+	void (*write_space)(struct sock *sk);
+	void (*state_change)(struct sock *sk);
+};
+
+/*
+ * What the lifecycle keeps of a connection. A module's connection embeds it
+ * (anywhere; ops->conn_offset says where) and reaches its own part with
+ * container_of().
+ */
+struct ktcp_conn {
+	struct ktcp_server *srv;
+	struct socket *sock;
+	struct work_struct work; /* the step, on events: data, space, state */
+	struct work_struct release; /* frees the connection, off its own work */
+	struct task_struct *thread; /* kthread mode: the connection's thread */
+	bool kicked; /* kthread mode: run the step again */
+	bool dead; /* closed; later steps return at once */
+	struct timer_list timer; /* the step's next deadline */
+	struct list_head node; /* in srv->conns, under srv->lock */
+	struct ktcp_peer *peer; /* its address's count (max_conns_per_ip) */
+	struct ktcp_sock_callbacks saved;
+	/* Below: the step's alone. */
+	unsigned long last_active; /* jiffies of the last progress */
+	u32 acked; /* snd_una when progress was last seen */
+};
+
+struct ktcp_server_ops {
+	const char *cache_name; /* the connections' slab cache */
+	size_t conn_size; /* the module's connection */
+	size_t conn_offset; /* offsetof its struct ktcp_conn */
+	/* Optional: the module's part of a new connection, 0 or -errno. */
+	int (*init)(struct ktcp_conn *c);
+	/* Run on every kick: read, answer, send without blocking; close with
+	 * ktcp_conn_close(), wait with ktcp_conn_wait(). */
+	void (*step)(struct ktcp_conn *c);
+	/* Drop the module's part; the socket is released after this. */
+	void (*destroy)(struct ktcp_conn *c);
+	/* Optional: tell a socket refused at accept why, before it closes. */
+	void (*refuse)(struct socket *sock);
+};
+
+struct ktcp_server_params {
+	const char *name; /* the accept thread's and workqueue's name */
+	const char *bind; /* an IPv4 or IPv6 address; NULL or "": all */
+	unsigned short port;
+	unsigned short backlog;
+	unsigned int max_conns; /* 0: no limit */
+	unsigned int max_conns_per_ip; /* 0: no limit */
+	unsigned int wq_flags; /* alloc_workqueue() flags */
+	bool kthread; /* a thread per connection instead of the workqueue */
+};
+
+/* Per-CPU, summed on read with ktcp_server_sum(). */
+struct ktcp_server_stats {
+	u64 accepted;
+	u64 refused; /* over max_conns or max_conns_per_ip */
+	u64 timeouts;
+	u64 errors;
+};
+
+#define KTCP_PEER_HASH_BITS 8
+
+struct ktcp_server {
+	const struct ktcp_server_ops *ops;
+	struct ktcp_server_params p;
+	struct socket *listener;
+	struct task_struct *accept_task;
+	struct workqueue_struct *wq;
+	struct kmem_cache *cache;
+	struct ktcp_server_stats __percpu *stats;
+	atomic_t active;
+	wait_queue_head_t all_released;
+	spinlock_t lock; /* conns, peers */
+	struct list_head conns;
+	DECLARE_HASHTABLE(peers, KTCP_PEER_HASH_BITS);
+	/* kthread mode: every connection thread completes this as its very
+	 * last act, so unload waits until none still runs module text. */
+	struct completion threads_exited;
+	unsigned long threads_started; /* the accept thread's alone */
+	bool stopping; /* set once at unload; read without a lock */
+};
+
+/*
+ * The parameters every module's listener takes, the same everywhere:
+ * static variables port (default @default_port), backlog, bind, max_conns
+ * (default 10000; @max_conns_desc says what happens above it) and
+ * max_conns_per_ip, read-only in /sys/module/<module>/parameters.
+ */
+#define KTCP_SERVER_PARAMS(default_port, max_conns_desc)                       \
+	static ushort port = default_port;                                     \
+	module_param(port, ushort, 0444);                                      \
+	MODULE_PARM_DESC(port,                                                 \
+			 "TCP port to listen on (default " #default_port ")"); \
+	static ushort backlog = 1024;                                          \
+	module_param(backlog, ushort, 0444);                                   \
+	MODULE_PARM_DESC(backlog,                                              \
+			 "listen() backlog, 1..65535 (default 1024)");         \
+	static char *bind;                                                     \
+	module_param(bind, charp, 0444);                                       \
+	MODULE_PARM_DESC(bind, "address to listen on, IPv4 or IPv6 (default: " \
+			       "every address, IPv6 and IPv4 whatever "        \
+			       "net.ipv6.bindv6only says)");                   \
+	static uint max_conns = 10000;                                         \
+	module_param(max_conns, uint, 0444);                                   \
+	MODULE_PARM_DESC(max_conns, max_conns_desc);                           \
+	static uint max_conns_per_ip;                                          \
+	module_param(max_conns_per_ip, uint, 0444);                            \
+	MODULE_PARM_DESC(max_conns_per_ip,                                     \
+			 "connections served at once from one client "         \
+			 "address; more are refused as over max_conns; 0 = "   \
+			 "no limit (default 0)");                              \
+	/* The listener's part of the server's parameters. */                  \
+	static struct ktcp_server_params ktcp_server_params(const char *name,  \
+							    uint max_conns)    \
+	{                                                                      \
+		return (struct ktcp_server_params){                            \
+			.name = name,                                          \
+			.bind = bind,                                          \
+			.port = port,                                          \
+			.backlog = backlog,                                    \
+			.max_conns = max_conns,                                \
+			.max_conns_per_ip = max_conns_per_ip,                  \
+		};                                                             \
+	}
+
+#define ktcp_server_count(srv, field, n) this_cpu_add((srv)->stats->field, (n))
+
+/* Listen, start the accept thread: the server is serving on return 0. */
+int ktcp_server_start(struct ktcp_server *srv,
+		      const struct ktcp_server_ops *ops,
+		      const struct ktcp_server_params *p);
+/* Stop accepting, close every connection, wait until all are freed. */
+void ktcp_server_stop(struct ktcp_server *srv);
+
+static inline bool ktcp_server_stopping(const struct ktcp_server *srv)
+{
+	return READ_ONCE(srv->stopping);
+}
+
+static inline unsigned int ktcp_server_active(const struct ktcp_server *srv)
+{
+	return atomic_read(&srv->active);
+}
+
+void ktcp_server_sum(const struct ktcp_server *srv,
+		     struct ktcp_server_stats *sum);
+
+/* Run the connection's step soon (any context). */
+void ktcp_conn_kick(struct ktcp_conn *c);
+/* From the step: detach and free the connection; the step returns. */
+void ktcp_conn_close(struct ktcp_conn *c);
+
+static inline void ktcp_conn_touch(struct ktcp_conn *c)
+{
+	c->last_active = jiffies;
+}
+
+/*
+ * From the step, with nothing to do until an event: true if @deadline has
+ * passed, else the timer is armed for it (an event or the timer kicks).
+ */
+bool ktcp_conn_wait(struct ktcp_conn *c, unsigned long deadline);
+
+/*
+ * From the step: the deadline of a connection idle for @idle (jiffies),
+ * counting as activity every byte the peer acknowledged — a reader that
+ * takes a long response slowly but steadily is not idle; one whose window
+ * stays shut is.
+ */
+unsigned long ktcp_conn_idle_deadline(struct ktcp_conn *c, unsigned long idle);
+
+#endif /* KTCP_SERVER_H */

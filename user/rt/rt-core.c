@@ -4,6 +4,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/sockios.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
@@ -11,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -166,6 +168,17 @@ void rt_conn_set_peer(struct rt_conn *c, const struct sockaddr *sa)
             memcpy(c->peer_addr, a, 16);
         }
     }
+}
+
+bool rt_conn_still_sending(struct rt_conn *c)
+{
+    int unacked;
+    if (ioctl(c->fd, SIOCOUTQ, &unacked) < 0 || unacked <= 0)
+        return false;
+    if (c->idle_unacked && unacked >= c->idle_unacked)
+        return false;
+    c->idle_unacked = unacked;
+    return true;
 }
 
 const char *rt_conn_peer(struct rt_conn *c)
@@ -342,7 +355,11 @@ static void serve_conn(struct handoff *h, struct rt_worker *w)
         /* this thread may now sleep for a whole idle timeout: its log
          * lines go out first (one write per burst of requests) */
         rt_worker_flush(w);
-        int r = rt_wait(&c, POLLIN, rt_idle_deadline(rt_now_ms()), true);
+        int r;
+        do
+            r = rt_wait(&c, POLLIN, rt_idle_deadline(rt_now_ms()), true);
+        while (r == -ETIMEDOUT && rt_conn_still_sending(&c));
+        c.idle_unacked = 0;
         if (r == -ETIMEDOUT)
             rt_count(RT_C_TIMEOUTS, 1);
         if (r < 0)

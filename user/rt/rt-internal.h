@@ -161,6 +161,12 @@ void rt_worker_data_exit(struct rt_worker *w);
  * sends a 503) when fd must be refused; the caller then closes it. */
 bool rt_conn_admit(int fd);
 void rt_conn_release(void);
+/* An idle connection whose time is up may still be sending: a response or
+ * an echo queued whole in the socket and read slowly by the client. True
+ * (for one more idle period) when bytes are queued and the client took
+ * some since the last look; false when nothing is queued or nothing was
+ * taken: then it has timed out. */
+bool rt_conn_still_sending(struct rt_conn *c);
 void rt_conn_set_peer(struct rt_conn *c, const struct sockaddr *sa);
 void rt_tune_accepted(int fd);
 int rt_open_listener(const struct rt_config *cfg, bool reuseport);

@@ -3,7 +3,9 @@
  * one syscall. The raw syscalls sit in noinline helpers that turn errno
  * into a return value before anything can switch threads (rt.h). */
 #include <errno.h>
+#include <linux/sockios.h>
 #include <poll.h>
+#include <sys/ioctl.h>
 #include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -83,6 +85,29 @@ int rt_wait(struct rt_conn *c, short events, uint64_t deadline_ms, bool idle)
     return wait_poll(c, events, deadline_ms, idle);
 }
 
+/* Wait until a send can go on, giving up after timeout_ms without
+ * progress. A slow but steady reader frees the send buffer a little at a
+ * time, and the socket turns writable only once a third of it is free,
+ * which can take longer than the timeout: bytes the peer acknowledged in
+ * the meantime (the unacknowledged queue, SIOCOUTQ, shrank) are progress
+ * too, as kecho and khttpd count them. Only a reader that took nothing for
+ * a whole timeout is given up on. */
+static int send_wait(struct rt_conn *c, int timeout_ms)
+{
+    int queued = -1, now_queued;
+    if (ioctl(c->fd, SIOCOUTQ, &queued) < 0)
+        queued = -1;
+    for (;;) {
+        int r = rt_wait(c, POLLOUT, rt_now_ms() + (uint64_t) timeout_ms,
+                        rt_g.cfg->stop_cuts_sends);
+        if (r != -ETIMEDOUT || queued < 0)
+            return r;
+        if (ioctl(c->fd, SIOCOUTQ, &now_queued) < 0 || now_queued >= queued)
+            return r;
+        queued = now_queued;
+    }
+}
+
 ssize_t rt_read_nowait(struct rt_conn *c, void *buf, size_t len)
 {
     ssize_t n;
@@ -121,8 +146,7 @@ ssize_t rt_sendv(struct rt_conn *c,
         if (n == -EINTR)
             continue;
         if (n == -EAGAIN) {
-            int r = rt_wait(c, POLLOUT, rt_now_ms() + timeout_ms,
-                            rt_g.cfg->stop_cuts_sends);
+            int r = send_wait(c, timeout_ms);
             if (r < 0)
                 return send_failed(r);
             continue;
@@ -154,8 +178,7 @@ ssize_t rt_send(struct rt_conn *c, const void *buf, size_t len, int timeout_ms)
         if (n == -EINTR)
             continue;
         if (n == -EAGAIN) {
-            int r = rt_wait(c, POLLOUT, rt_now_ms() + timeout_ms,
-                            rt_g.cfg->stop_cuts_sends);
+            int r = send_wait(c, timeout_ms);
             if (r < 0)
                 return send_failed(r);
             continue;
@@ -186,8 +209,7 @@ ssize_t rt_sendfile(struct rt_conn *c,
         if (n == -EINTR)
             continue;
         if (n == -EAGAIN) {
-            int r = rt_wait(c, POLLOUT, rt_now_ms() + timeout_ms,
-                            rt_g.cfg->stop_cuts_sends);
+            int r = send_wait(c, timeout_ms);
             if (r < 0)
                 return send_failed(r);
             continue;

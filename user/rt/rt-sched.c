@@ -293,6 +293,12 @@ static void coro_run(struct rt_worker *w, struct rt_coro *co)
     if (!co->stack) {
         /* an idle connection: bytes came, or its time is up */
         atomic_store(&co->deadline, 0);
+        if (co->wake_reason == RT_WAKE_TIMEOUT &&
+            rt_conn_still_sending(&co->conn)) {
+            coro_idle(w, co); /* another idle period */
+            return;
+        }
+        co->conn.idle_unacked = 0;
         if (co->wake_reason == RT_WAKE_TIMEOUT)
             rt_count(RT_C_TIMEOUTS, 1);
         if (co->wake_reason != RT_WAKE_IO || rt_coro_start(co) < 0) {

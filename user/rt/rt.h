@@ -46,6 +46,9 @@ struct rt_conn {
     unsigned char peer_family; /* AF_INET, AF_INET6, or 0: unknown */
     unsigned char peer_addr[16];
     char peer[48]; /* printable, once rt_conn_peer made it */
+    /* idle and out of time while the client still takes what was sent:
+     * the unacknowledged bytes then (SIOCOUTQ), or 0 */
+    int idle_unacked;
 };
 
 /* The client's address as text ("-" if unknown); made on first use. */

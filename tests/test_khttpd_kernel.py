@@ -648,6 +648,10 @@ def tracefs():
         subprocess.run(["mount", "-t", "tracefs", "nodev", TRACEFS], check=False)
     if not os.path.isdir(os.path.join(TRACEFS, "events")):
         pytest.fail("tracefs is not available in the guest")
+    # an earlier test (test_drop_tcp_socket.py's kmalloc trace) leaves the
+    # ring buffer off
+    with open(os.path.join(TRACEFS, "tracing_on"), "w") as f:
+        f.write("1")
     yield TRACEFS
     with open(os.path.join(TRACEFS, "trace"), "w") as f:
         f.write("")

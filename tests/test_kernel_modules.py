@@ -148,6 +148,7 @@ class Served:
         args = [f"port={self.port}"] + [f"{k}={v}" for k, v in params.items()]
         if name == "khttpd":
             (tmp_path / "a.txt").write_bytes(b"hello\n")
+            tmp_path.chmod(0o755)  # khttpd reads as nobody
             args.append(f"root={tmp_path}")
         run(["insmod", module_path(name), *args])
         wait_port(self.port, host=host)

@@ -479,7 +479,8 @@ static int ktcp_conn_start(struct ktcp_server *srv, struct socket *sock)
 	}
 	atomic_inc(&srv->active);
 	/* Counted before its first step: a client served at once never sees
-	 * itself missing from accepted. */
+	 * itself missing from accepted.
+	 */
 	ktcp_server_count(srv, accepted, 1);
 	if (c->thread)
 		srv->threads_started++;

@@ -73,7 +73,8 @@ struct ktcp_server_ops {
 	/* Optional: the module's part of a new connection, 0 or -errno. */
 	int (*init)(struct ktcp_conn *c);
 	/* Run on every kick: read, answer, send without blocking; close with
-	 * ktcp_conn_close(), wait with ktcp_conn_wait(). */
+	 * ktcp_conn_close(), wait with ktcp_conn_wait().
+	 */
 	void (*step)(struct ktcp_conn *c);
 	/* Drop the module's part; the socket is released after this. */
 	void (*destroy)(struct ktcp_conn *c);
@@ -116,7 +117,8 @@ struct ktcp_server {
 	struct list_head conns;
 	DECLARE_HASHTABLE(peers, KTCP_PEER_HASH_BITS);
 	/* kthread mode: every connection thread completes this as its very
-	 * last act, so unload waits until none still runs module text. */
+	 * last act, so unload waits until none still runs module text.
+	 */
 	struct completion threads_exited;
 	unsigned long threads_started; /* the accept thread's alone */
 	bool stopping; /* set once at unload; read without a lock */

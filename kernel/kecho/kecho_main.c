@@ -202,14 +202,14 @@ static int kecho_stats_show(struct seq_file *m, void *v)
 static unsigned int kecho_wq_flags(void)
 {
 	/*
-     * unbound: workers not tied to the CPU that queued the work, so the
-     * scheduler spreads connections over every core — the right default for a
-     * server whose accept thread would otherwise pile all work on one CPU.
-     * bound: per-CPU workers, best cache locality, CMWQ concurrency
-     * management. highpri: bound, served by the high-priority pools.
-     * cpu_intensive: bound, but excluded from concurrency management so a long
-     * echo does not hold back other items on that CPU.
-     */
+	 * unbound: workers not tied to the CPU that queued the work, so the
+	 * scheduler spreads connections over every core — the right default for a
+	 * server whose accept thread would otherwise pile all work on one CPU.
+	 * bound: per-CPU workers, best cache locality, CMWQ concurrency
+	 * management. highpri: bound, served by the high-priority pools.
+	 * cpu_intensive: bound, but excluded from concurrency management so a long
+	 * echo does not hold back other items on that CPU.
+	 */
 	if (!strcmp(wq_mode, "unbound"))
 		return WQ_UNBOUND;
 	if (!strcmp(wq_mode, "bound"))

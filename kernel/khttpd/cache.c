@@ -97,7 +97,8 @@ void khttpd_cache_put(struct khttpd_entry *e)
 	if (!refcount_dec_and_test(&e->refs))
 		return;
 	/* No one can take a reference any more: the object and the charge go
-	 * now, the memory after the lookups that may still read it. */
+	 * now, the memory after the lookups that may still read it.
+	 */
 	atomic_long_sub(e->charge, &khttpd_cache_total);
 	khttpd_obj_put(e->obj);
 	call_rcu(&e->rcu, khttpd_entry_free_rcu);
@@ -105,7 +106,8 @@ void khttpd_cache_put(struct khttpd_entry *e)
 
 /* Under khttpd_cache_lock: take e out of the table and the LRU list onto
  * gone, whose entries the caller puts (the table's references) after
- * dropping the lock. */
+ * dropping the lock.
+ */
 static void khttpd_unpublish_locked(struct khttpd_entry *e,
 				    struct list_head *gone)
 {
@@ -128,7 +130,8 @@ static void khttpd_put_gone(struct list_head *gone)
 
 /* Under khttpd_cache_lock: evict from the LRU tail until the total is at
  * most 90% of the bound. Bytes a reader still holds stay counted, so the
- * walk goes on to the next entry; each entry leaves once. */
+ * walk goes on to the next entry; each entry leaves once.
+ */
 static void khttpd_evict_locked(struct list_head *gone)
 {
 	long target = khttpd_cache_bytes / 10 * 9;
@@ -187,7 +190,8 @@ static struct khttpd_obj *khttpd_obj_find(const struct kstat *st, u32 hash)
 }
 
 /* The object for the file at path (status st): the table's if it has this
- * version, else a new one with its body read when keep; referenced. */
+ * version, else a new one with its body read when keep; referenced.
+ */
 static struct khttpd_obj *khttpd_obj_get(const struct path *path,
 					 const struct kstat *st, bool keep)
 {
@@ -232,7 +236,8 @@ static struct khttpd_obj *khttpd_obj_get(const struct path *path,
 	rcu_read_lock();
 	/* A concurrent load may have published this version meanwhile. Under
 	 * the lock no object in the table has dropped its last reference:
-	 * that happens under the lock, together with its removal. */
+	 * that happens under the lock, together with its removal.
+	 */
 	won = khttpd_obj_find(st, hash);
 	if (!won) {
 		o->hashed = true;
@@ -311,7 +316,8 @@ out_path:
 }
 
 /* Is e still what the file system has? Checked at most once a second per
- * entry; one checker wins the timestamp, the others trust the entry. */
+ * entry; one checker wins the timestamp, the others trust the entry.
+ */
 static bool khttpd_still_fresh(struct khttpd_entry *e, const char *rel)
 {
 	unsigned long checked = READ_ONCE(e->checked);
@@ -415,7 +421,8 @@ static void khttpd_gz_publish(struct khttpd_obj *o, struct khttpd_gz *gz)
 	size_t more = sizeof(*gz) + gz->len;
 
 	/* The charge is in place before the copy can be seen (and so before
-	 * anyone can drop o's last reference for it). */
+	 * anyone can drop o's last reference for it).
+	 */
 	WRITE_ONCE(o->charge, o->charge + more);
 	atomic_long_add(more, &khttpd_cache_total);
 	smp_store_release(&o->gz, gz);
@@ -464,7 +471,8 @@ static void khttpd_gzip_work(struct work_struct *work)
 		if (!src)
 			src = tmp = khttpd_gzip_source(job->path, o);
 		/* A file that changed or cannot be read: identity for this
-		 * version (an empty copy marked worthless), no build again. */
+		 * version (an empty copy marked worthless), no build again.
+		 */
 		gz = src ? khttpd_gzip(src, o->size, &khttpd_gzip_stop) :
 			   kvzalloc(sizeof(*gz), GFP_KERNEL);
 		if (gz && !src)
@@ -509,7 +517,8 @@ const struct khttpd_gz *khttpd_cache_gzip(struct khttpd_entry *e)
 	if (gz)
 		return gz;
 	/* An entry the cache could not keep would be compressed again by every
-	 * request: send identity instead (never recompress per request). */
+	 * request: send identity instead (never recompress per request).
+	 */
 	if (!READ_ONCE(e->in_table))
 		return NULL;
 	if (test_and_set_bit(KHTTPD_OBJ_BUILDING, &o->flags))

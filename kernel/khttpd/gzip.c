@@ -45,7 +45,8 @@ static struct khttpd_gz *khttpd_gz_worthless(void)
 }
 
 /* Deflate in[0..len) into zs's output, slice by slice: Z_STREAM_END, or
- * Z_BUF_ERROR when the output ran out (not smaller), or another error. */
+ * Z_BUF_ERROR when the output ran out (not smaller), or another error.
+ */
 static int khttpd_deflate_sliced(struct z_stream_s *zs, const char *in,
 				 size_t len, const bool *stop)
 {

@@ -84,7 +84,8 @@ void khttpd_cred_exit(void)
 }
 
 /* Look rel up beneath the root as the server's user; the caller holds
- * the credential. */
+ * the credential.
+ */
 static int khttpd_lookup(const char *rel, unsigned int follow, struct path *out)
 {
 	return vfs_path_lookup(khttpd_root.dentry, khttpd_root.mnt, rel,
@@ -121,7 +122,8 @@ int khttpd_getattr(const struct path *path, struct kstat *st)
 }
 
 /* Open what a lookup found: dentry_open() does not check permissions
- * itself, so the read permission is checked here, as the server's user. */
+ * itself, so the read permission is checked here, as the server's user.
+ */
 static struct file *khttpd_open_checked(const struct path *path, int flags)
 {
 	int err = path_permission(path, MAY_READ);

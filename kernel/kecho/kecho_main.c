@@ -44,18 +44,19 @@ MODULE_VERSION("0.1");
 
 static char *wq_mode = "unbound";
 module_param(wq_mode, charp, 0444);
+/* Each description on one line: user-visible strings are not split. */
+/* clang-format off */
 MODULE_PARM_DESC(wq_mode,
-		 "workqueue flavour: unbound (default), bound, highpri, "
-		 "cpu_intensive");
+		 "workqueue flavour: unbound (default), bound, highpri, cpu_intensive");
 
 static uint idle_timeout_ms = 30000;
 module_param(idle_timeout_ms, uint, 0444);
 MODULE_PARM_DESC(idle_timeout_ms,
-		 "close a connection idle this long, in ms; 0 = never "
-		 "(default 30000)");
+		 "close a connection idle this long, in ms; 0 = never (default 30000)");
 
-KTCP_SERVER_PARAMS(12345, "connections served at once; more are closed at "
-			  "accept (default 10000)");
+KTCP_SERVER_PARAMS(12345,
+		   "connections served at once; more are closed at accept (default 10000)");
+/* clang-format on */
 
 /* Bytes read per receive; a longer message simply takes several rounds. */
 #define KECHO_BUF_SIZE 4096
@@ -104,6 +105,11 @@ static int kecho_flush(struct kecho_conn *conn)
 	return 0;
 }
 
+static unsigned long kecho_idle_jiffies(void)
+{
+	return msecs_to_jiffies(idle_timeout_ms);
+}
+
 static void kecho_step(struct ktcp_conn *c)
 {
 	struct kecho_conn *conn = container_of(c, struct kecho_conn, c);
@@ -147,8 +153,8 @@ static void kecho_step(struct ktcp_conn *c)
 
 wait:
 	if (idle_timeout_ms &&
-	    ktcp_conn_wait(c, ktcp_conn_idle_deadline(
-				      c, msecs_to_jiffies(idle_timeout_ms)))) {
+	    ktcp_conn_wait(c,
+			   ktcp_conn_idle_deadline(c, kecho_idle_jiffies()))) {
 		ktcp_server_count(&kecho_server, timeouts, 1);
 		goto close;
 	}
@@ -228,8 +234,7 @@ static int __init kecho_init(void)
 
 	p.wq_flags = kecho_wq_flags();
 	if (p.wq_flags == UINT_MAX) {
-		pr_err("wq_mode=%s: expected unbound, bound, highpri or "
-		       "cpu_intensive\n",
+		pr_err("wq_mode=%s: expected unbound, bound, highpri or cpu_intensive\n",
 		       wq_mode);
 		return -EINVAL;
 	}

@@ -22,6 +22,7 @@
 
 #include "khttpd.h"
 
+/* checkpatch: LINUX_VERSION_CODE: built for 6.1 and 6.12; checkpatch: CONSTANT_COMPARISON: idiom */
 #if LINUX_VERSION_CODE < KERNEL_VERSION(6, 2, 0)
 /*
  * Exported by fs/namei.c (EXPORT_SYMBOL) since long, but declared only in

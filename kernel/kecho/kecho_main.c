@@ -101,7 +101,8 @@ static int kecho_flush(struct kecho_conn *conn)
 		ktcp_conn_touch(&conn->c); /* a slow reader is not idle */
 		kecho_count(bytes_out, n);
 	}
-	conn->out_off = conn->out_len = 0;
+	conn->out_off = 0;
+	conn->out_len = 0;
 	return 0;
 }
 

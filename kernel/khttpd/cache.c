@@ -138,8 +138,7 @@ static void khttpd_evict_locked(struct list_head *gone)
 	long pending = 0; /* bytes that leave with the puts of gone */
 	struct khttpd_entry *e, *tmp;
 
-	list_for_each_entry_safe_reverse(e, tmp, &khttpd_lru, lru)
-	{
+	list_for_each_entry_safe_reverse(e, tmp, &khttpd_lru, lru) {
 		if (atomic_long_read(&khttpd_cache_total) - pending <= target)
 			break;
 		khttpd_unpublish_locked(e, gone);
@@ -295,7 +294,8 @@ static int khttpd_load(const char *rel, size_t len, u32 hash,
 			   st.mtime.tv_sec, st.mtime.tv_nsec, st.ino);
 	e->path_len = len;
 	memcpy(e->path, rel, len);
-	e->checked = e->used = jiffies;
+	e->checked = jiffies;
+	e->used = e->checked;
 	e->obj = khttpd_obj_get(&path, &st,
 				http_resource_keep_body(&e->meta,
 							khttpd_cache_bytes));
@@ -305,7 +305,7 @@ static int khttpd_load(const char *rel, size_t len, u32 hash,
 		goto out_path;
 	}
 	e->body = e->obj->body;
-	e->meta.body_cached = e->body != NULL;
+	e->meta.body_cached = !!e->body;
 	e->charge = KHTTPD_ENTRY_OVERHEAD + len;
 	atomic_long_add(e->charge, &khttpd_cache_total);
 	*out = e;
@@ -468,8 +468,10 @@ static void khttpd_gzip_work(struct work_struct *work)
 	if (!READ_ONCE(khttpd_gzip_stop)) {
 		const char *src = o->body;
 
-		if (!src)
-			src = tmp = khttpd_gzip_source(job->path, o);
+		if (!src) {
+			tmp = khttpd_gzip_source(job->path, o);
+			src = tmp;
+		}
 		/* A file that changed or cannot be read: identity for this
 		 * version (an empty copy marked worthless), no build again.
 		 */

@@ -335,7 +335,8 @@ static int khttpd_rbuf_for_read(struct khttpd_conn *conn)
 {
 	if (conn->rbuf && conn->rlen > conn->rstart)
 		return 0;
-	conn->rstart = conn->rlen = 0;
+	conn->rstart = 0;
+	conn->rlen = 0;
 	if (khttpd_nothing_to_read(conn)) {
 		kfree(conn->rbuf);
 		conn->rbuf = NULL;
@@ -449,7 +450,8 @@ static int khttpd_drain_body(struct khttpd_conn *conn)
 	}
 	if (WARN_ON_ONCE(!conn->rbuf)) /* a request came through it */
 		return -EIO;
-	conn->rstart = conn->rlen = 0;
+	conn->rstart = 0;
+	conn->rlen = 0;
 	n = khttpd_recv(conn, conn->rbuf, conn->rcap);
 	if (n < 0)
 		return n;

@@ -65,8 +65,14 @@ int khttpd_cred_init(kuid_t uid, kgid_t gid)
 	}
 	set_groups(c, groups); /* takes its own reference */
 	put_group_info(groups);
-	c->uid = c->euid = c->suid = c->fsuid = uid;
-	c->gid = c->egid = c->sgid = c->fsgid = gid;
+	c->uid = uid;
+	c->euid = uid;
+	c->suid = uid;
+	c->fsuid = uid;
+	c->gid = gid;
+	c->egid = gid;
+	c->sgid = gid;
+	c->fsgid = gid;
 	/* no CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH, CAP_FOWNER...: nothing */
 	c->cap_inheritable = CAP_EMPTY_SET;
 	c->cap_permitted = CAP_EMPTY_SET;

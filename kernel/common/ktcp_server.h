@@ -130,6 +130,7 @@ struct ktcp_server {
  * (default 10000; @max_conns_desc says what happens above it) and
  * max_conns_per_ip, read-only in /sys/module/<module>/parameters.
  */
+/* checkpatch: MACRO_WITH_FLOW_CONTROL: the return is in the function it defines */
 #define KTCP_SERVER_PARAMS(default_port, max_conns_desc)                       \
 	static ushort port = default_port;                                     \
 	module_param(port, ushort, 0444);                                      \
@@ -167,6 +168,7 @@ struct ktcp_server {
 		};                                                             \
 	}
 
+/* checkpatch: MACRO_ARG_PRECEDENCE: field is a member name, not an expression */
 #define ktcp_server_count(srv, field, n) this_cpu_add((srv)->stats->field, (n))
 
 /* Listen, start the accept thread: the server is serving on return 0. */

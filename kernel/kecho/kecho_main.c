@@ -80,6 +80,7 @@ struct kecho_conn {
 static struct ktcp_server kecho_server;
 static struct kecho_stats __percpu *kecho_stats;
 
+/* checkpatch: MACRO_ARG_PRECEDENCE: field is a member name, not an expression */
 #define kecho_count(field, n) this_cpu_add(kecho_stats->field, (n))
 
 /* Sends what is pending; returns 0 when all went, -EAGAIN, or an error. */

@@ -60,7 +60,9 @@ struct khttpd_stats {
 	u64 cache_misses;
 	u64 cache_evictions;
 };
+
 extern struct khttpd_stats __percpu *khttpd_stats;
+/* checkpatch: MACRO_ARG_PRECEDENCE: field is a member name, not an expression */
 #define khttpd_count(field, n) this_cpu_add(khttpd_stats->field, (n))
 void khttpd_count_status(int status);
 int khttpd_counters_init(void);
@@ -263,6 +265,7 @@ enum khttpd_mode {
 	KHTTPD_MODE_BOUND, /* CMWQ, per-CPU workers */
 	KHTTPD_MODE_KTHREAD, /* a kthread per connection */
 };
+
 /* Listen and serve; the parameters are main.c's. */
 int khttpd_conns_start(const struct ktcp_server_params *p);
 /* Unload: stop accepting, close every connection, wait until all are freed. */

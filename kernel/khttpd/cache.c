@@ -425,6 +425,7 @@ static void khttpd_gz_publish(struct khttpd_obj *o, struct khttpd_gz *gz)
 	 */
 	WRITE_ONCE(o->charge, o->charge + more);
 	atomic_long_add(more, &khttpd_cache_total);
+	/* Pairs with the smp_load_acquire() in khttpd_cache_gzip(). */
 	smp_store_release(&o->gz, gz);
 	khttpd_evict_if_over();
 }
@@ -514,6 +515,7 @@ out_full:
 const struct khttpd_gz *khttpd_cache_gzip(struct khttpd_entry *e)
 {
 	struct khttpd_obj *o = e->obj;
+	/* Pairs with the smp_store_release() in khttpd_gz_publish(). */
 	struct khttpd_gz *gz = smp_load_acquire(&o->gz);
 
 	if (gz)

@@ -518,10 +518,11 @@ static bool khttpd_wait(struct khttpd_conn *conn)
 
 	switch (conn->state) {
 	case KHTTPD_READ_HEAD:
-		deadline = conn->head_deadline ?
-				   conn->head_deadline :
-				   ktcp_conn_idle_deadline(
-					   &conn->c, khttpd_idle_jiffies());
+		deadline =
+			conn->head_deadline ?
+				conn->head_deadline :
+				ktcp_conn_idle_deadline(&conn->c,
+							khttpd_idle_jiffies());
 		break;
 	case KHTTPD_DRAIN_BODY:
 		deadline = conn->body_deadline;

@@ -28,7 +28,7 @@ MODDIR   := $(BUILD)/modules/$(KVER)
 BINS        :=   # user-space programs, each $(BUILD)/<name>
 UNIT_TESTS  :=   # C test programs run by make check, each exits non-zero on failure
 
-.PHONY: all modules user check check-unit check-host check-vm check-debug run bench bench-quick bench-echo bench-kcm fmt fmt-check deps clean
+.PHONY: all modules user check check-unit check-host check-vm check-debug run bench bench-quick bench-echo bench-kcm fmt fmt-check checkpatch deps clean
 all: user modules
 
 # The version --version prints: VERSION plus git describe, regenerated only
@@ -71,6 +71,7 @@ deps:
 # host, then boot the VM once and run the kernel tests inside it.
 check: deps
 	$(MAKE) fmt-check
+	$(MAKE) checkpatch
 	$(MAKE) user
 	$(MAKE) check-unit
 	$(MAKE) check-host
@@ -152,6 +153,10 @@ fmt:
 	$(CLANG_FORMAT) -i $(C_SOURCES)
 fmt-check:
 	@$(CLANG_FORMAT) --dry-run --Werror $(C_SOURCES) && echo "format ok"
+# The kernel's own checkpatch.pl --strict over kernel/; a report passes only
+# when justified in place ("checkpatch: TYPE: why"), see scripts/checkpatch.
+checkpatch:
+	scripts/checkpatch
 
 # DKMS: the three modules as one package, ktcp/<VERSION>, for the running
 # kernel (DKMS_KERNEL=<release> for another installed one). Needs root.

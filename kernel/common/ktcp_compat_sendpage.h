@@ -16,6 +16,7 @@
 #include <linux/uio.h>
 #include <linux/version.h>
 
+/* checkpatch: LINUX_VERSION_CODE: built for 6.1 and 6.12; checkpatch: CONSTANT_COMPARISON: idiom */
 #if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 5, 0)
 #include <linux/bvec.h>
 

@@ -252,11 +252,13 @@ static void ktcp_peer_addr(struct socket *sock, struct in6_addr *addr)
 	memset(addr, 0, sizeof(*addr));
 	if (kernel_getpeername(sock, (struct sockaddr *)&ss) < 0)
 		return;
-	if (ss.ss_family == AF_INET)
-		ipv6_addr_set_v4mapped(
-			((struct sockaddr_in *)&ss)->sin_addr.s_addr, addr);
-	else if (ss.ss_family == AF_INET6)
+	if (ss.ss_family == AF_INET) {
+		struct sockaddr_in *sin = (struct sockaddr_in *)&ss;
+
+		ipv6_addr_set_v4mapped(sin->sin_addr.s_addr, addr);
+	} else if (ss.ss_family == AF_INET6) {
 		*addr = ((struct sockaddr_in6 *)&ss)->sin6_addr;
+	}
 }
 
 static u32 ktcp_peer_hash(const struct in6_addr *addr)
@@ -479,7 +481,8 @@ static int ktcp_conn_start(struct ktcp_server *srv, struct socket *sock)
 	}
 	atomic_inc(&srv->active);
 	/* Counted before its first step: a client served at once never sees
-	 * itself missing from accepted. */
+	 * itself missing from accepted.
+	 */
 	ktcp_server_count(srv, accepted, 1);
 	if (c->thread)
 		srv->threads_started++;

@@ -73,7 +73,8 @@ struct ktcp_server_ops {
 	/* Optional: the module's part of a new connection, 0 or -errno. */
 	int (*init)(struct ktcp_conn *c);
 	/* Run on every kick: read, answer, send without blocking; close with
-	 * ktcp_conn_close(), wait with ktcp_conn_wait(). */
+	 * ktcp_conn_close(), wait with ktcp_conn_wait().
+	 */
 	void (*step)(struct ktcp_conn *c);
 	/* Drop the module's part; the socket is released after this. */
 	void (*destroy)(struct ktcp_conn *c);
@@ -116,7 +117,8 @@ struct ktcp_server {
 	struct list_head conns;
 	DECLARE_HASHTABLE(peers, KTCP_PEER_HASH_BITS);
 	/* kthread mode: every connection thread completes this as its very
-	 * last act, so unload waits until none still runs module text. */
+	 * last act, so unload waits until none still runs module text.
+	 */
 	struct completion threads_exited;
 	unsigned long threads_started; /* the accept thread's alone */
 	bool stopping; /* set once at unload; read without a lock */
@@ -128,6 +130,7 @@ struct ktcp_server {
  * (default 10000; @max_conns_desc says what happens above it) and
  * max_conns_per_ip, read-only in /sys/module/<module>/parameters.
  */
+/* checkpatch: MACRO_WITH_FLOW_CONTROL: the return is in the function it defines */
 #define KTCP_SERVER_PARAMS(default_port, max_conns_desc)                       \
 	static ushort port = default_port;                                     \
 	module_param(port, ushort, 0444);                                      \
@@ -165,6 +168,7 @@ struct ktcp_server {
 		};                                                             \
 	}
 
+/* checkpatch: MACRO_ARG_PRECEDENCE: field is a member name, not an expression */
 #define ktcp_server_count(srv, field, n) this_cpu_add((srv)->stats->field, (n))
 
 /* Listen, start the accept thread: the server is serving on return 0. */

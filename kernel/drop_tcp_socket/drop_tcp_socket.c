@@ -42,12 +42,14 @@ MODULE_VERSION("0.1");
 #define DROP_MAX_WRITE (256 * 1024)
 /* An endpoint's most bytes: room for the longest IPv6 address written
  * (with an IPv4 tail), brackets, a colon and a port, as in
- * "[ffff:ffff:ffff:ffff:ffff:ffff:255.255.255.255]:65535". */
+ * "[ffff:ffff:ffff:ffff:ffff:ffff:255.255.255.255]:65535".
+ */
 #define DROP_MAX_TOKEN (INET6_ADDRSTRLEN + 8)
 /* How much of the user's buffer is read at a time. */
 #define DROP_CHUNK 256
 /* Sockets dropped for one pair at most: one per device it may be bound to
- * is the most a 4-tuple can name; the bound keeps the loop finite. */
+ * is the most a 4-tuple can name; the bound keeps the loop finite.
+ */
 #define DROP_MAX_PER_PAIR 64
 
 struct drop_endpoint {
@@ -255,7 +257,8 @@ static struct sock *drop_lookup(struct net *net, const struct drop_pair *p)
 
 	/* The walk of __inet_lookup_established: a socket may move to
 	 * another chain while we look (SLAB_TYPESAFE_BY_RCU), which the
-	 * nulls value at the end tells; then look again. */
+	 * nulls value at the end tells; then look again.
+	 */
 	rcu_read_lock();
 begin:
 	sk_nulls_for_each_rcu(sk, node, &head->chain) {
@@ -292,7 +295,8 @@ static void drop_sock(struct sock *sk)
 }
 
 /* Drop every socket of the pair (several if bound to different devices);
- * returns how many. Each drop unhashes its socket. */
+ * returns how many. Each drop unhashes its socket.
+ */
 static int drop_pair_sockets(struct net *net, const struct drop_pair *p)
 {
 	struct sock *sk;
@@ -342,7 +346,8 @@ static ssize_t drop_write(struct file *file, const char __user *ubuf,
 	}
 
 	/* Second pass: drop. Bytes the writer changed meanwhile may fail
-	 * the write halfway; only that writer's own pairs are affected. */
+	 * the write halfway; only that writer's own pairs are affected.
+	 */
 	drop_input_init(in, ubuf, len);
 	while ((ret = drop_next_pair(in, &p)) > 0) {
 		dropped += drop_pair_sockets(net, &p);

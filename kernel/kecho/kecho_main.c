@@ -44,18 +44,19 @@ MODULE_VERSION("0.1");
 
 static char *wq_mode = "unbound";
 module_param(wq_mode, charp, 0444);
+/* Each description on one line: user-visible strings are not split. */
+/* clang-format off */
 MODULE_PARM_DESC(wq_mode,
-		 "workqueue flavour: unbound (default), bound, highpri, "
-		 "cpu_intensive");
+		 "workqueue flavour: unbound (default), bound, highpri, cpu_intensive");
 
 static uint idle_timeout_ms = 30000;
 module_param(idle_timeout_ms, uint, 0444);
 MODULE_PARM_DESC(idle_timeout_ms,
-		 "close a connection idle this long, in ms; 0 = never "
-		 "(default 30000)");
+		 "close a connection idle this long, in ms; 0 = never (default 30000)");
 
-KTCP_SERVER_PARAMS(12345, "connections served at once; more are closed at "
-			  "accept (default 10000)");
+KTCP_SERVER_PARAMS(12345,
+		   "connections served at once; more are closed at accept (default 10000)");
+/* clang-format on */
 
 /* Bytes read per receive; a longer message simply takes several rounds. */
 #define KECHO_BUF_SIZE 4096
@@ -79,6 +80,7 @@ struct kecho_conn {
 static struct ktcp_server kecho_server;
 static struct kecho_stats __percpu *kecho_stats;
 
+/* checkpatch: MACRO_ARG_PRECEDENCE: field is a member name, not an expression */
 #define kecho_count(field, n) this_cpu_add(kecho_stats->field, (n))
 
 /* Sends what is pending; returns 0 when all went, -EAGAIN, or an error. */
@@ -100,8 +102,14 @@ static int kecho_flush(struct kecho_conn *conn)
 		ktcp_conn_touch(&conn->c); /* a slow reader is not idle */
 		kecho_count(bytes_out, n);
 	}
-	conn->out_off = conn->out_len = 0;
+	conn->out_off = 0;
+	conn->out_len = 0;
 	return 0;
+}
+
+static unsigned long kecho_idle_jiffies(void)
+{
+	return msecs_to_jiffies(idle_timeout_ms);
 }
 
 static void kecho_step(struct ktcp_conn *c)
@@ -147,8 +155,8 @@ static void kecho_step(struct ktcp_conn *c)
 
 wait:
 	if (idle_timeout_ms &&
-	    ktcp_conn_wait(c, ktcp_conn_idle_deadline(
-				      c, msecs_to_jiffies(idle_timeout_ms)))) {
+	    ktcp_conn_wait(c,
+			   ktcp_conn_idle_deadline(c, kecho_idle_jiffies()))) {
 		ktcp_server_count(&kecho_server, timeouts, 1);
 		goto close;
 	}
@@ -202,14 +210,14 @@ static int kecho_stats_show(struct seq_file *m, void *v)
 static unsigned int kecho_wq_flags(void)
 {
 	/*
-     * unbound: workers not tied to the CPU that queued the work, so the
-     * scheduler spreads connections over every core — the right default for a
-     * server whose accept thread would otherwise pile all work on one CPU.
-     * bound: per-CPU workers, best cache locality, CMWQ concurrency
-     * management. highpri: bound, served by the high-priority pools.
-     * cpu_intensive: bound, but excluded from concurrency management so a long
-     * echo does not hold back other items on that CPU.
-     */
+	 * unbound: workers not tied to the CPU that queued the work, so the
+	 * scheduler spreads connections over every core — the right default for a
+	 * server whose accept thread would otherwise pile all work on one CPU.
+	 * bound: per-CPU workers, best cache locality, CMWQ concurrency
+	 * management. highpri: bound, served by the high-priority pools.
+	 * cpu_intensive: bound, but excluded from concurrency management so a long
+	 * echo does not hold back other items on that CPU.
+	 */
 	if (!strcmp(wq_mode, "unbound"))
 		return WQ_UNBOUND;
 	if (!strcmp(wq_mode, "bound"))
@@ -228,8 +236,7 @@ static int __init kecho_init(void)
 
 	p.wq_flags = kecho_wq_flags();
 	if (p.wq_flags == UINT_MAX) {
-		pr_err("wq_mode=%s: expected unbound, bound, highpri or "
-		       "cpu_intensive\n",
+		pr_err("wq_mode=%s: expected unbound, bound, highpri or cpu_intensive\n",
 		       wq_mode);
 		return -EINVAL;
 	}

@@ -97,7 +97,8 @@ void khttpd_cache_put(struct khttpd_entry *e)
 	if (!refcount_dec_and_test(&e->refs))
 		return;
 	/* No one can take a reference any more: the object and the charge go
-	 * now, the memory after the lookups that may still read it. */
+	 * now, the memory after the lookups that may still read it.
+	 */
 	atomic_long_sub(e->charge, &khttpd_cache_total);
 	khttpd_obj_put(e->obj);
 	call_rcu(&e->rcu, khttpd_entry_free_rcu);
@@ -105,7 +106,8 @@ void khttpd_cache_put(struct khttpd_entry *e)
 
 /* Under khttpd_cache_lock: take e out of the table and the LRU list onto
  * gone, whose entries the caller puts (the table's references) after
- * dropping the lock. */
+ * dropping the lock.
+ */
 static void khttpd_unpublish_locked(struct khttpd_entry *e,
 				    struct list_head *gone)
 {
@@ -128,15 +130,15 @@ static void khttpd_put_gone(struct list_head *gone)
 
 /* Under khttpd_cache_lock: evict from the LRU tail until the total is at
  * most 90% of the bound. Bytes a reader still holds stay counted, so the
- * walk goes on to the next entry; each entry leaves once. */
+ * walk goes on to the next entry; each entry leaves once.
+ */
 static void khttpd_evict_locked(struct list_head *gone)
 {
 	long target = khttpd_cache_bytes / 10 * 9;
 	long pending = 0; /* bytes that leave with the puts of gone */
 	struct khttpd_entry *e, *tmp;
 
-	list_for_each_entry_safe_reverse(e, tmp, &khttpd_lru, lru)
-	{
+	list_for_each_entry_safe_reverse(e, tmp, &khttpd_lru, lru) {
 		if (atomic_long_read(&khttpd_cache_total) - pending <= target)
 			break;
 		khttpd_unpublish_locked(e, gone);
@@ -187,7 +189,8 @@ static struct khttpd_obj *khttpd_obj_find(const struct kstat *st, u32 hash)
 }
 
 /* The object for the file at path (status st): the table's if it has this
- * version, else a new one with its body read when keep; referenced. */
+ * version, else a new one with its body read when keep; referenced.
+ */
 static struct khttpd_obj *khttpd_obj_get(const struct path *path,
 					 const struct kstat *st, bool keep)
 {
@@ -232,7 +235,8 @@ static struct khttpd_obj *khttpd_obj_get(const struct path *path,
 	rcu_read_lock();
 	/* A concurrent load may have published this version meanwhile. Under
 	 * the lock no object in the table has dropped its last reference:
-	 * that happens under the lock, together with its removal. */
+	 * that happens under the lock, together with its removal.
+	 */
 	won = khttpd_obj_find(st, hash);
 	if (!won) {
 		o->hashed = true;
@@ -290,7 +294,8 @@ static int khttpd_load(const char *rel, size_t len, u32 hash,
 			   st.mtime.tv_sec, st.mtime.tv_nsec, st.ino);
 	e->path_len = len;
 	memcpy(e->path, rel, len);
-	e->checked = e->used = jiffies;
+	e->checked = jiffies;
+	e->used = e->checked;
 	e->obj = khttpd_obj_get(&path, &st,
 				http_resource_keep_body(&e->meta,
 							khttpd_cache_bytes));
@@ -300,7 +305,7 @@ static int khttpd_load(const char *rel, size_t len, u32 hash,
 		goto out_path;
 	}
 	e->body = e->obj->body;
-	e->meta.body_cached = e->body != NULL;
+	e->meta.body_cached = !!e->body;
 	e->charge = KHTTPD_ENTRY_OVERHEAD + len;
 	atomic_long_add(e->charge, &khttpd_cache_total);
 	*out = e;
@@ -311,7 +316,8 @@ out_path:
 }
 
 /* Is e still what the file system has? Checked at most once a second per
- * entry; one checker wins the timestamp, the others trust the entry. */
+ * entry; one checker wins the timestamp, the others trust the entry.
+ */
 static bool khttpd_still_fresh(struct khttpd_entry *e, const char *rel)
 {
 	unsigned long checked = READ_ONCE(e->checked);
@@ -415,9 +421,11 @@ static void khttpd_gz_publish(struct khttpd_obj *o, struct khttpd_gz *gz)
 	size_t more = sizeof(*gz) + gz->len;
 
 	/* The charge is in place before the copy can be seen (and so before
-	 * anyone can drop o's last reference for it). */
+	 * anyone can drop o's last reference for it).
+	 */
 	WRITE_ONCE(o->charge, o->charge + more);
 	atomic_long_add(more, &khttpd_cache_total);
+	/* Pairs with the smp_load_acquire() in khttpd_cache_gzip(). */
 	smp_store_release(&o->gz, gz);
 	khttpd_evict_if_over();
 }
@@ -461,10 +469,13 @@ static void khttpd_gzip_work(struct work_struct *work)
 	if (!READ_ONCE(khttpd_gzip_stop)) {
 		const char *src = o->body;
 
-		if (!src)
-			src = tmp = khttpd_gzip_source(job->path, o);
+		if (!src) {
+			tmp = khttpd_gzip_source(job->path, o);
+			src = tmp;
+		}
 		/* A file that changed or cannot be read: identity for this
-		 * version (an empty copy marked worthless), no build again. */
+		 * version (an empty copy marked worthless), no build again.
+		 */
 		gz = src ? khttpd_gzip(src, o->size, &khttpd_gzip_stop) :
 			   kvzalloc(sizeof(*gz), GFP_KERNEL);
 		if (gz && !src)
@@ -504,12 +515,14 @@ out_full:
 const struct khttpd_gz *khttpd_cache_gzip(struct khttpd_entry *e)
 {
 	struct khttpd_obj *o = e->obj;
+	/* Pairs with the smp_store_release() in khttpd_gz_publish(). */
 	struct khttpd_gz *gz = smp_load_acquire(&o->gz);
 
 	if (gz)
 		return gz;
 	/* An entry the cache could not keep would be compressed again by every
-	 * request: send identity instead (never recompress per request). */
+	 * request: send identity instead (never recompress per request).
+	 */
 	if (!READ_ONCE(e->in_table))
 		return NULL;
 	if (test_and_set_bit(KHTTPD_OBJ_BUILDING, &o->flags))

@@ -37,7 +37,8 @@
 /* Loop iterations (reads, sends, pieces) a step does before it yields. */
 #define KHTTPD_BUDGET 32
 /* Bytes spliced per piece: big enough to fill a socket buffer, small
- * enough that a worker returns to other connections often. */
+ * enough that a worker returns to other connections often.
+ */
 #define KHTTPD_SPLICE_PIECE (256 * 1024)
 
 static struct ktcp_server khttpd_server;
@@ -60,7 +61,8 @@ void khttpd_conns_sum(struct ktcp_server_stats *sum)
 /* ---- the response being sent ---- */
 
 /* A socket over max_conns or max_conns_per_ip: a planned 503, then the
- * lifecycle closes it. */
+ * lifecycle closes it.
+ */
 static void khttpd_refuse(struct socket *sock)
 {
 	struct http_plan_input in = { .now = ktime_get_real_seconds() };
@@ -149,7 +151,8 @@ static int khttpd_send_file_piece(struct khttpd_conn *conn)
 }
 
 /* Send what the socket takes: 0 when the response is out, -EAGAIN (wait
- * for write_space), -EINPROGRESS (yield, more to do) or an error. */
+ * for write_space), -EINPROGRESS (yield, more to do) or an error.
+ */
 static int khttpd_out_flush(struct khttpd_conn *conn)
 {
 	struct khttpd_out *o = &conn->out;
@@ -174,7 +177,8 @@ static int khttpd_out_flush(struct khttpd_conn *conn)
 				total += vec[n++].iov_len;
 			}
 			/* The head leaves with MSG_MORE when a body follows it, so
-             * head and first body bytes share a segment. */
+			 * head and first body bytes share a segment.
+			 */
 			msg.msg_flags = MSG_DONTWAIT | MSG_NOSIGNAL;
 			if (o->file_left || (o->listing && !o->listing_last) ||
 			    o->more)
@@ -286,7 +290,8 @@ static int khttpd_recv(struct khttpd_conn *conn, char *buf, size_t len)
 
 /* Make room for more bytes: slide the current request to the front, or
  * grow. False if the buffer is at its maximum. Parser slices are offsets
- * from rbuf + rstart, so sliding keeps them valid. */
+ * from rbuf + rstart, so sliding keeps them valid.
+ */
 static bool khttpd_make_room(struct khttpd_conn *conn)
 {
 	char *nb;
@@ -330,7 +335,8 @@ static int khttpd_rbuf_for_read(struct khttpd_conn *conn)
 {
 	if (conn->rbuf && conn->rlen > conn->rstart)
 		return 0;
-	conn->rstart = conn->rlen = 0;
+	conn->rstart = 0;
+	conn->rlen = 0;
 	if (khttpd_nothing_to_read(conn)) {
 		kfree(conn->rbuf);
 		conn->rbuf = NULL;
@@ -444,7 +450,8 @@ static int khttpd_drain_body(struct khttpd_conn *conn)
 	}
 	if (WARN_ON_ONCE(!conn->rbuf)) /* a request came through it */
 		return -EIO;
-	conn->rstart = conn->rlen = 0;
+	conn->rstart = 0;
+	conn->rlen = 0;
 	n = khttpd_recv(conn, conn->rbuf, conn->rcap);
 	if (n < 0)
 		return n;
@@ -502,7 +509,8 @@ static void khttpd_close(struct khttpd_conn *conn)
 }
 
 /* Nothing to do until an event: arm the timer for the state's deadline,
- * or act on it if it passed. Returns true if the step should go on. */
+ * or act on it if it passed. Returns true if the step should go on.
+ */
 static bool khttpd_wait(struct khttpd_conn *conn)
 {
 	unsigned long deadline;
@@ -510,10 +518,11 @@ static bool khttpd_wait(struct khttpd_conn *conn)
 
 	switch (conn->state) {
 	case KHTTPD_READ_HEAD:
-		deadline = conn->head_deadline ?
-				   conn->head_deadline :
-				   ktcp_conn_idle_deadline(
-					   &conn->c, khttpd_idle_jiffies());
+		deadline =
+			conn->head_deadline ?
+				conn->head_deadline :
+				ktcp_conn_idle_deadline(&conn->c,
+							khttpd_idle_jiffies());
 		break;
 	case KHTTPD_DRAIN_BODY:
 		deadline = conn->body_deadline;

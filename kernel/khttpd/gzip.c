@@ -45,7 +45,8 @@ static struct khttpd_gz *khttpd_gz_worthless(void)
 }
 
 /* Deflate in[0..len) into zs's output, slice by slice: Z_STREAM_END, or
- * Z_BUF_ERROR when the output ran out (not smaller), or another error. */
+ * Z_BUF_ERROR when the output ran out (not smaller), or another error.
+ */
 static int khttpd_deflate_sliced(struct z_stream_s *zs, const char *in,
 				 size_t len, const bool *stop)
 {
@@ -96,6 +97,7 @@ struct khttpd_gz *khttpd_gzip(const char *in, size_t len, const bool *stop)
 		goto out_ws;
 	memset(gz, 0, sizeof(*gz));
 
+	/* checkpatch: CAMELCASE: the kernel's zlib API names */
 	if (zlib_deflateInit2(&zs, HTTP_SERVER_GZIP_LEVEL, Z_DEFLATED,
 			      -MAX_WBITS, MAX_MEM_LEVEL,
 			      Z_DEFAULT_STRATEGY) != Z_OK)
@@ -105,7 +107,7 @@ struct khttpd_gz *khttpd_gzip(const char *in, size_t len, const bool *stop)
 	zs.avail_out = cap - GZIP_HEADER_LEN - GZIP_TRAILER_LEN;
 	ret = khttpd_deflate_sliced(&zs, in, len, stop);
 	total = GZIP_HEADER_LEN + zs.total_out + GZIP_TRAILER_LEN;
-	zlib_deflateEnd(&zs);
+	zlib_deflateEnd(&zs); /* checkpatch: CAMELCASE: kernel zlib API */
 	if (ret != Z_STREAM_END) {
 		/* Out of room means "not smaller": remember that, keep nothing. */
 		if (ret == Z_BUF_ERROR)

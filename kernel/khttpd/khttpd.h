@@ -60,7 +60,9 @@ struct khttpd_stats {
 	u64 cache_misses;
 	u64 cache_evictions;
 };
+
 extern struct khttpd_stats __percpu *khttpd_stats;
+/* checkpatch: MACRO_ARG_PRECEDENCE: field is a member name, not an expression */
 #define khttpd_count(field, n) this_cpu_add(khttpd_stats->field, (n))
 void khttpd_count_status(int status);
 int khttpd_counters_init(void);
@@ -69,7 +71,8 @@ void khttpd_counters_exit(void);
 void khttpd_stats_sum(struct khttpd_stats *sum);
 
 /* ---- /proc/net/khttpd (proc.c): the counters' files; they read the
- * counters and the connections, so they come after both and go first ---- */
+ * counters and the connections, so they come after both and go first ----
+ */
 int khttpd_stats_init(void);
 void khttpd_stats_exit(void);
 
@@ -134,11 +137,13 @@ void khttpd_cache_put(struct khttpd_entry *e);
 /* The gzip copy of e if it is built, else NULL (send identity): a small
  * cached body is compressed on the spot, a bigger one is queued for the
  * gzip workqueue once per file version. Never for an entry the cache could
- * not keep, so a copy is never made per request. */
+ * not keep, so a copy is never made per request.
+ */
 const struct khttpd_gz *khttpd_cache_gzip(struct khttpd_entry *e);
 void khttpd_cache_exit(void);
 /* What the cache holds now: bytes charged and files (objects); what a
- * reader still holds stays counted until it lets go. */
+ * reader still holds stays counted until it lets go.
+ */
 void khttpd_cache_usage(size_t *bytes, size_t *entries);
 
 /* ---- the served root (root.c) ---- */
@@ -146,7 +151,8 @@ void khttpd_cache_usage(size_t *bytes, size_t *entries);
 int khttpd_cred_init(kuid_t uid, kgid_t gid);
 void khttpd_cred_exit(void);
 /* Look rel up beneath the root: -EXDEV/-ELOOP when it leads out, -EACCES
- * when the server's user may not read it. */
+ * when the server's user may not read it.
+ */
 int khttpd_lookup_beneath(const char *rel, struct path *out);
 struct kstat;
 int khttpd_getattr(const struct path *path, struct kstat *st);
@@ -162,7 +168,8 @@ int khttpd_stat_beneath(const char *rel, struct kstat *st);
 /* ---- gzip (gzip.c) ---- */
 /* gzip in[0..len) into a fresh khttpd_gz, in slices of
  * HTTP_SERVER_GZIP_SLICE with cond_resched between them; NULL on failure
- * or when *stop turns true. */
+ * or when *stop turns true.
+ */
 struct khttpd_gz *khttpd_gzip(const char *in, size_t len, const bool *stop);
 
 /* ---- connections (conn.c) ---- */
@@ -218,30 +225,36 @@ struct khttpd_conn {
 
 /* ---- trace.c: the khttpd:khttpd_request trace event ---- */
 /* Note the request just planned (req NULL: none parsed; base: the buffer
- * its slices point into) if the event is enabled. */
+ * its slices point into) if the event is enabled.
+ */
 void khttpd_trace_begin(struct khttpd_conn *conn,
 			const struct http_request *req, const char *base,
 			int status);
 /* Emit the noted request's record, if any: its response is out or the
- * connection ends. */
+ * connection ends.
+ */
 void khttpd_trace_end(struct khttpd_conn *conn);
 
 /* ---- listing.c ---- */
 /* Open the directory rel for a listing (chunked: HTTP/1.1 framing); an
- * ERR_PTR on failure. Its first piece is rendered already. */
+ * ERR_PTR on failure. Its first piece is rendered already.
+ */
 struct khttpd_listing *khttpd_listing_open(const char *rel, size_t rel_len,
 					   bool chunked, bool dotfiles);
 /* Render the next piece of a listing into out.mem; 0, or -errno. Sets
- * out.listing to NULL (and frees it) after the last piece. */
+ * out.listing to NULL (and frees it) after the last piece.
+ */
 int khttpd_listing_next(struct khttpd_conn *conn);
 void khttpd_listing_free(struct khttpd_listing *l);
 
 /* ---- respond.c ---- */
 /* Plan the answer to the request in (core's planner) into conn->plan and
- * attach it to conn->out. False if no head could be built: close. */
+ * attach it to conn->out. False if no head could be built: close.
+ */
 bool khttpd_respond(struct khttpd_conn *conn, const struct http_plan_input *in);
 /* An error for no request (parse error, 408), with its custom page if
- * there is one: then close. */
+ * there is one: then close.
+ */
 void khttpd_respond_error(struct khttpd_conn *conn, int status);
 /* Drop what the output still holds (cache reference, file, listing). */
 void khttpd_out_reset(struct khttpd_out *o);
@@ -252,6 +265,7 @@ enum khttpd_mode {
 	KHTTPD_MODE_BOUND, /* CMWQ, per-CPU workers */
 	KHTTPD_MODE_KTHREAD, /* a kthread per connection */
 };
+
 /* Listen and serve; the parameters are main.c's. */
 int khttpd_conns_start(const struct ktcp_server_params *p);
 /* Unload: stop accepting, close every connection, wait until all are freed. */

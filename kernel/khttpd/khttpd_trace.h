@@ -23,13 +23,14 @@
 
 /* Laid out as the kernel's own trace headers are. */
 /* clang-format off */
-TRACE_EVENT(khttpd_request,
+TRACE_EVENT(khttpd_request, /* checkpatch: PARENTHESIS_ALIGNMENT: trace layout */
 
 	TP_PROTO(const struct sock *sk, const char *method, const char *target,
 		 unsigned int target_len, int status, u64 bytes, u64 ns),
 
 	TP_ARGS(sk, method, target, target_len, status, bytes, ns),
 
+	/* checkpatch: OPEN_ENDED_LINE: the kernel's trace header layout */
 	TP_STRUCT__entry(
 		__array(u8, peer, sizeof(struct sockaddr_in6))
 		__array(char, method, KHTTPD_TRACE_METHOD_MAX + 1)
@@ -39,6 +40,7 @@ TRACE_EVENT(khttpd_request,
 		__field(u64, usecs)
 	),
 
+	/* checkpatch: OPEN_ENDED_LINE: the kernel's trace header layout */
 	TP_fast_assign(
 		memset(__entry->peer, 0, sizeof(__entry->peer));
 		/* a dual-stack listener's IPv4 peer is shown as IPv4 */

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: MIT OR GPL-2.0
 /* kernel/common/ktcp_server.c built into this module: Kbuild compiles
- * sources under M= only, and each module keeps its own copy. */
+ * sources under M= only, and each module keeps its own copy.
+ */
 #include "../common/ktcp_server.c"

@@ -85,7 +85,8 @@ static bool khttpd_listing_actor(struct dir_context *ctx, const char *name,
 
 /* Room for the name that did not fit, within core's bounds: 0, or
  * -ENOSPC when the listing holds no more. Allocates outside iterate_dir
- * (the directory's lock is not held here). */
+ * (the directory's lock is not held here).
+ */
 static int khttpd_names_grow(struct http_names *n, size_t need)
 {
 	if (n->count >= n->max) {
@@ -122,7 +123,8 @@ static int khttpd_names_grow(struct http_names *n, size_t need)
 }
 
 /* Read the whole directory (up to the bounds) and sort its names. Each
- * round either adds names, grows the table or ends. */
+ * round either adds names, grows the table or ends.
+ */
 static int khttpd_listing_collect(struct khttpd_listing *l)
 {
 	for (;;) {
@@ -179,7 +181,8 @@ static void khttpd_listing_emit(struct khttpd_conn *conn,
 }
 
 /* The next row into the buffer: 0 (rendered, or skipped when its
- * metadata cannot be read), or -1 when the buffer is full. */
+ * metadata cannot be read), or -1 when the buffer is full.
+ */
 static int khttpd_listing_row(struct khttpd_listing *l, const char *name)
 {
 	size_t len = strlen(name);

@@ -35,75 +35,63 @@ static char *root;
 module_param(root, charp, 0444);
 MODULE_PARM_DESC(root, "directory to serve, an absolute path (required)");
 
-KTCP_SERVER_PARAMS(8081, "connections served at once; more get 503 and are "
-			 "closed; 0 = no limit (mode=kthread: at most 1024 "
-			 "whatever this says) (default 10000)");
+/* Each description on one line: user-visible strings are not split. */
+/* clang-format off */
+KTCP_SERVER_PARAMS(8081,
+		   "connections served at once; more get 503 and are closed; 0 = no limit (mode=kthread: at most 1024 whatever this says) (default 10000)");
 
 static char *mode = "unbound";
 module_param(mode, charp, 0444);
 MODULE_PARM_DESC(mode,
-		 "unbound (CMWQ, default), bound (per-CPU CMWQ) or kthread "
-		 "(a thread per connection, for comparison only)");
+		 "unbound (CMWQ, default), bound (per-CPU CMWQ) or kthread (a thread per connection, for comparison only)");
 
 uint khttpd_idle_timeout_ms = 30000;
 module_param_named(idle_timeout_ms, khttpd_idle_timeout_ms, uint, 0444);
 MODULE_PARM_DESC(idle_timeout_ms,
-		 "close a connection idle this long, and answer 408 to a "
-		 "request head not complete this long after its first byte, "
-		 "in ms; 0 = never (default 30000)");
+		 "close a connection idle this long, and answer 408 to a request head not complete this long after its first byte, in ms; 0 = never (default 30000)");
 
 ulong khttpd_cache_bytes = 64UL << 20;
 module_param_named(cache_bytes, khttpd_cache_bytes, ulong, 0444);
 MODULE_PARM_DESC(cache_bytes,
-		 "content cache bound in bytes (metadata, small bodies, gzip "
-		 "copies); 0 = no caching (default 64 MiB)");
+		 "content cache bound in bytes (metadata, small bodies, gzip copies); 0 = no caching (default 64 MiB)");
 
 bool khttpd_gzip_enabled = true;
 module_param_named(gzip, khttpd_gzip_enabled, bool, 0444);
 MODULE_PARM_DESC(gzip,
-		 "serve gzip copies of compressible files to clients that "
-		 "accept them (default Y)");
+		 "serve gzip copies of compressible files to clients that accept them (default Y)");
 
 uint khttpd_expires_s;
 module_param_named(expires_s, khttpd_expires_s, uint, 0444);
 MODULE_PARM_DESC(expires_s,
-		 "files' 200, 206 and 304 carry Cache-Control: max-age and "
-		 "Expires this many seconds ahead; 0 = off (default 0)");
+		 "files' 200, 206 and 304 carry Cache-Control: max-age and Expires this many seconds ahead; 0 = off (default 0)");
 
 bool khttpd_gzip_static;
 module_param_named(gzip_static, khttpd_gzip_static, bool, 0444);
 MODULE_PARM_DESC(gzip_static,
-		 "serve file.gz beside a file, when not older, to clients "
-		 "that accept gzip (default N)");
+		 "serve file.gz beside a file, when not older, to clients that accept gzip (default N)");
 
 static char *error_pages;
 module_param(error_pages, charp, 0444);
 MODULE_PARM_DESC(error_pages,
-		 "custom error pages beneath the root, served with the "
-		 "original status: \"404=/404.html,403=/403.html\" "
-		 "(default none: the built-in text)");
+		 "custom error pages beneath the root, served with the original status: \"404=/404.html,403=/403.html\" (default none: the built-in text)");
 
 struct http_error_page khttpd_error_pages[HTTP_SERVER_ERROR_PAGES_MAX];
 size_t khttpd_error_pages_n;
 static uint uid = 65534;
 module_param(uid, uint, 0444);
 MODULE_PARM_DESC(uid,
-		 "user every file is looked up, opened and read as, with the "
-		 "normal permission checks and no capabilities; not 0 "
-		 "(default 65534, nobody)");
+		 "user every file is looked up, opened and read as, with the normal permission checks and no capabilities; not 0 (default 65534, nobody)");
 
 static uint gid = 65534;
 module_param(gid, uint, 0444);
 MODULE_PARM_DESC(gid,
-		 "group of that user, the only one (no supplementary groups); "
-		 "not 0 (default 65534, nogroup)");
+		 "group of that user, the only one (no supplementary groups); not 0 (default 65534, nogroup)");
 
 static char *dotfiles = "deny";
 module_param(dotfiles, charp, 0444);
 MODULE_PARM_DESC(dotfiles,
-		 "deny (default): a path with a segment starting with '.' "
-		 "answers 404 and such names are not listed, /.well-known/ "
-		 "excepted; allow: serve and list them");
+		 "deny (default): a path with a segment starting with '.' answers 404 and such names are not listed, /.well-known/ excepted; allow: serve and list them");
+/* clang-format on */
 
 bool khttpd_dotfiles;
 

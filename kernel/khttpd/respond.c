@@ -41,8 +41,9 @@ static void khttpd_source_open(struct http_plan *p, struct khttpd_out *src)
 			src->file = NULL;
 		}
 	} else if (p->body == HTTP_PLAN_BODY_LISTING) {
-		src->listing = khttpd_listing_open(
-			p->path, p->path_len, p->head.chunked, khttpd_dotfiles);
+		src->listing = khttpd_listing_open(p->path, p->path_len,
+						   p->head.chunked,
+						   khttpd_dotfiles);
 		if (IS_ERR(src->listing)) {
 			http_plan_fail(p, PTR_ERR(src->listing));
 			src->listing = NULL;

@@ -22,6 +22,7 @@
 
 #include "khttpd.h"
 
+/* checkpatch: LINUX_VERSION_CODE: built for 6.1 and 6.12; checkpatch: CONSTANT_COMPARISON: idiom */
 #if LINUX_VERSION_CODE < KERNEL_VERSION(6, 2, 0)
 /*
  * Exported by fs/namei.c (EXPORT_SYMBOL) since long, but declared only in
@@ -64,8 +65,14 @@ int khttpd_cred_init(kuid_t uid, kgid_t gid)
 	}
 	set_groups(c, groups); /* takes its own reference */
 	put_group_info(groups);
-	c->uid = c->euid = c->suid = c->fsuid = uid;
-	c->gid = c->egid = c->sgid = c->fsgid = gid;
+	c->uid = uid;
+	c->euid = uid;
+	c->suid = uid;
+	c->fsuid = uid;
+	c->gid = gid;
+	c->egid = gid;
+	c->sgid = gid;
+	c->fsgid = gid;
 	/* no CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH, CAP_FOWNER...: nothing */
 	c->cap_inheritable = CAP_EMPTY_SET;
 	c->cap_permitted = CAP_EMPTY_SET;
@@ -84,7 +91,8 @@ void khttpd_cred_exit(void)
 }
 
 /* Look rel up beneath the root as the server's user; the caller holds
- * the credential. */
+ * the credential.
+ */
 static int khttpd_lookup(const char *rel, unsigned int follow, struct path *out)
 {
 	return vfs_path_lookup(khttpd_root.dentry, khttpd_root.mnt, rel,
@@ -121,7 +129,8 @@ int khttpd_getattr(const struct path *path, struct kstat *st)
 }
 
 /* Open what a lookup found: dentry_open() does not check permissions
- * itself, so the read permission is checked here, as the server's user. */
+ * itself, so the read permission is checked here, as the server's user.
+ */
 static struct file *khttpd_open_checked(const struct path *path, int flags)
 {
 	int err = path_permission(path, MAY_READ);

@@ -153,11 +153,6 @@ fmt:
 	$(CLANG_FORMAT) -i $(C_SOURCES)
 fmt-check:
 	@$(CLANG_FORMAT) --dry-run --Werror $(C_SOURCES) && echo "format ok"
-# The kernel's own checkpatch.pl --strict over kernel/; a report passes only
-# when justified in place ("checkpatch: TYPE: why"), see scripts/checkpatch.
-checkpatch:
-	scripts/checkpatch
-
 # DKMS: the three modules as one package, ktcp/<VERSION>, for the running
 # kernel (DKMS_KERNEL=<release> for another installed one). Needs root.
 DKMS_VERSION := $(shell cat VERSION)

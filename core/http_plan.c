@@ -50,6 +50,15 @@ void http_resource_init(struct http_resource *r,
     http_date_format(mtime, r->last_modified);
 }
 
+void http_resource_use_table(struct http_resource *r,
+                             const struct http_mime_table *t,
+                             const char *path,
+                             size_t path_len)
+{
+    r->mime_table = t;
+    r->table_mime = t ? http_mime_table_for_path(t, path, path_len) : NULL;
+}
+
 bool http_resource_keep_body(const struct http_resource *r,
                              uint64_t cache_bytes)
 {
@@ -468,7 +477,10 @@ static enum http_plan_step plan_file(struct http_plan *p,
     p->res = *res;
     /* the operator's table (mime.types) first, core's as the fallback */
     if (p->mime)
-        p->res.mime = http_mime_table_for_path(p->mime, p->path, p->path_len);
+        p->res.mime =
+            res->mime_table == p->mime
+                ? res->table_mime
+                : http_mime_table_for_path(p->mime, p->path, p->path_len);
     p->want_range =
         (req->seen & HTTP_SEEN_RANGE) && !(req->repeated & HTTP_SEEN_RANGE);
     if (may_static && p->gzip_static && accepts_gzip(p)) {

@@ -135,6 +135,10 @@ struct http_resource {
     const struct http_mime_type *mime;
     char etag[HTTP_ETAG_MAX + 1];
     char last_modified[HTTP_DATE_LEN + 1]; /* mtime as an HTTP-date */
+    /* the type an operator's table (mime.types) gives this path, looked up
+     * once by http_resource_use_table, and that table */
+    const struct http_mime_table *mime_table;
+    const struct http_mime_type *table_mime;
 };
 
 void http_resource_init(struct http_resource *r,
@@ -145,6 +149,14 @@ void http_resource_init(struct http_resource *r,
                         int64_t mtime,
                         uint32_t mtime_nsec,
                         uint64_t ino);
+
+/* Look path's type up in the operator's table t once, for every plan that
+ * runs with the same table (the planner falls back to a lookup per request
+ * for a resource made without it). */
+void http_resource_use_table(struct http_resource *r,
+                             const struct http_mime_table *t,
+                             const char *path,
+                             size_t path_len);
 
 /* Should a cache keep this file's whole body? Small regular files do, when
  * they take at most a quarter of the cache. */

@@ -64,6 +64,12 @@ struct run {
     char looked_up[4][64];
 };
 
+/* Resources keep their type from memo_from (http_resource_use_table), as
+ * ktcp-httpd's cache does from its table; memo_type, when set, replaces what
+ * they kept, to show the planner takes it rather than looking again. */
+static const struct http_mime_table *memo_from;
+static const struct http_mime_type *memo_type;
+
 /* What the engine's lookup would say. */
 static int lookup(struct run *r, const char *path, struct http_resource *res)
 {
@@ -76,6 +82,11 @@ static int lookup(struct run *r, const char *path, struct http_resource *res)
         http_resource_init(res, path, strlen(path), f->is_dir, f->size,
                            MTIME + f->mtime_delta, 0, 0);
         res->body_cached = f->cached;
+        if (memo_from) {
+            http_resource_use_table(res, memo_from, path, strlen(path));
+            if (memo_type)
+                res->table_mime = memo_type;
+        }
         (void) r;
         return 0;
     }
@@ -963,6 +974,25 @@ static void test_mime_table(void)
     CHECK(has(r, "Content-Type: image/x-own\r\n"));
     r = plan(GET("/a.txt", ""));
     CHECK(has(r, "Content-Type: text/plain; charset=utf-8\r\n"));
+
+    /* a resource that kept its type from this table: the same answer, and
+     * the kept type is the one used (no lookup per request) */
+    memo_from = &t;
+    r = plan(GET("/f.weird", ""));
+    CHECK(has(r, "Content-Type: text/x-weird; charset=utf-8\r\n"));
+    r = plan(GET("/a.txt", ""));
+    CHECK(has(r, "Content-Type: text/plain; charset=utf-8\r\n"));
+    static const struct http_mime_type kept = {"weird", "text/x-kept", true};
+    memo_type = &kept;
+    r = plan(GET("/f.weird", ""));
+    CHECK(has(r, "Content-Type: text/x-kept\r\n"));
+    /* kept from another table: looked up in the plan's */
+    struct http_mime_table other = t;
+    settings.mime = &other;
+    r = plan(GET("/f.weird", ""));
+    CHECK(has(r, "Content-Type: text/x-weird; charset=utf-8\r\n"));
+    memo_from = NULL;
+    memo_type = NULL;
     settings = (struct http_plan_input){0};
 }
 

@@ -324,6 +324,7 @@ static int load(const char *rel,
     http_resource_init(&f->meta, rel, len, S_ISDIR(st.st_mode),
                        (uint64_t) st.st_size, st.st_mtim.tv_sec,
                        (uint32_t) st.st_mtim.tv_nsec, (uint64_t) st.st_ino);
+    http_resource_use_table(&f->meta, httpd_cfg.mime, rel, len);
     f->path_len = len;
     memcpy(f->path, rel, len);
     atomic_init(&f->checked_ms, rt_now_ms());

@@ -301,7 +301,7 @@ static int load(const char *rel,
                 unsigned long hash,
                 struct httpd_file **out)
 {
-    int fd = httpd_open_beneath(rel, O_RDONLY | O_NONBLOCK);
+    int fd = httpd_open_resource(rel);
     if (fd < 0)
         return fd;
     struct stat st;
@@ -353,9 +353,9 @@ static bool still_fresh(struct httpd_file *f, const char *rel, uint64_t now)
         return true;
     if (!atomic_compare_exchange_strong(&f->checked_ms, &checked, now))
         return true; /* another thread is checking right now */
-    /* opened for reading, as load() does: an entry the server's user may
-     * no longer read is stale */
-    int fd = httpd_open_beneath(rel, O_RDONLY | O_NONBLOCK);
+    /* opened as load() does: an entry the server's user may no longer
+     * read (or enter) is stale */
+    int fd = httpd_open_resource(rel);
     if (fd < 0)
         return false;
     struct stat st;

@@ -60,6 +60,7 @@ extern struct httpd_config httpd_cfg;
 /* ---- root (httpd-root.c) ---- */
 /* openat2(root, rel, RESOLVE_BENEATH): -EXDEV/-ELOOP if it leads out. */
 int httpd_open_beneath(const char *rel, int flags);
+int httpd_open_resource(const char *rel);
 
 /* ---- output (httpd-send.c) ---- */
 

@@ -98,10 +98,9 @@ static void parse_model(const struct rt_cli *cli,
     bool number = s[0] >= '0' && s[0] <= '9';
     if (cli->one_model) {
         fprintf(stderr,
-                "%s: -m is --model in the other servers and this one has one "
-                "model (%s)%s%s\n",
-                prog, cli->one_model, cli->m_hint ? "; " : "",
-                cli->m_hint ? cli->m_hint : "");
+                "%s: -m/--model %s: this server has one model (%s)%s%s\n", prog,
+                s, cli->one_model, number && cli->m_hint ? "; " : "",
+                number && cli->m_hint ? cli->m_hint : "");
         exit(2);
     }
     for (size_t i = 0; i < sizeof(model_names) / sizeof(model_names[0]); i++)

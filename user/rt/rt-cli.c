@@ -11,6 +11,7 @@
 #include <getopt.h>
 #include <limits.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -33,57 +34,78 @@ long rt_cli_number(const char *flag, const char *arg, long min, long max)
     return ktcp_parse_long(prog, flag, arg, min, max);
 }
 
+/* The flags every server shares, in --help's order: one line each drives
+ * getopt and --help. A help text may hold one %d, the flag's default read
+ * from the rt_config at def; the program's own flags come after
+ * --backlog. */
+enum { OPT_BACKLOG = 1 << 20, OPT_VERSION, NO_DEFAULT = -1 };
+#define HELP_INDENT "\n                             "
+static const struct shared_flag {
+    int key; /* the short letter, or OPT_* for a long-only flag */
+    const char *name, *arg, *help;
+    int def; /* offsetof(struct rt_config, the default), or NO_DEFAULT */
+} shared_flags[] = {
+    {'b', "bind", "ADDR",
+     "numeric IPv4/IPv6 address to listen on" HELP_INDENT
+     "(default: every address, IPv6 and IPv4)",
+     NO_DEFAULT},
+    {'p', "port", "PORT", "TCP port (default %d)",
+     offsetof(struct rt_config, port)},
+    {'t', "threads", "N",
+     "worker threads of the epoll and mn models" HELP_INDENT
+     "(default: one per core)",
+     NO_DEFAULT},
+    {'m', "model", "MODEL", "threads | epoll | mn (default: %s)", NO_DEFAULT},
+    {'i', "idle-timeout-ms", "MS",
+     "close a client idle this long; 0 = never (default %d)",
+     offsetof(struct rt_config, idle_timeout_ms)},
+    {'c', "max-conns", "N",
+     "clients served at once; more are closed at accept;" HELP_INDENT
+     "0 = no limit (default %d)",
+     offsetof(struct rt_config, max_conns)},
+    {OPT_BACKLOG, "backlog", "N", "listen backlog (default %d)",
+     offsetof(struct rt_config, backlog)},
+    {'s', "stats-file", "PATH",
+     "where SIGUSR1 and exit write the counters (default: stderr)", NO_DEFAULT},
+    {OPT_VERSION, "version", NULL, "print the version and exit", NO_DEFAULT},
+    {'h', "help", NULL, "this text", NO_DEFAULT},
+};
+#define NSHARED (sizeof(shared_flags) / sizeof(shared_flags[0]))
+
 /* "  -x, --long ARG" or "      --long ARG", padded to the help column. */
-static void usage_flag(FILE *f,
-                       char letter,
-                       const char *name,
-                       const char *arg,
-                       const char *help)
+static void usage_flag(FILE *f, int key, const char *name, const char *arg)
 {
     char head[64];
+    bool letter = key < 256;
     snprintf(head, sizeof(head), "%c%c%c --%s%s%s", letter ? '-' : ' ',
-             letter ? letter : ' ', letter ? ',' : ' ', name, arg ? " " : "",
+             letter ? key : ' ', letter ? ',' : ' ', name, arg ? " " : "",
              arg ? arg : "");
-    fprintf(f, "  %-25s  %s\n", head, help);
+    fprintf(f, "  %-25s  ", head);
 }
 
 static void usage(FILE *f, const struct rt_cli *cli, const struct rt_config *d)
 {
-    char text[160];
     fprintf(f, "Usage: %s [OPTION]...\n%s\n\n", prog, cli->description);
-    usage_flag(f, 'b', "bind", "ADDR",
-               "numeric IPv4/IPv6 address to listen on\n"
-               "                             (default: every address, IPv6 "
-               "and IPv4)");
-    snprintf(text, sizeof(text), "TCP port (default %d)", d->port);
-    usage_flag(f, 'p', "port", "PORT", text);
-    usage_flag(f, 't', "threads", "N",
-               cli->one_model ? "worker threads (default: one per core)"
-                              : "worker threads of the epoll and mn models\n"
-                                "                             (default: one "
-                                "per core)");
-    if (!cli->one_model) {
-        snprintf(text, sizeof(text), "threads | epoll | mn (default: %s)",
-                 model_names[d->model]);
-        usage_flag(f, 'm', "model", "MODEL", text);
+    for (size_t i = 0; i < NSHARED; i++) {
+        const struct shared_flag *s = &shared_flags[i];
+        if (s->key == 'm' && cli->one_model)
+            continue;
+        usage_flag(f, s->key, s->name, s->arg);
+        if (s->key == 't' && cli->one_model)
+            fputs("worker threads (default: one per core)", f);
+        else if (s->key == 'm')
+            fprintf(f, s->help, model_names[d->model]);
+        else if (s->def != NO_DEFAULT)
+            fprintf(f, s->help, *(const int *) ((const char *) d + s->def));
+        else
+            fputs(s->help, f);
+        fputc('\n', f);
+        for (const struct rt_cli_opt *o = cli->opts;
+             s->key == OPT_BACKLOG && o && o->name; o++) {
+            usage_flag(f, o->key, o->name, o->arg);
+            fprintf(f, "%s\n", o->help);
+        }
     }
-    snprintf(text, sizeof(text),
-             "close a client idle this long; 0 = never (default %d)",
-             d->idle_timeout_ms);
-    usage_flag(f, 'i', "idle-timeout-ms", "MS", text);
-    snprintf(text, sizeof(text),
-             "clients served at once; more are closed at accept;\n"
-             "                             0 = no limit (default %d)",
-             d->max_conns);
-    usage_flag(f, 'c', "max-conns", "N", text);
-    snprintf(text, sizeof(text), "listen backlog (default %d)", d->backlog);
-    usage_flag(f, 0, "backlog", "N", text);
-    for (const struct rt_cli_opt *o = cli->opts; o && o->name; o++)
-        usage_flag(f, 0, o->name, o->arg, o->help);
-    usage_flag(f, 's', "stats-file", "PATH",
-               "where SIGUSR1 and exit write the counters (default: stderr)");
-    usage_flag(f, 0, "version", NULL, "print the version and exit");
-    usage_flag(f, 'h', "help", NULL, "this text");
     if (cli->footer)
         fprintf(f, "\n%s\n", cli->footer);
     fprintf(f,
@@ -122,22 +144,10 @@ void rt_cli_parse(struct rt_cli *cli,
                   int argc,
                   char **argv)
 {
-    enum { OPT_BACKLOG = 1 << 20, OPT_VERSION };
-    static const struct option shared[] = {
-        {"bind", required_argument, NULL, 'b'},
-        {"port", required_argument, NULL, 'p'},
-        {"threads", required_argument, NULL, 't'},
-        {"model", required_argument, NULL, 'm'},
-        {"idle-timeout-ms", required_argument, NULL, 'i'},
-        {"max-conns", required_argument, NULL, 'c'},
-        {"backlog", required_argument, NULL, OPT_BACKLOG},
-        {"stats-file", required_argument, NULL, 's'},
-        {"version", no_argument, NULL, OPT_VERSION},
-        {"help", no_argument, NULL, 'h'},
-    };
-    enum { NSHARED = sizeof(shared) / sizeof(shared[0]), NOWN = 16 };
+    enum { NOWN = 16 };
     struct option longopts[NSHARED + NOWN + 1];
-    size_t n = NSHARED;
+    char shorts[2 * NSHARED + 1], *sp = shorts;
+    size_t n = 0;
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     int c;
 
@@ -146,15 +156,24 @@ void rt_cli_parse(struct rt_cli *cli,
         cfg->workers = cpus > 0 ? (int) (cpus < 256 ? cpus : 256) : 1;
     cli->threads = cfg->workers;
     const struct rt_config defaults = *cfg;
-    memcpy(longopts, shared, sizeof(shared));
+    for (size_t i = 0; i < NSHARED; i++) {
+        const struct shared_flag *s = &shared_flags[i];
+        int has_arg = s->arg ? required_argument : no_argument;
+        longopts[n++] = (struct option){s->name, has_arg, NULL, s->key};
+        if (s->key < 256) {
+            *sp++ = (char) s->key;
+            if (s->arg)
+                *sp++ = ':';
+        }
+    }
+    *sp = '\0';
     for (const struct rt_cli_opt *o = cli->opts;
          o && o->name && n < NSHARED + NOWN; o++)
         longopts[n++] = (struct option){
             o->name, o->arg ? required_argument : no_argument, NULL, o->key};
     memset(&longopts[n], 0, sizeof(longopts[n]));
 
-    while ((c = getopt_long(argc, argv, "b:p:t:m:i:c:s:h", longopts, NULL)) !=
-           -1) {
+    while ((c = getopt_long(argc, argv, shorts, longopts, NULL)) != -1) {
         switch (c) {
         case 'b':
             cfg->bind = optarg;

@@ -7,14 +7,14 @@ ktcp-kcm-server serves only where AF_KCM exists: inside the VM
 (KTCP_ENGINES=kernel); the twin runs on the host and in the VM."""
 import os
 import signal
-import socket
 import struct
 import subprocess
 import time
 
 import pytest
 
-from testlib import BUILD, connect, free_port, in_vm, recv_exact, run, selected_kinds, wait_port
+from testlib import (BUILD, connect, free_port, in_vm, recv_exact, run, selected_kinds,
+                     stats_file_counters, wait_port)
 
 SERVERS = ["ktcp-echo", "ktcp-msg-server", "ktcp-kcm-server"]
 # flags whose --help line is the same, word for word, in every server
@@ -59,12 +59,8 @@ def kcm_why_not():
     """None when ktcp-kcm-server can run here, else why not."""
     if "kernel" not in selected_kinds() or not in_vm():
         return "AF_KCM is used only inside the project VM (KTCP_ENGINES=kernel scripts/vm)"
-    subprocess.run(["modprobe", "kcm"], capture_output=True)
-    try:
-        socket.socket(41, socket.SOCK_SEQPACKET, 0).close()
-    except OSError as e:
-        return f"socket(AF_KCM) fails in this guest: {e}"
-    return None
+    r = subprocess.run(["modprobe", "kcm"], capture_output=True, text=True)
+    return f"no kcm module in this guest: {r.stderr.strip()}" if r.returncode else None
 
 
 class Server:
@@ -78,16 +74,7 @@ class Server:
         wait_port(self.port, proc=self.proc)
 
     def counters(self):
-        try:
-            os.unlink(self.stats)
-        except FileNotFoundError:
-            pass
-        self.proc.send_signal(signal.SIGUSR1)
-        deadline = time.monotonic() + 5
-        while not os.path.exists(self.stats):
-            assert time.monotonic() < deadline, "no counters written"
-            time.sleep(0.01)
-        return {k: int(v) for k, v in (l.split() for l in open(self.stats).read().splitlines())}
+        return stats_file_counters(self.proc, self.stats)
 
     def wait_idle(self):
         """Until the server holds no connection (wait_port's probe gone)."""

@@ -7,6 +7,7 @@ by KTCP_ENGINES: "user" (the default: user-space engines on the host) or
 An engine that is not selected is skipped with the reason written out.
 """
 import os
+import signal
 import socket
 import subprocess
 import time
@@ -126,3 +127,20 @@ def task_cpu_seconds(pid):
     with open(f"/proc/{pid}/stat") as f:
         fields = f.read().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def stats_file_counters(proc, path, timeout=5.0):
+    """The counters a user-space server writes to its --stats-file on
+    SIGUSR1 (user/rt/rt-cli.c: "name value" lines, written aside and
+    renamed), fresh: the old file is removed first."""
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+    proc.send_signal(signal.SIGUSR1)
+    deadline = time.monotonic() + timeout
+    while not os.path.exists(path):
+        assert time.monotonic() < deadline, f"no counters in {path} after SIGUSR1"
+        time.sleep(0.01)
+    with open(path) as f:
+        return {k: int(v) for k, v in (line.split() for line in f.read().splitlines())}

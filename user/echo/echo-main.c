@@ -45,6 +45,11 @@ static void usage(FILE *f)
             "  -c, --max-conns N          clients served at once; more are "
             "closed at accept;\n"
             "                             0 = no limit (default 10000)\n"
+            "      --max-conns-per-ip N   clients served at once from one "
+            "address (IPv4 and\n"
+            "                             IPv4-mapped IPv6 count as one); "
+            "more are closed at\n"
+            "                             accept; 0 = no limit (default 0)\n"
             "      --backlog N            listen backlog (default 1024)\n"
             "  -s, --stats-file PATH      where SIGUSR1 and exit write the "
             "counters (default: stderr)\n"
@@ -117,7 +122,7 @@ static enum rt_model parse_model(const char *s)
 
 int main(int argc, char **argv)
 {
-    enum { OPT_BACKLOG = 256, OPT_VERSION };
+    enum { OPT_BACKLOG = 256, OPT_VERSION, OPT_MAX_PER_IP };
     static const struct option longopts[] = {
         {"bind", required_argument, NULL, 'b'},
         {"port", required_argument, NULL, 'p'},
@@ -125,6 +130,7 @@ int main(int argc, char **argv)
         {"model", required_argument, NULL, 'm'},
         {"idle-timeout-ms", required_argument, NULL, 'i'},
         {"max-conns", required_argument, NULL, 'c'},
+        {"max-conns-per-ip", required_argument, NULL, OPT_MAX_PER_IP},
         {"backlog", required_argument, NULL, OPT_BACKLOG},
         {"stats-file", required_argument, NULL, 's'},
         {"version", no_argument, NULL, OPT_VERSION},
@@ -169,6 +175,10 @@ int main(int argc, char **argv)
             break;
         case 'c':
             cfg.max_conns = (int) parse_num("--max-conns", optarg, 0, INT_MAX);
+            break;
+        case OPT_MAX_PER_IP:
+            cfg.max_conns_per_ip =
+                (int) parse_num("--max-conns-per-ip", optarg, 0, INT_MAX);
             break;
         case OPT_BACKLOG:
             cfg.backlog = (int) parse_num("--backlog", optarg, 1, 65535);

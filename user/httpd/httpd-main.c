@@ -70,6 +70,11 @@ static void usage(FILE *out)
             "  -c, --max-conns N       answer connections beyond N with 503 "
             "and close them\n"
             "                          (default: %d; 0 = no limit)\n"
+            "      --max-conns-per-ip N  the same for connections beyond N "
+            "from one client\n"
+            "                          address (IPv4 and IPv4-mapped IPv6 "
+            "count as one)\n"
+            "                          (default: 0 = no limit)\n"
             "      --backlog N         listen backlog (default: %d)\n"
             "      --gzip, --no-gzip   gzip compressible files when the client "
             "accepts it\n"
@@ -236,6 +241,7 @@ enum {
     OPT_MIME_TYPES,
     OPT_USER,
     OPT_DOTFILES,
+    OPT_MAX_PER_IP,
 };
 
 static const struct option opts[] = {
@@ -247,6 +253,7 @@ static const struct option opts[] = {
     {"idle-timeout-ms", required_argument, NULL, 'i'},
     {"idle-timeout", required_argument, NULL, 'i'}, /* the old spelling */
     {"max-conns", required_argument, NULL, 'c'},
+    {"max-conns-per-ip", required_argument, NULL, OPT_MAX_PER_IP},
     {"backlog", required_argument, NULL, OPT_BACKLOG},
     {"gzip", no_argument, NULL, OPT_GZIP},
     {"no-gzip", no_argument, NULL, OPT_NOGZIP},
@@ -316,6 +323,11 @@ static enum parse_result parse_options(int argc,
             if (!parse_long("--max-conns", optarg, 0, INT_MAX, &v))
                 return PARSE_ERROR;
             s->rt.max_conns = (int) v;
+            break;
+        case OPT_MAX_PER_IP:
+            if (!parse_long("--max-conns-per-ip", optarg, 0, INT_MAX, &v))
+                return PARSE_ERROR;
+            s->rt.max_conns_per_ip = (int) v;
             break;
         case OPT_BACKLOG:
             if (!parse_long("--backlog", optarg, 1, 65535, &v))
@@ -544,6 +556,8 @@ static void reload(int argc, char **argv, struct settings *running)
         {n.rt.idle_timeout_ms != running->rt.idle_timeout_ms,
          "--idle-timeout-ms"},
         {n.rt.max_conns != running->rt.max_conns, "--max-conns"},
+        {n.rt.max_conns_per_ip != running->rt.max_conns_per_ip,
+         "--max-conns-per-ip"},
         {n.rt.backlog != running->rt.backlog, "--backlog"},
         {n.cache_size != running->cache_size, "--cache-size"},
         {!same_str(n.status_path, running->status_path), "--status-path"},

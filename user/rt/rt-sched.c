@@ -268,7 +268,7 @@ static void coro_close(struct rt_worker *w, struct rt_coro *co)
     rt_coro_release_stack(co);
     timer_cancel(w, co);
     close(co->conn.fd); /* also leaves the epoll set */
-    rt_conn_release();
+    rt_conn_release(&co->conn);
     rt_coro_put(co);
 }
 
@@ -435,7 +435,9 @@ static int accept_all(struct rt_worker *w, int lfd)
             }
             return queued; /* EAGAIN, or the listener was shut down */
         }
-        if (rt_stopping() || !rt_conn_admit(fd)) {
+        struct rt_conn peer = {.fd = fd};
+        rt_conn_set_peer(&peer, (struct sockaddr *) &ss);
+        if (rt_stopping() || !rt_conn_admit(&peer)) {
             close(fd);
             continue;
         }
@@ -444,7 +446,7 @@ static int accept_all(struct rt_worker *w, int lfd)
         if (!co) {
             rt_count(RT_C_ERRORS, 1);
             close(fd);
-            rt_conn_release();
+            rt_conn_release(&peer);
             continue;
         }
         rt_conn_set_peer(&co->conn, (struct sockaddr *) &ss);
@@ -457,7 +459,7 @@ static int accept_all(struct rt_worker *w, int lfd)
             rt_count(RT_C_ERRORS, 1);
             atomic_store(&co->wstate, RT_ST_DEAD);
             close(fd);
-            rt_conn_release();
+            rt_conn_release(&co->conn);
             rt_coro_put(co);
             continue;
         }

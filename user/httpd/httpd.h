@@ -45,7 +45,8 @@ struct httpd_config {
 extern struct httpd_config httpd_cfg;
 
 /* The layers, lowest first; each file calls only into the ones above it
- * in this list (and core/, rt):
+ * in this list (and core/, rt); scripts/check-layers holds them to it:
+ *   config    httpd-config.c   httpd_cfg, read by every layer
  *   root      httpd-root.c     files beneath --root
  *   output    httpd-send.c     a planned head and a body in memory
  *   cache     httpd-cache.c    metadata, small bodies, gzip copies

@@ -8,23 +8,24 @@ address; a slot frees when its connection ends.
 """
 import os
 import signal
-import socket
 import subprocess
 import time
 
 import pytest
 
 from testlib import BUILD, free_port, require_kind, wait_port
+from test_kernel_modules import Served
 
 USER = [f"{prog}-{model}" for prog in ("ktcp-echo", "ktcp-httpd")
         for model in ("threads", "epoll", "mn")]
 
 
-class UserServed:
-    """ktcp-echo or ktcp-httpd started with the given options; the same
-    face as test_kernel_modules.Served. Listening on ::ffff:127.0.0.1 (an
-    IPv6 socket taking IPv4 clients: what the default bind, every address,
-    sees of an IPv4 client) or on bind."""
+class UserServed(Served):
+    """ktcp-echo or ktcp-httpd started with the given options, listening
+    on ::ffff:127.0.0.1 (an IPv6 socket taking IPv4 clients: what the
+    default bind, every address, sees of an IPv4 client) or on bind.
+    connect() and served() are test_kernel_modules.Served's; the start is
+    its own (Served's loads a module)."""
 
     def __init__(self, engine, tmp_path, bind="::ffff:127.0.0.1",
                  host="127.0.0.1", max_conns_per_ip=0):
@@ -80,43 +81,6 @@ class UserServed:
             text = got.split(b"\r\n\r\n", 1)[1].decode()
         return {k: int(v) for k, v in (line.split()[:2] for line in text.splitlines())}
 
-    def connect(self, host="127.0.0.1", source=None):
-        fam = socket.AF_INET6 if ":" in host else socket.AF_INET
-        s = socket.socket(fam, socket.SOCK_STREAM)
-        s.settimeout(10)
-        if source:
-            s.bind((source, 0))
-        s.connect((host, self.port))
-        return s
-
-    def served(self, s):
-        """True if the server answers on s; False if it refused it (closed,
-        reset, or a 503)."""
-        try:
-            if self.name == "ktcp-echo":
-                s.sendall(b"x")
-                return s.recv(1) == b"x"
-            s.sendall(b"GET /a.txt HTTP/1.1\r\nHost: x\r\n\r\n")
-            got = b""
-            while b"\r\n\r\n" not in got:
-                b = s.recv(4096)
-                if not b:
-                    break
-                got += b
-            if got.startswith(b"HTTP/1.1 503 "):
-                return False
-            if not got:
-                return False
-            assert got.startswith(b"HTTP/1.1 200 "), got[:40]
-            head, body = got.split(b"\r\n\r\n", 1)
-            while len(body) < len(b"hello\n"):  # the whole body: the next
-                b = s.recv(4096)                 # request starts clean
-                assert b, "closed mid-body"
-                body += b
-            return True
-        except (ConnectionResetError, BrokenPipeError):
-            return False
-
 
 @pytest.fixture(params=USER + ["kecho", "khttpd"])
 def engine(request, tmp_path):
@@ -132,7 +96,6 @@ def engine(request, tmp_path):
             m = UserServed(request.param, tmp_path, bind=bind,
                            host="::1" if ipv6 else "127.0.0.1", **params)
         else:
-            from test_kernel_modules import Served
             if ipv6:
                 params.update(bind="::1", host="::1")
             m = Served(request.param, tmp_path, **params)

@@ -1,5 +1,11 @@
 /* rt-sched.c — the two coroutine models.
  *
+ * Over 500 lines on purpose: the run queues, the per-worker timer heaps
+ * with their inboxes, the park/wake protocol and the worker loop are one
+ * scheduler whose invariants (below) hold across all of them, and the
+ * per-event path (wake, queue, run) stays in one translation unit where
+ * the compiler inlines it; accepting and start-up are the rest.
+ *
  * epoll: worker i owns listener i (SO_REUSEPORT), epoll set i, a local run
  *        queue and timer heap; its coroutines never leave it, so nothing in
  *        the hot path is shared.

@@ -1,5 +1,11 @@
 /* http_parser.c — see http_parser.h for the contract.
  *
+ * Over 500 lines on purpose: one parser of one head. The request line,
+ * the fields and what each field means to the request (Host, Connection,
+ * Content-Length, Transfer-Encoding, ...) share the parser's state, its
+ * limits and its error paths; split, they would need an internal API with
+ * no caller outside this file.
+ *
  * The head is processed a line at a time: memchr() finds the next LF among
  * the bytes not yet scanned, and only a complete line is interpreted, once.
  * An incomplete line costs nothing more than the memchr() over new bytes,

@@ -1,4 +1,10 @@
-/* http_plan.c — the response planner (see http_plan.h). */
+/* http_plan.c — the response planner (see http_plan.h).
+ *
+ * Over 500 lines on purpose: every decision about a response is here, as
+ * steps of one state machine (the STAGE_* below) over one struct
+ * http_plan, so that each decision has one place and the engines none;
+ * the pieces it decides with (ranges, validators, encodings, listings,
+ * heads) are their own files already. */
 #include "http_plan.h"
 #include "http_buf.h"
 #include "http_encoding.h"

@@ -38,7 +38,7 @@ long rt_cli_number(const char *flag, const char *arg, long min, long max)
  * getopt and --help. A help text may hold one %d, the flag's default read
  * from the rt_config at def; the program's own flags come after
  * --backlog. */
-enum { OPT_BACKLOG = 1 << 20, OPT_VERSION, NO_DEFAULT = -1 };
+enum { OPT_BACKLOG = 1 << 20, OPT_VERSION, OPT_MAX_PER_IP, NO_DEFAULT = -1 };
 #define HELP_INDENT "\n                             "
 static const struct shared_flag {
     int key; /* the short letter, or OPT_* for a long-only flag */
@@ -63,6 +63,11 @@ static const struct shared_flag {
      "clients served at once; more are closed at accept;" HELP_INDENT
      "0 = no limit (default %d)",
      offsetof(struct rt_config, max_conns)},
+    {OPT_MAX_PER_IP, "max-conns-per-ip", "N",
+     "clients served at once from one address (IPv4 and" HELP_INDENT
+     "IPv4-mapped IPv6 count as one); more are closed at" HELP_INDENT
+     "accept; 0 = no limit (default %d)",
+     offsetof(struct rt_config, max_conns_per_ip)},
     {OPT_BACKLOG, "backlog", "N", "listen backlog (default %d)",
      offsetof(struct rt_config, backlog)},
     {'s', "stats-file", "PATH",
@@ -196,6 +201,10 @@ void rt_cli_parse(struct rt_cli *cli,
         case 'c':
             cfg->max_conns =
                 (int) rt_cli_number("--max-conns", optarg, 0, INT_MAX);
+            break;
+        case OPT_MAX_PER_IP:
+            cfg->max_conns_per_ip = (int) rt_cli_number(
+                "--max-conns-per-ip", optarg, 0, INT_MAX);
             break;
         case OPT_BACKLOG:
             cfg->backlog = (int) rt_cli_number("--backlog", optarg, 1, 65535);

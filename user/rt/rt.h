@@ -71,6 +71,9 @@ struct rt_config {
     int port;
     int backlog;   /* listen(2) backlog; 0: 1024 */
     int max_conns; /* live connections; excess get 503 and close */
+    /* live connections from one client address (IPv4 and IPv4-mapped IPv6
+     * count as one); excess are refused as over max_conns; 0: no limit */
+    int max_conns_per_ip;
     /* RT_IDLE connections are closed after this; 0: never (a day) */
     int idle_timeout_ms;
     rt_handler_fn handler;

@@ -203,8 +203,8 @@ void rt_cli_parse(struct rt_cli *cli,
                 (int) rt_cli_number("--max-conns", optarg, 0, INT_MAX);
             break;
         case OPT_MAX_PER_IP:
-            cfg->max_conns_per_ip = (int) rt_cli_number(
-                "--max-conns-per-ip", optarg, 0, INT_MAX);
+            cfg->max_conns_per_ip =
+                (int) rt_cli_number("--max-conns-per-ip", optarg, 0, INT_MAX);
             break;
         case OPT_BACKLOG:
             cfg->backlog = (int) rt_cli_number("--backlog", optarg, 1, 65535);

@@ -51,6 +51,52 @@ static bool utf8_step(struct utf8_state *u, unsigned char c)
     return true;
 }
 
+/* Bytes that stand for themselves in a segment: printable ASCII but the
+ * separator, '%', '\\', and what ends the path ('?', '#'). */
+static const uint8_t plain_byte[256] = {
+    [0x21 ... 0x22] = 1, /* ! " */
+    [0x24] = 1,          /* $ (not #) */
+    [0x26 ... 0x2e] = 1, /* & ' ( ) * + , - . (not %) */
+    [0x30 ... 0x3e] = 1, /* 0-9 : ; < = > (not /) */
+    [0x40 ... 0x5b] = 1, /* @ A-Z [ (not ?) */
+    [0x5d ... 0x7e] = 1, /* ] ^ _ ` a-z { | } ~ (not \\) */
+};
+
+/* The common case in one scan: "/seg/seg[/]" whose segments are plain
+ * bytes, none empty and none starting with '.'; it normalizes to itself
+ * less the slashes at both ends. false: take the general path. */
+static bool normalize_plain(const char *path,
+                            size_t end,
+                            char *out,
+                            size_t out_size,
+                            struct http_path_info *info)
+{
+    bool seg_start = true;
+    size_t i, olen;
+
+    for (i = 1; i < end; i++) {
+        unsigned char c = (unsigned char) path[i];
+
+        if (c == '/') {
+            if (seg_start)
+                return false; /* "//", or "/" alone */
+            seg_start = true;
+        } else if (!plain_byte[c] || (seg_start && c == '.')) {
+            return false;
+        } else {
+            seg_start = false;
+        }
+    }
+    olen = end - 1 - (seg_start ? 1 : 0);
+    if (olen + 1 >= out_size)
+        return false; /* the general path says how it does not fit */
+    memcpy(out, path + 1, olen);
+    out[olen] = '\0';
+    info->len = olen;
+    info->trailing_slash = seg_start;
+    return true;
+}
+
 int http_path_normalize(const char *path,
                         size_t path_len,
                         char *out,
@@ -78,6 +124,8 @@ int http_path_normalize(const char *path,
     }
     if (end > 0 && path[0] != '/')
         return HTTP_PATH_ERR_NOT_ABSOLUTE;
+    if (end > 1 && normalize_plain(path, end, out, out_size, info))
+        return HTTP_PATH_OK;
 
     /* one extra round at i == end closes the last segment */
     for (i = 0; i <= end; i++) {

@@ -83,12 +83,14 @@ static const char *field(const struct http_plan *p,
 static void head_init(struct http_plan *p, int status)
 {
     const char *date = p->head.date;
+    uint8_t date_len = p->head.date_len;
     int64_t now = p->head.now_seconds;
 
     memset(&p->head, 0, sizeof(p->head));
     p->head.status = status;
     p->head.version = 11;
     p->head.date = date;
+    p->head.date_len = date_len;
     p->head.now_seconds = now;
     p->head.content_length = -1;
     p->head.keep_alive = p->keep_alive;
@@ -208,6 +210,7 @@ void http_plan_no_request(struct http_plan *p,
 {
     memset(p, 0, sizeof(*p));
     p->head.date = in->date;
+    p->head.date_len = in->date ? HTTP_DATE_LEN : 0;
     p->head.now_seconds = in->now;
     p->keep_alive = false;
     http_plan_error(p, status);
@@ -277,6 +280,7 @@ enum http_plan_step http_plan_start(struct http_plan *p,
     p->error_pages_n = in->error_pages_n;
     p->mime = in->mime;
     p->head.date = in->date;
+    p->head.date_len = in->date ? HTTP_DATE_LEN : 0;
     p->head.now_seconds = in->now;
     p->head_only = req->method == HTTP_METHOD_HEAD;
     plan_connection(p, in);
@@ -439,6 +443,7 @@ static enum http_plan_step plan_regular(struct http_plan *p,
     p->head.last_modified = r->mtime;
     p->head.last_modified_text = r->last_modified;
     p->head.etag = p->etag;
+    p->head.etag_len = (uint8_t) etag_len;
     p->head.vary_accept_encoding = p->compressible || p->gzip_static;
     plan_expires(p);
     if (http_conditional_status(inm, req->if_none_match.len, ims,

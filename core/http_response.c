@@ -192,7 +192,11 @@ static void append_date(struct http_buf *b, int64_t t)
 int http_response_build(struct http_buf *b, const struct http_response_head *h)
 {
     http_response_status_line(b, h->version ? h->version : 11, h->status);
-    if (h->date) {
+    if (h->date && h->date_len) {
+        APPEND_LIT(b, "Date: ");
+        http_buf_append(b, h->date, h->date_len);
+        APPEND_LIT(b, "\r\n");
+    } else if (h->date) {
         APPEND_CHECKED(b, "Date: ", h->date);
     } else {
         APPEND_LIT(b, "Date: ");
@@ -220,8 +224,13 @@ int http_response_build(struct http_buf *b, const struct http_response_head *h)
             append_date(b, h->last_modified);
         APPEND_LIT(b, "\r\n");
     }
-    if (h->etag)
+    if (h->etag && h->etag_len) {
+        APPEND_LIT(b, "ETag: ");
+        http_buf_append(b, h->etag, h->etag_len);
+        APPEND_LIT(b, "\r\n");
+    } else if (h->etag) {
         APPEND_CHECKED(b, "ETag: ", h->etag);
+    }
     if (h->has_max_age) {
         APPEND_LIT(b, "Cache-Control: max-age=");
         http_buf_append_u64(b, h->max_age);

@@ -63,10 +63,11 @@ static const uint8_t plain_byte[256] = {
 };
 
 /* The common case in one scan: "/seg/seg[/]" whose segments are plain
- * bytes, none empty and none starting with '.'; it normalizes to itself
- * less the slashes at both ends. false: take the general path. */
+ * bytes, none empty and none starting with '.', then maybe '?' or '#'; it
+ * normalizes to itself less the slashes at both ends. false: take the
+ * general path (which starts over). */
 static bool normalize_plain(const char *path,
-                            size_t end,
+                            size_t path_len,
                             char *out,
                             size_t out_size,
                             struct http_path_info *info)
@@ -74,22 +75,31 @@ static bool normalize_plain(const char *path,
     bool seg_start = true;
     size_t i, olen;
 
-    for (i = 1; i < end; i++) {
+    for (i = 1; i < path_len; i++) {
         unsigned char c = (unsigned char) path[i];
 
-        if (c == '/') {
-            if (seg_start)
-                return false; /* "//", or "/" alone */
-            seg_start = true;
-        } else if (!plain_byte[c] || (seg_start && c == '.')) {
-            return false;
-        } else {
+        if (plain_byte[c] && !(seg_start && c == '.')) {
             seg_start = false;
+        } else if (c == '/' && !seg_start) {
+            seg_start = true;
+        } else if ((c == '?' || c == '#') && i > 1) {
+            break;
+        } else {
+            return false; /* "//", "/." segments, escapes, non-ASCII... */
         }
     }
-    olen = end - 1 - (seg_start ? 1 : 0);
-    if (olen + 1 >= out_size)
+    olen = i - 1 - (seg_start ? 1 : 0);
+    if (olen == 0 || olen + 1 >= out_size)
         return false; /* the general path says how it does not fit */
+    if (i < path_len && path[i] == '?') {
+        size_t q = i + 1, qe = q;
+
+        while (qe < path_len && path[qe] != '#')
+            qe++;
+        info->has_query = true;
+        info->query_off = q;
+        info->query_len = qe - q;
+    }
     memcpy(out, path + 1, olen);
     out[olen] = '\0';
     info->len = olen;
@@ -110,6 +120,10 @@ int http_path_normalize(const char *path,
     memset(info, 0, sizeof(*info));
     if (out_size < 2)
         return HTTP_PATH_ERR_TOO_LONG;
+    if (path_len > 1 && path[0] == '/' &&
+        normalize_plain(path, path_len, out, out_size, info))
+        return HTTP_PATH_OK;
+    memset(info, 0, sizeof(*info));
     out[0] = '\0';
 
     while (end < path_len && path[end] != '?' && path[end] != '#')
@@ -124,8 +138,6 @@ int http_path_normalize(const char *path,
     }
     if (end > 0 && path[0] != '/')
         return HTTP_PATH_ERR_NOT_ABSOLUTE;
-    if (end > 1 && normalize_plain(path, end, out, out_size, info))
-        return HTTP_PATH_OK;
 
     /* one extra round at i == end closes the last segment */
     for (i = 0; i <= end; i++) {

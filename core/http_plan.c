@@ -93,6 +93,9 @@ static void head_init(struct http_plan *p, int status)
     p->head.date_len = date_len;
     p->head.now_seconds = now;
     p->head.content_length = -1;
+    /* the types the planner names are literals or a MIME table's (whose
+     * parser splits at CR and LF); an engine's is scanned */
+    p->head.content_type_safe = true;
     p->head.keep_alive = p->keep_alive;
     p->status = status;
     p->body = HTTP_PLAN_BODY_NONE;
@@ -126,6 +129,7 @@ void http_plan_engine_body(struct http_plan *p,
 {
     head_init(p, 200);
     p->head.content_type = content_type;
+    p->head.content_type_safe = false; /* the engine's: scanned */
     p->head.content_length = (int64_t) len;
     p->body = HTTP_PLAN_BODY_ENGINE;
     p->body_len = len;

@@ -207,8 +207,13 @@ int http_response_build(struct http_buf *b, const struct http_response_head *h)
         APPEND_CHECKED(b, "Server: ", h->server);
     else
         APPEND_LIT(b, "Server: ktcp\r\n");
-    if (h->content_type)
+    if (h->content_type && h->content_type_safe) {
+        APPEND_LIT(b, "Content-Type: ");
+        http_buf_append(b, h->content_type, strlen(h->content_type));
+        APPEND_LIT(b, "\r\n");
+    } else if (h->content_type) {
         APPEND_CHECKED(b, "Content-Type: ", h->content_type);
+    }
     if (h->content_length >= 0) {
         APPEND_LIT(b, "Content-Length: ");
         http_buf_append_u64(b, (uint64_t) h->content_length);

@@ -45,6 +45,8 @@ struct http_response_head {
                            this long: appended as is, not scanned */
     int64_t now_seconds;
     const char *content_type; /* NULL: omitted */
+    bool content_type_safe;   /* content_type holds no CR or LF (a MIME
+                                 table's, a literal): not scanned */
     int64_t content_length;   /* < 0: omitted */
     bool chunked;             /* Transfer-Encoding: chunked */
     bool has_last_modified;

@@ -62,9 +62,31 @@ const char *http_status_reason(int status)
     }
 }
 
+#define STATUS_LINE(b, lit) http_buf_append((b), (lit), sizeof(lit) - 1)
+
 void http_response_status_line(struct http_buf *b, int version, int status)
 {
     char line[9 + 4];
+
+    /* the common lines whole (the reasons are http_status_reason's) */
+    if (version != 10) {
+        switch (status) {
+        case 200:
+            STATUS_LINE(b, "HTTP/1.1 200 OK\r\n");
+            return;
+        case 206:
+            STATUS_LINE(b, "HTTP/1.1 206 Partial Content\r\n");
+            return;
+        case 304:
+            STATUS_LINE(b, "HTTP/1.1 304 Not Modified\r\n");
+            return;
+        case 404:
+            STATUS_LINE(b, "HTTP/1.1 404 Not Found\r\n");
+            return;
+        default:
+            break;
+        }
+    }
 
     memcpy(line, version == 10 ? "HTTP/1.0 " : "HTTP/1.1 ", 9);
     /* three digits whatever the caller passed, so the line stays valid */

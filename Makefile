@@ -78,7 +78,7 @@ check: deps
 	$(MAKE) check-host
 	@set -e; for k in $(KERNELS); do $(MAKE) check-vm KERNEL=$$k; done
 	@if scripts/kernels release debug >/dev/null 2>&1; then $(MAKE) check-debug; else \
-		echo "check: check-debug skipped: no debug kernel (build it once with scripts/debug-kernel, ~2 h on 2 cores)"; fi
+		echo "check: check-debug skipped: no debug kernel (build it once with scripts/debug-kernel, about 50 min on 2 cores)"; fi
 
 check-unit: $(UNIT_TESTS)
 	@set -e; for t in $(UNIT_TESTS); do echo "== $$t"; $$t; done

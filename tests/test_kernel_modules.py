@@ -16,7 +16,7 @@ import time
 
 import pytest
 
-from testlib import (ROOT, free_port, kthread_pids, module_path, require_kind, run, slab_bytes,
+from testlib import (skip_on_debug_kernel, ROOT, free_port, kthread_pids, module_path, require_kind, run, slab_bytes,
                      task_cpu_seconds, wait_port)
 from echo_engines import KECHO_KO, KernelEcho
 
@@ -110,6 +110,7 @@ def test_kecho_unload_with_100_live_connections():
 
 
 def test_kecho_slab_does_not_grow_over_10000_connections():
+    skip_on_debug_kernel()
     echo = KernelEcho("unbound").start()
     try:
         def churn(n):

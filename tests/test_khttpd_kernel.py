@@ -16,7 +16,7 @@ import time
 
 import pytest
 
-from testlib import (BUILD, ROOT, free_port, kthread_pids, module_path, require_kind, run,
+from testlib import (skip_on_debug_kernel, BUILD, ROOT, free_port, kthread_pids, module_path, require_kind, run,
                      slab_bytes, wait_port)
 
 KHTTPD_KO = module_path("khttpd")
@@ -505,6 +505,7 @@ def test_idle_connections_hold_no_request_buffer(docroot, big):
     """An idle keep-alive connection with nothing buffered holds no request
     buffer: not the 4 KiB one (slab), and not one a long request grew to
     32 KiB (pages). Measured over many idle connections."""
+    skip_on_debug_kernel()
     n = 300 if big else 1000
     pad = "".join(f"X-Pad-{i}: {'p' * 3900}\r\n" for i in range(4)) if big else ""
     query = "?" + "q" * 6000 if big else ""
@@ -580,6 +581,7 @@ def test_slab_growth_bounded_by_cache(docroot):
     """100,000 requests over 1,000 keep-alive connections (100 each,
     pipelined): slab memory ends within the cache bound of where it started.
     About 25 s under software emulation."""
+    skip_on_debug_kernel()
     bound = 2 << 20
     conns, per_conn = 1000, 100
     paths = [b"/hello.txt", b"/page.html", b"/nope", b"/sub/", b"/mid.bin"]

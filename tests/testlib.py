@@ -38,6 +38,15 @@ def in_vm():
     return os.environ.get("KTCP_IN_VM") == "1"
 
 
+def skip_on_debug_kernel():
+    """Slab figures are measured on the release kernels: on the debug
+    kernel KASAN's redzones and quarantine change them (and kmemleak checks
+    for leaks instead), and thousands of connections take many minutes."""
+    if "ktcp-debug" in os.uname().release:
+        pytest.skip("a slab measurement: release kernels only (the debug kernel's "
+                    "kmemleak checks leaks)")
+
+
 def require_kind(kind):
     """Skip the calling test unless engines of this kind were selected."""
     if kind not in selected_kinds():

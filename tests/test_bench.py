@@ -18,6 +18,7 @@ BENCH = os.path.join(TOP, "tools", "bench", "bench.py")
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 sys.path.insert(0, os.path.join(TOP, "tools", "bench"))
+sys.path.insert(0, os.path.join(TOP, "tools"))  # the engines package
 
 
 def _nginx():
@@ -169,8 +170,8 @@ def crasher_engine(script, crash_at):
         def __init__(self):
             super().__init__("crasher")
 
-        def argv(self, port, ctx):
-            return [sys.executable, str(script), str(port), ctx.docroot, str(crash_at)]
+        def argv(self, port, o):
+            return [sys.executable, str(script), str(port), o["root"], str(crash_at)]
 
     return Crasher()
 

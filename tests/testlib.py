@@ -8,33 +8,20 @@ An engine that is not selected is skipped with the reason written out.
 """
 import os
 import socket
-import subprocess
-import time
+import sys
 
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-BUILD = os.path.join(ROOT, "build")
-
-
-def module_path(name):
-    """The .ko of kernel/<name>/ built for the running kernel (make modules
-    writes build/modules/<release>/kernel/<name>/<name>.ko); KTCP_KO_DIR
-    names another folder holding <name>.ko (an older build, to show that a
-    test fails without a fix)."""
-    other = os.environ.get("KTCP_KO_DIR")
-    if other:
-        return os.path.join(other, name + ".ko")
-    return os.path.join(BUILD, "modules", os.uname().release, "kernel", name, name + ".ko")
+sys.path.insert(0, os.path.join(ROOT, "tools"))
+# How engines start, stop and are waited for, and where the builds are: one
+# package for the suites and the bench (tools/engines).
+from engines import BUILD, free_port, in_vm, module_path, run, wait_port  # noqa: E402,F401
 
 
 def selected_kinds():
     v = os.environ.get("KTCP_ENGINES", "user")
     return {"user", "kernel"} if v == "all" else {v}
-
-
-def in_vm():
-    return os.environ.get("KTCP_IN_VM") == "1"
 
 
 def require_kind(kind):
@@ -44,34 +31,6 @@ def require_kind(kind):
         pytest.skip(f"{kind} engines run {where}; KTCP_ENGINES={os.environ.get('KTCP_ENGINES', 'user')}")
     if kind == "kernel" and not in_vm():
         pytest.skip("kernel engines are loaded only inside the project VM (scripts/vm)")
-
-
-def free_port():
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_port(port, host="127.0.0.1", timeout=20.0, proc=None):
-    """Wait until something accepts on host:port; fail early if proc died."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc is not None and proc.poll() is not None:
-            raise RuntimeError(f"server exited with {proc.returncode} before listening on {port}")
-        try:
-            with socket.create_connection((host, port), timeout=1):
-                return
-        except OSError:
-            time.sleep(0.05)
-    raise TimeoutError(f"nothing listening on {host}:{port} after {timeout}s")
-
-
-def run(cmd, check=True, **kw):
-    """Run a command, showing its output in the test log when it fails."""
-    r = subprocess.run(cmd, capture_output=True, text=True, **kw)
-    if check and r.returncode != 0:
-        raise AssertionError(f"{cmd} exited {r.returncode}\nstdout:\n{r.stdout}\nstderr:\n{r.stderr}")
-    return r
 
 
 def connect(port, timeout=10):

@@ -13,7 +13,7 @@ import time
 import pytest
 
 from testlib import free_port
-from http_engines import HTTPD_BIN
+from engines import HTTPD_BIN
 from rawhttp import Conn, get
 
 MODELS = ["threads", "epoll", "mn"]

@@ -27,12 +27,46 @@ import time
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import engines as eng  # noqa: E402
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import engines as eng  # noqa: E402  (tools/engines)
 import memcheck  # noqa: E402
 import plan  # noqa: E402
 
 TOP = eng.TOP
 PY = sys.executable
+
+
+# What each server runs with in the bench, beside the document root: one
+# worker per core (the cost bench: 1), keep-alive 60 s, the servers' own
+# connection limits (the modules': 20000), ktcp-httpd as nginx ("user root;").
+BENCH_OPTIONS = {
+    "ktcp-httpd": {"idle_timeout_ms": 60000, "max_conns": None, "gzip": None, "user": "root"},
+    "ktcp-echo": {"idle_timeout_ms": None, "max_conns": None, "settle": False},
+    "khttpd": {"idle_timeout_ms": 60000, "max_conns": 20000},
+    "kecho": {"idle_timeout_ms": None, "max_conns": 20000, "settle": False},
+}
+
+
+def workers(ctx):
+    """Worker threads or processes an engine runs: one per core for make
+    bench; the cost bench (cost.py) sets ctx.workers = 1."""
+    return getattr(ctx, "workers", None) or os.cpu_count()
+
+
+def start_engine(e, port, ctx):
+    """Start engine e on port as the bench runs it: serving ctx.docroot,
+    logging into ctx.tmp, under ctx.wrap (the cost bench's valgrind) if
+    set, given ctx.start_timeout_s (default 10 s) to listen. A module left
+    loaded by an earlier run is unloaded first."""
+    o = dict(BENCH_OPTIONS.get(e.family, {}))
+    if e.kernel:
+        e.unload_stale()
+    else:
+        o.update(threads=workers(ctx), logdir=ctx.tmp, nofile="max", wrap=getattr(ctx, "wrap", None),
+                 start_timeout=getattr(ctx, "start_timeout_s", 10.0))
+        if e.family == "nginx":
+            o["gzip_static"] = getattr(ctx, "gzip_static", False)
+    return e.start(ctx.docroot, port, **o)
 
 
 def log(msg):
@@ -309,14 +343,14 @@ def run_one(run, rec, e, env, ctx, samples_dir, ports, ensure):
         rec.update(run_lat(run, e.port if e else None))
     elif run["suite"] == "memory":
         # a fresh instance: VmHWM must not remember the load runs
-        e.stop()
+        e.stop(check=False)
         ports.pop(name, None)
         e, err = ensure(name)
         if e is None:
             rec.update(status="failed", reason=err)
         else:
             rec.update(run_memory(run, e, ctx))
-            e.stop()
+            e.stop(check=False)
             ports.pop(name, None)
 
 
@@ -369,14 +403,14 @@ def run_phase(env, profile, out, budget_s):
         if e.kernel or name not in ports:
             try:
                 port = eng.free_port()
-                e.start(port, ctx)
+                start_engine(e, port, ctx)
                 ports[name] = port
-                if e.kind == "http" and not e.kernel:
+                if e.proto == "http" and not e.kernel:
                     for wl in plan.HTTP_WORKLOADS:
                         why = check_workload(port, wl, ctx.docroot)
                         if why:
                             ctx.checks.setdefault(name, {})[wl] = why
-            except (RuntimeError, OSError, subprocess.SubprocessError) as ex:
+            except (RuntimeError, OSError, subprocess.SubprocessError, eng.Unsupported) as ex:
                 failed_start[name] = str(ex)
                 return None, str(ex)
         return e, None
@@ -413,7 +447,7 @@ def run_phase(env, profile, out, budget_s):
                 rec.update(status="error", reason=f"{type(ex).__name__}: {ex}")
             finally:
                 if e is not None and e.kernel:
-                    e.stop()
+                    e.stop(check=False)
             if e is not None and not e.kernel:
                 died = e.died()
                 if died:
@@ -452,7 +486,7 @@ def run_phase(env, profile, out, budget_s):
 
     for e in by_name.values():
         try:
-            e.stop()
+            e.stop(check=False)
         except Exception:  # noqa: BLE001 - best effort at the end
             pass
     if env == "vm":
@@ -479,7 +513,7 @@ def run_vm(profile, out, deadline_epoch):
     left = deadline_epoch - time.time()
     if left < 90:
         return f"not enough of the time budget left for a VM boot ({left:.0f} s)"
-    for ko in (eng.KECHO_KO, eng.DROP_KO):
+    for ko in (eng.module_path("kecho"), eng.DROP_KO):
         if not os.path.exists(ko):
             return f"{os.path.relpath(ko, TOP)} not built (make modules)"
     stage = tempfile.mkdtemp(prefix="bench-vm-", dir=os.path.join(TOP, "build"))

@@ -2,6 +2,7 @@
 """ktcp bench: every engine beside nginx on the same workloads, in one run.
 
     tools/bench/bench.py [--profile full|quick|smoke] [--out DIR] [--no-vm] [--no-host]
+    tools/bench/bench.py --profile echo|kcm [--out DIR]
 
 The host phase runs here (ktcp-httpd in each model, ktcp-echo, nginx, lwan
 when LWAN=/path/to/lwan is set or lwan is on PATH); the VM phase boots scripts/vm once and runs this same file
@@ -13,9 +14,15 @@ and the PNG plots (tools/bench/report.py).
 Every run is bounded by count and time; a run that would overrun the
 profile's budget is skipped and listed as such, never waited for. An
 engine that crashes, fails to start or answers wrongly gets that as the
-run's result ("crashed", "error: ..."), and the bench goes on."""
+run's result ("crashed", "error: ..."), and the bench goes on.
+
+Two profiles are experiments of their own, each one VM boot, results in
+results/<timestamp>-<profile>/: echo (kecho.ko in each wq_mode and ktcp-echo
+under echo-bench, echo_profile.py) and kcm (the KCM server and its plain-TCP
+twin under msg-bench, kcm_profile.py)."""
 import argparse
 import gzip
+import importlib
 import json
 import os
 import platform
@@ -554,15 +561,52 @@ def run_vm(profile, out, deadline_epoch):
     return None
 
 
+# --profile NAME -> the module that runs that experiment inside the VM
+EXPERIMENTS = {"echo": "echo_profile", "kcm": "kcm_profile"}
+
+
+def run_experiment(profile, out, phase):
+    """An experiment profile: inside the VM (--phase vm, or already in it)
+    run it into out; on the host boot the VM once to do so. The guest sees
+    only the repository writable: a folder elsewhere is filled from a stage
+    under build/."""
+    mod = importlib.import_module(EXPERIMENTS[profile])
+    out = os.path.abspath(out or os.path.join(
+        TOP, "results", f"{time.strftime('%Y%m%d-%H%M%S')}-{profile}"))
+    if phase == "vm" or eng.in_vm():
+        if not eng.in_vm():
+            sys.exit(f"bench: --profile {profile} --phase vm runs inside the VM (scripts/vm)")
+        os.makedirs(out, exist_ok=True)
+        mod.run(out)
+        log(f"bench: {profile}: results in {out}")
+        return 0
+    inside = out if out.startswith(TOP + os.sep) else \
+        tempfile.mkdtemp(prefix=f"bench-{profile}-", dir=os.path.join(TOP, "build"))
+    env = [f"{k}={os.environ[k]}" for k in mod.ENV_KEYS if k in os.environ]
+    argv = [os.path.join(TOP, "scripts", "vm"), "--timeout", str(mod.VM_TIMEOUT_S), "--",
+            "env", *env, os.path.join(TOP, ".venv", "bin", "python"), os.path.abspath(__file__),
+            "--profile", profile, "--phase", "vm", "--out", inside]
+    log(f"bench: {profile}: booting scripts/vm, results in {os.path.relpath(out, os.getcwd())}")
+    rc = subprocess.run(argv, cwd=TOP).returncode
+    if inside != out:
+        os.makedirs(out, exist_ok=True)
+        for name in os.listdir(inside):
+            os.replace(os.path.join(inside, name), os.path.join(out, name))
+        os.rmdir(inside)
+    return rc
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--profile", default="full", choices=sorted(plan.PROFILES))
+    ap.add_argument("--profile", default="full", choices=sorted(plan.PROFILES) + sorted(EXPERIMENTS))
     ap.add_argument("--out", help="results folder (default results/<timestamp>)")
     ap.add_argument("--no-vm", action="store_true", help="host phase only")
     ap.add_argument("--no-host", action="store_true", help="VM phase only")
     ap.add_argument("--phase", choices=["vm"], help=argparse.SUPPRESS)
     ap.add_argument("--deadline", type=float, help=argparse.SUPPRESS)
     a = ap.parse_args()
+    if a.profile in EXPERIMENTS:
+        return run_experiment(a.profile, a.out, a.phase)
     prof = plan.PROFILES[a.profile]
 
     if a.phase == "vm":

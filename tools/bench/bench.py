@@ -593,6 +593,7 @@ def run_experiment(profile, out, phase):
         for name in os.listdir(inside):
             os.replace(os.path.join(inside, name), os.path.join(out, name))
         os.rmdir(inside)
+        log(f"bench: {profile}: moved to {out}")
     return rc
 
 

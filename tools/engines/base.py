@@ -14,6 +14,9 @@ Options every process engine takes, beside its own:
                  limit); default inherited
   wrap           wrap(engine, argv) -> (argv, env): run under a tool
   start_timeout  seconds to wait for the port (default 20)
+  ready          text the server logs once it listens: waited for in the
+                 log instead of a probe connection (so its counters hold
+                 only what the caller does)
 """
 import os
 import resource
@@ -26,7 +29,7 @@ import time
 TOP = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 BUILD = os.path.join(TOP, "build")
 
-PROCESS_OPTIONS = ("logdir", "log", "nofile", "wrap", "start_timeout")
+PROCESS_OPTIONS = ("logdir", "log", "nofile", "wrap", "start_timeout", "ready")
 
 
 class Unsupported(Exception):
@@ -173,12 +176,30 @@ class Engine:
         self.proc = subprocess.Popen(argv, stdout=self.log, stderr=subprocess.STDOUT,
                                      stdin=subprocess.DEVNULL, preexec_fn=pre, env=env)
         try:
-            wait_port(self.port, timeout=o.get("start_timeout") or 20.0, proc=self.proc)
+            if o.get("ready"):
+                self.wait_log(o["ready"], o.get("start_timeout") or 20.0)
+            else:
+                wait_port(self.port, timeout=o.get("start_timeout") or 20.0, proc=self.proc)
         except (RuntimeError, TimeoutError) as e:
             tail = self.log_tail(300)
             self.stop(check=False)
             raise EngineError(f"{self.name}: {e} (log: {self.log_path}"
                               + (f": {tail}" if tail else "") + ")") from None
+
+    def wait_log(self, text, timeout):
+        """Wait until the log holds text; fail early if the process died."""
+        deadline = time.monotonic() + timeout
+        while text not in self.log_text():
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"server {exit_reason(self.proc.returncode)} before "
+                                   f"logging {text!r}")
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"no {text!r} in the log after {timeout:.0f}s")
+            time.sleep(0.02)
+
+    def log_text(self):
+        with open(self.log_path, errors="replace") as f:
+            return f.read()
 
     def alive(self):
         return self.proc is not None and self.proc.poll() is None

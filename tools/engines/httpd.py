@@ -23,6 +23,7 @@ parameters (cache_size is its cache_bytes):
                    gets --user, khttpd the account's uid and gid
   dotfiles         "deny" or "allow": paths with a segment starting with '.'
   bind             the address ktcp-httpd listens on
+  args             more ktcp-httpd arguments, last on its command line
 """
 import http.client
 import os
@@ -84,7 +85,7 @@ class UserHttpd(Engine):
                 cmd += [flag, o[key]]
         if os.geteuid() == 0 and o.get("user"):
             cmd += ["--user", o["user"]]
-        return cmd
+        return cmd + list(o.get("args") or ())
 
     def counters(self):
         """The plain counters (started with status_path)."""
@@ -119,6 +120,8 @@ class KernelHttpd(KernelModule):
             raise Unsupported(f"khttpd.ko is not built ({self.ko} missing)")
         if o.get("access_log"):
             raise Unsupported("khttpd has no access log")
+        if o.get("args"):
+            raise Unsupported("khttpd takes module parameters, not arguments")
         super().launch(o)
 
     def params(self, o):

@@ -28,7 +28,7 @@ MODDIR   := $(BUILD)/modules/$(KVER)
 BINS        :=   # user-space programs, each $(BUILD)/<name>
 UNIT_TESTS  :=   # C test programs run by make check, each exits non-zero on failure
 
-.PHONY: all modules user check check-unit check-host check-vm check-debug run bench bench-quick bench-echo bench-kcm fmt fmt-check checkpatch deps clean
+.PHONY: all modules user check check-unit check-layers check-host check-vm check-debug run bench bench-quick bench-echo bench-kcm fmt fmt-check checkpatch deps clean
 all: user modules
 
 # The version --version prints: VERSION plus git describe, regenerated only
@@ -74,6 +74,7 @@ check: deps
 	$(MAKE) checkpatch
 	$(MAKE) user
 	$(MAKE) check-unit
+	$(MAKE) check-layers
 	$(MAKE) check-host
 	@set -e; for k in $(KERNELS); do $(MAKE) check-vm KERNEL=$$k; done
 	@if scripts/kernels release debug >/dev/null 2>&1; then $(MAKE) check-debug; else \
@@ -81,6 +82,12 @@ check: deps
 
 check-unit: $(UNIT_TESTS)
 	@set -e; for t in $(UNIT_TESTS); do echo "== $$t"; $$t; done
+
+# No import circle between the files of a component, and a runtime that
+# uses nothing above it: read from the objects (scripts/check-layers), the
+# kernel modules' too when built.
+check-layers: user
+	$(PYTHON) scripts/check-layers
 
 check-host: user
 	$(PYTHON) -m pytest -q tests $(PYTEST_ARGS)

@@ -1,5 +1,11 @@
 /* http_parser.c — see http_parser.h for the contract.
  *
+ * Over 500 lines on purpose: one parser of one head. The request line,
+ * the fields and what each field means to the request (Host, Connection,
+ * Content-Length, Transfer-Encoding, ...) share the parser's state, its
+ * limits and its error paths; split, they would need an internal API with
+ * no caller outside this file.
+ *
  * The head is processed a line at a time: memchr() finds the next LF among
  * the bytes not yet scanned, and only a complete line is interpreted, once.
  * An incomplete line costs nothing more than the memchr() over new bytes,
@@ -153,48 +159,37 @@ static int check_line_bytes(const char *line, size_t len)
     return 0;
 }
 
-static bool is_host_char(unsigned char c)
-{
-    if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || http_is_digit(c))
-        return true;
-    /* unreserved, sub-delims, ':' for the port, '[' ']' for IPv6, '%' for
-     * pct-encoded reg-names and zone ids */
-    switch (c) {
-    case '-':
-    case '.':
-    case '_':
-    case '~':
-    case '!':
-    case '$':
-    case '&':
-    case '\'':
-    case '(':
-    case ')':
-    case '*':
-    case '+':
-    case ',':
-    case ';':
-    case '=':
-    case ':':
-    case '[':
-    case ']':
-    case '%':
-        return true;
-    default:
-        return false;
-    }
-}
+/* Host bytes: letters, digits, unreserved, sub-delims, ':' for the port,
+ * '[' ']' for IPv6, '%' for pct-encoded reg-names and zone ids. */
+static const uint8_t host_byte[256] = {
+    [0x21] = 1,          /* ! */
+    [0x24 ... 0x2e] = 1, /* $ % & ' ( ) * + , - . */
+    [0x30 ... 0x3b] = 1, /* 0-9 : ; */
+    [0x3d] = 1,          /* = */
+    [0x41 ... 0x5b] = 1, /* A-Z [ */
+    [0x5d] = 1,          /* ] */
+    [0x5f] = 1,          /* _ */
+    [0x61 ... 0x7a] = 1, /* a-z */
+    [0x7e] = 1,          /* ~ */
+};
 
 static bool valid_host(const char *h, size_t len)
 {
     size_t i;
 
     for (i = 0; i < len; i++) {
-        if (!is_host_char((unsigned char) h[i]))
+        if (!host_byte[(unsigned char) h[i]])
             return false;
     }
     return true;
 }
+
+/* Control bytes a field value may not hold: all but HTAB, and DEL. */
+static const uint8_t value_ctl[256] = {
+    [0x00 ... 0x08] = 1,
+    [0x0a ... 0x1f] = 1,
+    [0x7f] = 1,
+};
 
 static int parse_target(struct http_parser *p,
                         const char *buf,
@@ -544,8 +539,7 @@ static int parse_header_line(struct http_parser *p,
     while (ve > vs && is_ows(buf[ve - 1]))
         ve--;
     for (i = vs; i < ve; i++) {
-        unsigned char c = (unsigned char) buf[i];
-        if ((c < 0x20 && c != '\t') || c == 0x7f)
+        if (value_ctl[(unsigned char) buf[i]])
             return HTTP_PARSE_ERR_HEADER_VALUE;
     }
 

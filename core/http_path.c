@@ -51,6 +51,62 @@ static bool utf8_step(struct utf8_state *u, unsigned char c)
     return true;
 }
 
+/* Bytes that stand for themselves in a segment: printable ASCII but the
+ * separator, '%', '\\', and what ends the path ('?', '#'). */
+static const uint8_t plain_byte[256] = {
+    [0x21 ... 0x22] = 1, /* ! " */
+    [0x24] = 1,          /* $ (not #) */
+    [0x26 ... 0x2e] = 1, /* & ' ( ) * + , - . (not %) */
+    [0x30 ... 0x3e] = 1, /* 0-9 : ; < = > (not /) */
+    [0x40 ... 0x5b] = 1, /* @ A-Z [ (not ?) */
+    [0x5d ... 0x7e] = 1, /* ] ^ _ ` a-z { | } ~ (not \\) */
+};
+
+/* The common case in one scan: "/seg/seg[/]" whose segments are plain
+ * bytes, none empty and none starting with '.', then maybe '?' or '#'; it
+ * normalizes to itself less the slashes at both ends. false: take the
+ * general path (which starts over). */
+static bool normalize_plain(const char *path,
+                            size_t path_len,
+                            char *out,
+                            size_t out_size,
+                            struct http_path_info *info)
+{
+    bool seg_start = true;
+    size_t i, olen;
+
+    for (i = 1; i < path_len; i++) {
+        unsigned char c = (unsigned char) path[i];
+
+        if (plain_byte[c] && !(seg_start && c == '.')) {
+            seg_start = false;
+        } else if (c == '/' && !seg_start) {
+            seg_start = true;
+        } else if ((c == '?' || c == '#') && i > 1) {
+            break;
+        } else {
+            return false; /* "//", "/." segments, escapes, non-ASCII... */
+        }
+    }
+    olen = i - 1 - (seg_start ? 1 : 0);
+    if (olen == 0 || olen + 1 >= out_size)
+        return false; /* the general path says how it does not fit */
+    if (i < path_len && path[i] == '?') {
+        size_t q = i + 1, qe = q;
+
+        while (qe < path_len && path[qe] != '#')
+            qe++;
+        info->has_query = true;
+        info->query_off = q;
+        info->query_len = qe - q;
+    }
+    memcpy(out, path + 1, olen);
+    out[olen] = '\0';
+    info->len = olen;
+    info->trailing_slash = seg_start;
+    return true;
+}
+
 int http_path_normalize(const char *path,
                         size_t path_len,
                         char *out,
@@ -64,6 +120,10 @@ int http_path_normalize(const char *path,
     memset(info, 0, sizeof(*info));
     if (out_size < 2)
         return HTTP_PATH_ERR_TOO_LONG;
+    if (path_len > 1 && path[0] == '/' &&
+        normalize_plain(path, path_len, out, out_size, info))
+        return HTTP_PATH_OK;
+    memset(info, 0, sizeof(*info));
     out[0] = '\0';
 
     while (end < path_len && path[end] != '?' && path[end] != '#')

@@ -1,4 +1,10 @@
-/* http_plan.c — the response planner (see http_plan.h). */
+/* http_plan.c — the response planner (see http_plan.h).
+ *
+ * Over 500 lines on purpose: every decision about a response is here, as
+ * steps of one state machine (the STAGE_* below) over one struct
+ * http_plan, so that each decision has one place and the engines none;
+ * the pieces it decides with (ranges, validators, encodings, listings,
+ * heads) are their own files already. */
 #include "http_plan.h"
 #include "http_buf.h"
 #include "http_encoding.h"
@@ -77,14 +83,19 @@ static const char *field(const struct http_plan *p,
 static void head_init(struct http_plan *p, int status)
 {
     const char *date = p->head.date;
+    uint8_t date_len = p->head.date_len;
     int64_t now = p->head.now_seconds;
 
     memset(&p->head, 0, sizeof(p->head));
     p->head.status = status;
     p->head.version = 11;
     p->head.date = date;
+    p->head.date_len = date_len;
     p->head.now_seconds = now;
     p->head.content_length = -1;
+    /* the types the planner names are literals or a MIME table's (whose
+     * parser splits at CR and LF); an engine's is scanned */
+    p->head.content_type_safe = true;
     p->head.keep_alive = p->keep_alive;
     p->status = status;
     p->body = HTTP_PLAN_BODY_NONE;
@@ -118,6 +129,7 @@ void http_plan_engine_body(struct http_plan *p,
 {
     head_init(p, 200);
     p->head.content_type = content_type;
+    p->head.content_type_safe = false; /* the engine's: scanned */
     p->head.content_length = (int64_t) len;
     p->body = HTTP_PLAN_BODY_ENGINE;
     p->body_len = len;
@@ -202,6 +214,7 @@ void http_plan_no_request(struct http_plan *p,
 {
     memset(p, 0, sizeof(*p));
     p->head.date = in->date;
+    p->head.date_len = in->date ? HTTP_DATE_LEN : 0;
     p->head.now_seconds = in->now;
     p->keep_alive = false;
     http_plan_error(p, status);
@@ -271,6 +284,7 @@ enum http_plan_step http_plan_start(struct http_plan *p,
     p->error_pages_n = in->error_pages_n;
     p->mime = in->mime;
     p->head.date = in->date;
+    p->head.date_len = in->date ? HTTP_DATE_LEN : 0;
     p->head.now_seconds = in->now;
     p->head_only = req->method == HTTP_METHOD_HEAD;
     plan_connection(p, in);
@@ -433,6 +447,7 @@ static enum http_plan_step plan_regular(struct http_plan *p,
     p->head.last_modified = r->mtime;
     p->head.last_modified_text = r->last_modified;
     p->head.etag = p->etag;
+    p->head.etag_len = (uint8_t) etag_len;
     p->head.vary_accept_encoding = p->compressible || p->gzip_static;
     plan_expires(p);
     if (http_conditional_status(inm, req->if_none_match.len, ims,

@@ -221,7 +221,7 @@ struct http_plan_input {
     bool gzip;        /* gzip copies enabled */
     bool dotfiles;    /* serve paths with a segment starting with '.'
                          (else 404; /.well-known/ always) */
-    const char *date; /* preformatted Date, or NULL */
+    const char *date; /* Date made by http_date_format, or NULL */
     int64_t now;      /* seconds: the time of date (also for Expires) */
     /* operator settings, all off when zero */
     uint32_t expires; /* > 0: files get Cache-Control: max-age and

@@ -62,9 +62,31 @@ const char *http_status_reason(int status)
     }
 }
 
+#define STATUS_LINE(b, lit) http_buf_append((b), (lit), sizeof(lit) - 1)
+
 void http_response_status_line(struct http_buf *b, int version, int status)
 {
     char line[9 + 4];
+
+    /* the common lines whole (the reasons are http_status_reason's) */
+    if (version != 10) {
+        switch (status) {
+        case 200:
+            STATUS_LINE(b, "HTTP/1.1 200 OK\r\n");
+            return;
+        case 206:
+            STATUS_LINE(b, "HTTP/1.1 206 Partial Content\r\n");
+            return;
+        case 304:
+            STATUS_LINE(b, "HTTP/1.1 304 Not Modified\r\n");
+            return;
+        case 404:
+            STATUS_LINE(b, "HTTP/1.1 404 Not Found\r\n");
+            return;
+        default:
+            break;
+        }
+    }
 
     memcpy(line, version == 10 ? "HTTP/1.0 " : "HTTP/1.1 ", 9);
     /* three digits whatever the caller passed, so the line stays valid */
@@ -192,7 +214,11 @@ static void append_date(struct http_buf *b, int64_t t)
 int http_response_build(struct http_buf *b, const struct http_response_head *h)
 {
     http_response_status_line(b, h->version ? h->version : 11, h->status);
-    if (h->date) {
+    if (h->date && h->date_len) {
+        APPEND_LIT(b, "Date: ");
+        http_buf_append(b, h->date, h->date_len);
+        APPEND_LIT(b, "\r\n");
+    } else if (h->date) {
         APPEND_CHECKED(b, "Date: ", h->date);
     } else {
         APPEND_LIT(b, "Date: ");
@@ -203,8 +229,13 @@ int http_response_build(struct http_buf *b, const struct http_response_head *h)
         APPEND_CHECKED(b, "Server: ", h->server);
     else
         APPEND_LIT(b, "Server: ktcp\r\n");
-    if (h->content_type)
+    if (h->content_type && h->content_type_safe) {
+        APPEND_LIT(b, "Content-Type: ");
+        http_buf_append(b, h->content_type, strlen(h->content_type));
+        APPEND_LIT(b, "\r\n");
+    } else if (h->content_type) {
         APPEND_CHECKED(b, "Content-Type: ", h->content_type);
+    }
     if (h->content_length >= 0) {
         APPEND_LIT(b, "Content-Length: ");
         http_buf_append_u64(b, (uint64_t) h->content_length);
@@ -220,8 +251,13 @@ int http_response_build(struct http_buf *b, const struct http_response_head *h)
             append_date(b, h->last_modified);
         APPEND_LIT(b, "\r\n");
     }
-    if (h->etag)
+    if (h->etag && h->etag_len) {
+        APPEND_LIT(b, "ETag: ");
+        http_buf_append(b, h->etag, h->etag_len);
+        APPEND_LIT(b, "\r\n");
+    } else if (h->etag) {
         APPEND_CHECKED(b, "ETag: ", h->etag);
+    }
     if (h->has_max_age) {
         APPEND_LIT(b, "Cache-Control: max-age=");
         http_buf_append_u64(b, h->max_age);

@@ -41,8 +41,12 @@ struct http_response_head {
     const char *server; /* NULL: "ktcp" */
     const char *date;   /* preformatted HTTP-date (cached per second),
                            or NULL to format now_seconds */
+    uint8_t date_len;   /* > 0: date was made by http_date_format and is
+                           this long: appended as is, not scanned */
     int64_t now_seconds;
     const char *content_type; /* NULL: omitted */
+    bool content_type_safe;   /* content_type holds no CR or LF (a MIME
+                                 table's, a literal): not scanned */
     int64_t content_length;   /* < 0: omitted */
     bool chunked;             /* Transfer-Encoding: chunked */
     bool has_last_modified;
@@ -51,6 +55,8 @@ struct http_response_head {
      * http_date_format), or NULL to format it here */
     const char *last_modified_text;
     const char *etag; /* quoted; NULL: omitted */
+    uint8_t etag_len; /* > 0: etag was made by core's ETag formatters and
+                         is this long: appended as is, not scanned */
     bool has_max_age; /* Cache-Control: max-age=max_age and
                          Expires: expires (nginx's "expires") */
     uint32_t max_age;

@@ -16,7 +16,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tools"))
 # How engines start, stop and are waited for, and where the builds are: one
 # package for the suites and the bench (tools/engines).
-from engines import BUILD, free_port, in_vm, module_path, run, wait_port  # noqa: E402,F401
+from engines import (BUILD, free_port, in_vm, module_path, run,  # noqa: E402,F401
+                     stats_file_counters, wait_port)
 
 
 def selected_kinds():

@@ -110,7 +110,13 @@ int khttpd_lookup_beneath(const char *rel, struct path *out)
 	int err = khttpd_lookup(rel, LOOKUP_FOLLOW, out);
 
 	if (!err) {
-		err = path_permission(out, MAY_READ);
+		/*
+		 * A directory needs only search: one the user may enter but
+		 * not read (0711) has its index and files served; its listing,
+		 * opened for reading on its own, is refused.
+		 */
+		err = path_permission(out, d_is_dir(out->dentry) ? MAY_EXEC :
+								   MAY_READ);
 		if (err)
 			path_put(out);
 	}

@@ -25,6 +25,9 @@
         perm/private.txt          0600, the test's user's (root): 403
         perm/closed/inner.txt     in a 0700 directory: 403, and so is it
         perm/later.txt            served, then closed (0600) by a test
+        perm/search/index.html    in a 0711 directory (entered, not read):
+        perm/search/file.txt        both served; perm/search/bare/ (0711,
+                                    no index) cannot be listed: 403
         sorted/                   names whose byte order differs from a
                                   case-folded one, known sizes and mtimes
         long/<8 x 250 '&'>/x.txt  a listing whose title exceeds a piece
@@ -122,6 +125,11 @@ def build_docroot(base):
     os.chmod(d.put("perm/private.txt", b"private\n"), 0o600)
     d.put("perm/closed/inner.txt", b"closed\n")
     os.chmod(os.path.join(d.root, "perm/closed"), 0o700)
+    d.put("perm/search/index.html", b"searchable index\n")
+    d.put("perm/search/file.txt", b"searchable file\n")
+    d.put("perm/search/bare/inner.txt", b"bare inner\n")
+    os.chmod(os.path.join(d.root, "perm/search/bare"), 0o711)
+    os.chmod(os.path.join(d.root, "perm/search"), 0o711)
     for name, (data, mtime) in SORTED.items():
         os.utime(d.put("sorted/" + name, data), (mtime, mtime))
     for name, mtime in SORTED_DIRS.items():

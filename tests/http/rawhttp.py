@@ -33,13 +33,24 @@ class Closed(Exception):
 
 
 class Conn:
-    def __init__(self, port, timeout=10.0, rcvbuf=None):
+    def __init__(self, port, timeout=10.0, rcvbuf=None, pace=None):
+        """pace=(bytes_per_s, free): after the first free bytes, reads at
+        no more than bytes_per_s on average (a slow but steady reader)."""
+        self.pace = pace
+        self.got = 0
+        self.t0 = None
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        if rcvbuf:
+        if rcvbuf and not pace:
             self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.sock.settimeout(timeout)
         self.sock.connect(("127.0.0.1", port))
+        if rcvbuf and pace:
+            # A slow client that shrinks its buffer once connected: the
+            # window it offers then opens in small steps, and the server
+            # can wait longer than an idle timeout for room while the
+            # client still reads.
+            self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
         self.timeout = timeout
         self.buf = b""
 
@@ -61,7 +72,9 @@ class Conn:
             raise TimeoutError("no response in time")
         self.sock.settimeout(left)
         try:
-            chunk = self.sock.recv(65536)
+            # A paced reader takes 16 KiB at a time, as a slow client's
+            # small reads do.
+            chunk = self.sock.recv(16384 if self.pace else 65536)
         except socket.timeout:
             raise TimeoutError("no response in time")
         except ConnectionResetError:
@@ -69,6 +82,14 @@ class Conn:
         if not chunk:
             raise Closed("connection closed by the server")
         self.buf += chunk
+        if self.pace:
+            rate, free = self.pace
+            if self.t0 is None:
+                self.t0 = time.monotonic()
+            self.got += len(chunk)
+            ahead = (self.got - free) / rate - (time.monotonic() - self.t0)
+            if ahead > 0:
+                time.sleep(min(ahead, max(0.0, deadline - time.monotonic())))
 
     def _take_until(self, sep, deadline, limit=1 << 20):
         while sep not in self.buf:

@@ -280,28 +280,31 @@ def test_response_not_held_for_a_partial_next_request(http_engine):
         assert c.read_response(timeout=5).status == 200
 
 
-def test_deep_pipeline_to_a_slow_steady_reader(http_engine, docroot):
-    """200 requests pipelined in one write, their responses read steadily
-    but slowly (a small receive buffer, a pause per response): all 200 come,
-    although the whole takes longer than the idle timeout. Requests already
-    complete in the buffer are not slow heads, and a reader that keeps
-    taking bytes is not idle."""
-    body = docroot.read("ten.bin")
-    n = 200
-    req = b"GET /ten.bin HTTP/1.1\r\nHost: x\r\nUser-Agent: steady-reader\r\n\r\n"
-    with http_engine.spawn(idle_timeout_ms=2000) as srv:
-        with Conn(srv.port, timeout=20, rcvbuf=16384) as c:
+@pytest.mark.parametrize("path,n,rate,free", [
+    ("ten.bin", 200, 200e3, 0),  # 2 MiB at 200 kB/s from the start
+    ("mib.bin", 8, 1e6, 2 << 20),  # 8 MiB: 2 MiB at once, then 1 MB/s
+], ids=["200x10KiB", "8x1MiB"])
+def test_deep_pipeline_to_a_slow_steady_reader(http_engine, docroot, path, n, rate, free):
+    """Requests pipelined in one write, their responses read at a slow but
+    steady byte rate through a small receive buffer: every response comes,
+    although the whole takes several idle timeouts and the server waits
+    longer than one for room between its sends. Requests already complete
+    in the buffer are not slow heads, and a reader whose acknowledgements
+    keep draining the server's queue is not idle."""
+    body = docroot.read(path)
+    req = f"GET /{path} HTTP/1.1\r\nHost: x\r\nUser-Agent: steady-reader\r\n\r\n".encode()
+    with http_engine.spawn(idle_timeout_ms=1000) as srv:
+        with Conn(srv.port, timeout=20, rcvbuf=16384, pace=(rate, free)) as c:
             c.send(req * n)
             t0 = time.monotonic()
             for i in range(n):
                 try:
                     r = c.read_response(timeout=20)
-                except Closed:
-                    raise AssertionError(f"closed after {i} of {n} responses, "
+                except (Closed, TimeoutError) as e:
+                    raise AssertionError(f"{type(e).__name__} after {i} of {n} responses, "
                                          f"{time.monotonic() - t0:.1f} s")
                 assert r.status == 200 and r.body == body, i
-                time.sleep(0.02)
-            assert time.monotonic() - t0 > 2.0, "read too fast to test the timeout"
+            assert time.monotonic() - t0 > 3.0, "read too fast to test the timeout"
 
 
 def test_stalled_reader_of_a_pipeline_is_closed(http_engine):

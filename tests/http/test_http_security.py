@@ -65,6 +65,24 @@ def test_directory_the_user_cannot_enter_is_403(http_engine):
         assert b"inner" not in r.body and b"closed\n" != r.body, path
 
 
+def test_directory_the_user_can_enter_but_not_read(http_engine):
+    """0711: the user may open what it names but not list it, as nginx's
+    worker gets: its index and files are served, a listing is 403."""
+    need_root()
+    r = get(http_engine.port, "/perm/search/")
+    assert r.status == 200 and r.body == b"searchable index\n"
+    r = get(http_engine.port, "/perm/search/file.txt")
+    assert r.status == 200 and r.body == b"searchable file\n"
+    r = get(http_engine.port, "/perm/search/bare/inner.txt")
+    assert r.status == 200 and r.body == b"bare inner\n"
+    r = get(http_engine.port, "/perm/search")
+    assert r.status == 301, "a directory without its slash is redirected"
+    for path in ("/perm/search/bare/", "/perm/search/bare/"):  # twice: cached
+        r = get(http_engine.port, path)
+        assert r.status == 403, path
+        assert b"inner.txt" not in r.body
+
+
 def test_permission_taken_away_from_a_cached_file(http_engine):
     need_root()
     path = os.path.join(http_engine.root, "perm/later.txt")

@@ -156,6 +156,28 @@ static void test_injection(void)
     CHECK_MEM(mem, b.len, "HTTP/1.1 500 Internal Server Error\r\n");
 }
 
+/* The lines written whole are the lines built from the reason table, in
+ * both versions. */
+static void test_status_lines(void)
+{
+    static const int statuses[] = {200, 206, 304, 404, 400, 503};
+    char mem[64], want[64];
+    struct http_buf b;
+    size_t i;
+    int v;
+
+    for (i = 0; i < sizeof(statuses) / sizeof(statuses[0]); i++) {
+        for (v = 10; v <= 11; v++) {
+            int n = snprintf(want, sizeof(want), "HTTP/1.%d %d %s\r\n", v - 10,
+                             statuses[i], http_status_reason(statuses[i]));
+            http_buf_init(&b, mem, sizeof(mem));
+            http_response_status_line(&b, v, statuses[i]);
+            CHECK_INT((int) b.len, n);
+            CHECK_MEM(mem, b.len, want);
+        }
+    }
+}
+
 static void test_chunks(void)
 {
     char mem[64], hdr[HTTP_CHUNK_HEADER_MAX];
@@ -183,6 +205,7 @@ int main(void)
     test_build_full();
     test_build_small();
     test_injection();
+    test_status_lines();
     test_chunks();
     UNIT_DONE();
 }

@@ -8,7 +8,8 @@ and wait for, on the host or in the VM (kernel modules only in the VM).
 SUITE names the engines each conformance suite runs (its fixture ids);
 http_engines() and echo_engines() those the bench compares."""
 from .base import (BUILD, TOP, Engine, EngineError, KernelModule, Unsupported, exit_reason,
-                   free_port, in_vm, module_path, parse_counters, raise_nofile, run, wait_port)
+                   free_port, in_vm, module_path, parse_counters, raise_nofile, run,
+                   stats_file_counters, wait_port)
 from .echo import ECHO_BIN, KECHO_MODES, KernelEcho, UserEcho
 from .httpd import (HTTPD_BIN, HTTPD_MODELS, KHTTPD_MODES, KernelHttpd, Lwan, Nginx, UserHttpd,
                     lwan_path, nginx_path)

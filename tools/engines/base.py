@@ -114,6 +114,23 @@ def parse_counters(text):
     return {k: int(v) for k, v in (line.split()[:2] for line in text.splitlines() if line.strip())}
 
 
+def stats_file_counters(proc, path, timeout=5.0):
+    """The counters a user-space server writes to its --stats-file on
+    SIGUSR1 (user/rt/rt-cli.c: "name value" lines, written aside and
+    renamed), fresh: the old file is removed first."""
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+    proc.send_signal(signal.SIGUSR1)
+    deadline = time.monotonic() + timeout
+    while not os.path.exists(path):
+        assert time.monotonic() < deadline, f"no counters in {path} after SIGUSR1"
+        time.sleep(0.01)
+    with open(path) as f:
+        return parse_counters(f.read())
+
+
 class Engine:
     """A server the suite or the bench drives.
 

@@ -4,10 +4,9 @@ max_conns; ktcp-echo also threads, nofile, bind; settle (default True):
 start() returns once the readiness probe's connection is gone, so callers
 count connections from zero."""
 import os
-import signal
 import time
 
-from .base import BUILD, Engine, KernelModule, parse_counters
+from .base import BUILD, Engine, KernelModule, stats_file_counters
 
 ECHO_BIN = os.path.join(BUILD, "ktcp-echo")
 KECHO_MODES = ("unbound", "bound", "highpri", "cpu_intensive")
@@ -34,17 +33,7 @@ class StatsFile:
 
     def counters(self):
         """Ask for a fresh snapshot (SIGUSR1) and read it."""
-        try:
-            os.unlink(self.stats_file)
-        except FileNotFoundError:
-            pass
-        self.proc.send_signal(signal.SIGUSR1)
-        deadline = time.monotonic() + 5
-        while not os.path.exists(self.stats_file):
-            assert time.monotonic() < deadline, f"{self.name} wrote no counters after SIGUSR1"
-            time.sleep(0.01)
-        with open(self.stats_file) as f:
-            return parse_counters(f.read())
+        return stats_file_counters(self.proc, self.stats_file)
 
 
 class UserEcho(EchoEngine, StatsFile, Engine):

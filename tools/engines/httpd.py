@@ -31,7 +31,6 @@ import pwd
 import resource
 import shutil
 import signal
-import subprocess
 import tempfile
 
 from .base import BUILD, Engine, KernelModule, Unsupported, parse_counters

@@ -1,7 +1,7 @@
 """Message servers (docs/kcm.md): ktcp-msg-server on plain TCP, host or VM,
 and ktcp-kcm-server on AF_KCM, which needs the guest kernel's kcm module
 and so runs only inside the VM. Options: threads, max_msg, stats_file
-(default <logdir>/<name>.stats), bind."""
+(default <logdir>/<name>.stats), bind, args (more arguments, last)."""
 import os
 import socket
 import subprocess
@@ -34,7 +34,7 @@ class MsgServer(StatsFile, Engine):
         for key, flag in (("bind", "--bind"), ("threads", "--threads"), ("max_msg", "--max-msg")):
             if o.get(key) is not None:
                 cmd += [flag, str(o[key])]
-        return cmd + ["--stats-file", self.stats_file]
+        return cmd + ["--stats-file", self.stats_file] + list(o.get("args") or ())
 
     def ordered(self):
         """Does this engine answer one connection's requests in order?"""

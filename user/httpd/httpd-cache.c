@@ -23,10 +23,7 @@
  * HTTPD_REVALIDATE_MS; a changed size, mtime (nanoseconds), inode or
  * device replaces it.
  *
- * gzip: a copy is built by the gzip threads (httpd-gzip.c), once per
- * object (its building flag), and published with an atomic store; until
- * then requests get identity. Only a small body already in memory is
- * compressed on the spot. */
+ * gzip copies: httpd-cache-gz.c, above this file. */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -83,7 +80,7 @@ static int match(struct cds_lfht_node *node, const void *k)
 }
 
 /* An object's identity: the file and its version. */
-static bool obj_is(const struct httpd_obj *o, const struct stat *st)
+bool httpd_obj_is(const struct httpd_obj *o, const struct stat *st)
 {
     return o->dev == (uint64_t) st->st_dev && o->ino == (uint64_t) st->st_ino &&
            o->size == (uint64_t) st->st_size &&
@@ -94,7 +91,7 @@ static bool obj_is(const struct httpd_obj *o, const struct stat *st)
 
 static int obj_match(struct cds_lfht_node *node, const void *k)
 {
-    return obj_is(caa_container_of(node, struct httpd_obj, node), k);
+    return httpd_obj_is(caa_container_of(node, struct httpd_obj, node), k);
 }
 
 int httpd_cache_init(void)
@@ -127,7 +124,7 @@ static void obj_free_rcu(struct rcu_head *head)
     free(o);
 }
 
-static void obj_put(struct httpd_obj *o)
+void httpd_obj_put(struct httpd_obj *o)
 {
     if (atomic_fetch_sub_explicit(&o->refs, 1, memory_order_acq_rel) != 1)
         return;
@@ -151,7 +148,7 @@ void httpd_cache_put(struct httpd_file *f)
     /* No one can take a reference any more: the object and the charge go
      * now, the memory after the lookups that may still read it. */
     atomic_fetch_sub(&cache_bytes_shared, f->charge);
-    obj_put(f->obj);
+    httpd_obj_put(f->obj);
     urcu_memb_call_rcu(&f->rcu, file_free_rcu);
 }
 
@@ -217,7 +214,7 @@ static void evict_if_over(void)
     put_chain(gone);
 }
 
-static int read_all(int fd, char *buf, size_t len)
+int httpd_read_all(int fd, char *buf, size_t len)
 {
     size_t got = 0;
     while (got < len) {
@@ -265,7 +262,7 @@ static struct httpd_obj *obj_get(int fd, const struct stat *st, bool keep)
     atomic_init(&o->charge, ENTRY_OVERHEAD);
     if (keep) {
         o->body = malloc(o->size);
-        if (o->body && read_all(fd, o->body, o->size) < 0) {
+        if (o->body && httpd_read_all(fd, o->body, o->size) < 0) {
             free(o->body);
             o->body = NULL; /* sendfile will report the problem */
         }
@@ -301,7 +298,7 @@ static int load(const char *rel,
                 unsigned long hash,
                 struct httpd_file **out)
 {
-    int fd = httpd_open_beneath(rel, O_RDONLY | O_NONBLOCK);
+    int fd = httpd_open_resource(rel);
     if (fd < 0)
         return fd;
     struct stat st;
@@ -353,13 +350,13 @@ static bool still_fresh(struct httpd_file *f, const char *rel, uint64_t now)
         return true;
     if (!atomic_compare_exchange_strong(&f->checked_ms, &checked, now))
         return true; /* another thread is checking right now */
-    /* opened for reading, as load() does: an entry the server's user may
-     * no longer read is stale */
-    int fd = httpd_open_beneath(rel, O_RDONLY | O_NONBLOCK);
+    /* opened as load() does: an entry the server's user may no longer
+     * read (or enter) is stale */
+    int fd = httpd_open_resource(rel);
     if (fd < 0)
         return false;
     struct stat st;
-    bool same = fstat(fd, &st) == 0 && obj_is(f->obj, &st);
+    bool same = fstat(fd, &st) == 0 && httpd_obj_is(f->obj, &st);
     close(fd);
     return same;
 }
@@ -451,99 +448,9 @@ void httpd_cache_usage(size_t *bytes, size_t *entries)
     *entries = atomic_load_explicit(&cache_objs_shared, memory_order_relaxed);
 }
 
-/* Publish gz as o's copy (once) and charge it. */
-static const struct httpd_gz *publish(struct httpd_obj *o, struct httpd_gz *gz)
+void httpd_cache_charge(struct httpd_obj *o, size_t bytes)
 {
-    struct httpd_gz *expected = NULL;
-    if (!atomic_compare_exchange_strong(&o->gz, &expected, gz)) {
-        free(gz); /* cannot happen with the building flag; be safe */
-        return expected;
-    }
-    size_t more = gz->worthless ? sizeof(*gz) : sizeof(*gz) + gz->len;
-    atomic_fetch_add(&o->charge, more);
-    atomic_fetch_add(&cache_bytes_shared, more);
+    atomic_fetch_add(&o->charge, bytes);
+    atomic_fetch_add(&cache_bytes_shared, bytes);
     evict_if_over();
-    return gz;
-}
-
-/* The not-smaller marker, for a build that cannot read its file: identity
- * for this version from then on, and no build again. */
-static struct httpd_gz *gz_worthless(void)
-{
-    struct httpd_gz *gz = calloc(1, sizeof(*gz));
-    if (gz)
-        gz->worthless = true;
-    return gz;
-}
-
-struct build {
-    struct httpd_gzip_job job;
-    struct httpd_obj *obj;
-    char path[];
-};
-
-static void build_run(struct httpd_gzip_job *job)
-{
-    struct build *b = caa_container_of(job, struct build, job);
-    struct httpd_obj *o = b->obj;
-    struct httpd_gz *gz = NULL;
-    char *tmp = NULL;
-    const char *src = o->body;
-
-    if (!src) {
-        /* the file as the object knows it, or nothing */
-        int fd = httpd_open_beneath(b->path, O_RDONLY | O_NONBLOCK);
-        struct stat st;
-        if (fd >= 0 && fstat(fd, &st) == 0 && obj_is(o, &st) &&
-            (tmp = malloc(o->size ? o->size : 1)) &&
-            read_all(fd, tmp, o->size) == 0)
-            src = tmp;
-        if (fd >= 0)
-            close(fd);
-    }
-    gz = src ? httpd_gzip(src, o->size) : gz_worthless();
-    free(tmp);
-    if (gz)
-        publish(o, gz);
-    else
-        atomic_store(&o->building, false); /* out of memory: a later try */
-    obj_put(o);
-    free(b);
-}
-
-const struct httpd_gz *httpd_cache_gzip(struct httpd_file *f)
-{
-    struct httpd_obj *o = f->obj;
-    struct httpd_gz *gz = atomic_load(&o->gz);
-    if (gz)
-        return gz;
-    /* An entry the cache could not keep would be compressed again by every
-     * request: send identity instead (never recompress per request). */
-    if (!atomic_load(&f->in_table))
-        return NULL;
-    if (atomic_exchange(&o->building, true))
-        return NULL; /* being built: identity until it is there */
-    if (o->body && o->size <= HTTP_SERVER_GZIP_INLINE_MAX) {
-        gz = httpd_gzip(o->body, o->size);
-        if (gz)
-            return publish(o, gz);
-        atomic_store(&o->building, false);
-        return NULL;
-    }
-    struct build *b = malloc(sizeof(*b) + f->path_len + 1);
-    if (!b) {
-        atomic_store(&o->building, false);
-        return NULL;
-    }
-    b->job.run = build_run;
-    atomic_fetch_add(&o->refs, 1); /* the build's */
-    b->obj = o;
-    memcpy(b->path, f->path, f->path_len + 1);
-    if (!httpd_gzip_queue(&b->job)) {
-        /* the queue is full: a later request tries again */
-        atomic_store(&o->building, false);
-        obj_put(o);
-        free(b);
-    }
-    return NULL;
 }

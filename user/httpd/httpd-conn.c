@@ -12,8 +12,6 @@
 
 #include "httpd.h"
 
-struct httpd_config httpd_cfg = {.root_fd = -1, .access_log_fd = -1};
-
 struct conn {
     struct rt_conn *c;
     char *buf;

@@ -45,11 +45,13 @@ struct httpd_config {
 extern struct httpd_config httpd_cfg;
 
 /* The layers, lowest first; each file calls only into the ones above it
- * in this list (and core/, rt):
+ * in this list (and core/, rt); scripts/check-layers holds them to it:
+ *   config    httpd-config.c   httpd_cfg, read by every layer
  *   root      httpd-root.c     files beneath --root
  *   output    httpd-send.c     a planned head and a body in memory
- *   cache     httpd-cache.c    metadata, small bodies, gzip copies
- *             httpd-gzip.c
+ *   cache     httpd-gzip.c     gzip and its threads
+ *             httpd-cache.c    metadata, small bodies
+ *             httpd-cache-gz.c gzip copies of cached files
  *   listing   httpd-listing.c  a directory streamed as its body
  *   log       httpd-log.c      Date, counters, access log
  *   status    httpd-status.c   the counters as a page (--status-path)
@@ -60,6 +62,7 @@ extern struct httpd_config httpd_cfg;
 /* ---- root (httpd-root.c) ---- */
 /* openat2(root, rel, RESOLVE_BENEATH): -EXDEV/-ELOOP if it leads out. */
 int httpd_open_beneath(const char *rel, int flags);
+int httpd_open_resource(const char *rel);
 
 /* ---- output (httpd-send.c) ---- */
 
@@ -146,6 +149,16 @@ void httpd_cache_usage(size_t *bytes, size_t *entries);
  * the copy. Never for an entry the cache could not keep, so a copy is
  * never made per request. */
 const struct httpd_gz *httpd_cache_gzip(struct httpd_file *f);
+
+/* What httpd-cache-gz.c uses of the cache's objects: drop a reference; is
+ * o the file whose status is st (device, inode, size, mtime, type); read
+ * len bytes from the start of fd (0, or -1); count bytes more against
+ * --cache-size as o's, evicting if that goes over. */
+struct stat;
+void httpd_obj_put(struct httpd_obj *o);
+bool httpd_obj_is(const struct httpd_obj *o, const struct stat *st);
+int httpd_read_all(int fd, char *buf, size_t len);
+void httpd_cache_charge(struct httpd_obj *o, size_t bytes);
 
 /* ---- gzip (httpd-gzip.c) ---- */
 /* gzip in[0..len) into a fresh httpd_gz; NULL on failure. */

@@ -1,10 +1,10 @@
 /*
  * ktcp-kcm-server: length-prefixed messages received through AF_KCM.
  *
- * For every accepted client the acceptor builds one KCM multiplexor:
+ * For every accepted client the server builds one KCM multiplexor:
  *
  *   ctl socket  socket(AF_KCM, SOCK_SEQPACKET); receive disabled, used only
- *               by the acceptor to attach and unattach the TCP socket
+ *               to attach and unattach the TCP socket
  *   N clones    SIOCKCMCLONE, one per worker, each in that worker's epoll
  *   TCP socket  attached with the BPF length parser (kcm-parser.bpf.c,
  *               loaded once at start and attached to every mux); the only
@@ -17,26 +17,42 @@
  * requests of one connection may leave in another order than the requests
  * came (as with Thrift over KCM, a client matches them by a tag).
  *
- * Errors on the TCP socket are the acceptor's: KCM reports them, and a
- * client's FIN (psock_state_change posts EPIPE), as EPOLLERR on the TCP fd,
- * which the acceptor watches. It then unattaches the socket (while the fd
- * still names it: the unattach ioctl looks the fd up), closes it and the ctl
- * socket, and asks each worker through its command pipe to close its clone.
- * A worker closes a clone only after the events of the current epoll batch
- * are handled, so no event ever reaches a freed slot, and no fd is closed
- * while another thread may still use it.
+ * How much of this runs on the runtime (user/rt), and why not all of it.
+ * The runtime's model is a handler per accepted socket, run by one worker
+ * that reads and writes that socket. Here no thread ever reads the TCP
+ * socket (the mux does), and every worker serves every connection at once
+ * through a clone of its mux: N sockets per connection, one per thread,
+ * which no handler of the runtime can own. So the runtime does the part
+ * that fits, as for the other servers: the flags, signals and counters
+ * file (msg-common.c, rt-cli.c), the listener, admission (--max-conns), the
+ * stop, and each connection's life as a handler on one epoll worker (what
+ * an acceptor thread did): it builds the mux, waits on the TCP socket for
+ * its end (an error or hang-up, which KCM reports there, the idle timeout,
+ * the stop) and tears the mux down. The clones are served by --threads
+ * worker threads of this file, one epoll set each; -m is refused, as this
+ * is the one model.
+ *
+ * Errors on the TCP socket: KCM reports them, and a client's FIN
+ * (psock_state_change posts EPIPE), as EPOLLERR on the TCP socket, which
+ * wakes its handler. The handler then unattaches it (while the fd still
+ * names it: the unattach ioctl looks the fd up), closes the ctl socket, and
+ * asks each worker through its command pipe to close its clone; the
+ * runtime closes the TCP socket when the handler returns. A worker closes a
+ * clone only after the events of the current epoll batch are handled, so
+ * no event ever reaches a freed slot, and no fd is closed while another
+ * thread may still use it.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/kcm.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
-#include <sys/eventfd.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -49,22 +65,23 @@
 #define KCM_RECV_BUDGET 16
 
 /* One worker's clone of one connection's mux; touched only by that worker
- * once it is in the worker's epoll. */
+ * once it is in the worker's epoll, but for active_ms, which the
+ * connection's handler reads for the idle timeout. */
 struct kcm_slot {
     int fd;
     uint32_t events;
     uint8_t *out; /* the unsent rest of one reply (KCM may hold the start) */
     size_t out_off, out_len;
+    _Atomic uint64_t active_ms; /* when the worker last had an event */
 };
 
-/* Owned by the acceptor thread. */
+/* One connection's mux, owned by its handler. */
 struct kcm_conn {
     int tcp_fd;
     int ctl_fd;
     bool in_parser; /* entered in the parser's maps (key, id = tcp_fd) */
     bool attached;
     struct kcm_conn_key key;
-    struct kcm_conn *prev, *next;
     struct kcm_slot *slots[]; /* one per worker */
 };
 
@@ -77,15 +94,11 @@ struct kcm_worker {
     int epoll_fd;
     int cmd_rd, cmd_wr; /* pipe of struct kcm_slot * to close; NULL: stop */
     uint8_t *buf;       /* one message: max_msg + 4 */
-    struct msg_counters counters;
 };
 
-static struct msg_options opt;
 static struct kcm_worker *workers;
-static struct msg_counters acceptor_counters;
-static int listen_fd, acceptor_wake_fd;
-static int parser_fd;          /* the one length parser every mux uses */
-static struct kcm_conn *conns; /* the acceptor's list of live connections */
+static int nworkers;
+static int parser_fd; /* the one length parser every mux uses */
 
 static void slot_set_events(struct kcm_worker *w,
                             struct kcm_slot *s,
@@ -117,16 +130,16 @@ static bool slot_send(struct kcm_worker *w,
             if (errno == EINTR)
                 continue;
             if (errno != EAGAIN) {
-                /* The mux lost its TCP socket: the acceptor is closing
+                /* The mux lost its TCP socket: the handler is closing
                  * this connection; the reply has nowhere to go. */
-                msg_count(&w->counters, errors, 1);
+                rt_count(RT_C_ERRORS, 1);
                 break;
             }
             if (!pending) {
                 uint8_t *copy = malloc(n);
 
                 if (!copy) {
-                    msg_count(&w->counters, errors, 1);
+                    rt_count(RT_C_ERRORS, 1);
                     return true;
                 }
                 memcpy(copy, p, n);
@@ -138,7 +151,7 @@ static bool slot_send(struct kcm_worker *w,
             slot_set_events(w, s, EPOLLOUT);
             return false;
         }
-        msg_count(&w->counters, bytes_out, r);
+        rt_count(RT_C_BYTES_OUT, (uint64_t) r);
         p += r;
         n -= r;
         if (pending)
@@ -163,24 +176,23 @@ static void slot_event(struct kcm_worker *w, struct kcm_slot *s, uint32_t ev)
     if (!(ev & (EPOLLIN | EPOLLERR | EPOLLOUT)))
         return;
     for (int i = 0; i < KCM_RECV_BUDGET; i++) {
-        ssize_t n =
-            recv(s->fd, w->buf, MSG_HDR_LEN + opt.max_msg, MSG_DONTWAIT);
+        ssize_t n = recv(s->fd, w->buf, MSG_HDR_LEN + msg_max, MSG_DONTWAIT);
 
         if (n < 0) {
             if (errno != EAGAIN && errno != EINTR)
-                msg_count(&w->counters, errors, 1);
+                rt_count(RT_C_ERRORS, 1);
             return;
         }
-        msg_count(&w->counters, bytes_in, n);
+        rt_count(MSG_C_BYTES_IN, (uint64_t) n);
         /* The parser refuses longer frames, so a message always fits
          * the buffer whole and starts with its own length. */
         if (n < MSG_HDR_LEN ||
             msg_get_be32(w->buf) != (uint32_t) n - MSG_HDR_LEN) {
-            msg_count(&w->counters, errors, 1);
+            rt_count(RT_C_ERRORS, 1);
             continue;
         }
         msg_do_work(w->buf, n);
-        msg_count(&w->counters, messages, 1);
+        msg_count_messages(w->index, 1);
         if (!slot_send(w, s, w->buf, n, false))
             return;
     }
@@ -201,6 +213,7 @@ static void *worker_run(void *arg)
 
     for (;;) {
         int n = epoll_wait(w->epoll_fd, events, KCM_MAX_EVENTS, -1);
+        uint64_t now = rt_now_ms();
         bool commands = false;
 
         if (n < 0 && errno != EINTR) {
@@ -208,10 +221,14 @@ static void *worker_run(void *arg)
             return NULL;
         }
         for (int i = 0; i < n; i++) {
-            if (events[i].data.ptr == NULL)
+            struct kcm_slot *s = events[i].data.ptr;
+
+            if (s == NULL) {
                 commands = true;
-            else
-                slot_event(w, events[i].data.ptr, events[i].events);
+                continue;
+            }
+            atomic_store_explicit(&s->active_ms, now, memory_order_relaxed);
+            slot_event(w, s, events[i].events);
         }
         if (!commands)
             continue;
@@ -259,77 +276,83 @@ static const char *errno_name(int err)
     }
 }
 
-/* Unattach (if attached), close the TCP and ctl sockets, hand each clone to
- * its worker for closing, forget the connection. Acceptor thread only. */
-static void conn_teardown(int ep, struct kcm_conn *c)
+/* Forget a connection's mux: unattach (if attached) while the TCP fd still
+ * names the socket, drop its parser state, close the ctl socket, hand each
+ * clone to its worker for closing. The runtime closes the TCP socket. */
+static void conn_teardown(struct kcm_conn *c)
 {
-    if (c->tcp_fd >= 0) {
-        epoll_ctl(ep, EPOLL_CTL_DEL, c->tcp_fd, NULL);
-        if (c->attached) {
-            struct kcm_unattach un = {.fd = c->tcp_fd};
+    if (c->attached) {
+        struct kcm_unattach un = {.fd = c->tcp_fd};
 
-            if (ioctl(c->ctl_fd, SIOCKCMUNATTACH, &un) < 0)
-                msg_count(&acceptor_counters, errors, 1);
-        }
-        /* Unattached (or never attached): the parser runs no more for
-         * this socket, and its id is still this fd's. */
-        if (c->in_parser)
-            kcm_parser_remove((uint32_t) c->tcp_fd, &c->key);
-        close(c->tcp_fd);
+        if (ioctl(c->ctl_fd, SIOCKCMUNATTACH, &un) < 0)
+            rt_count(RT_C_ERRORS, 1);
     }
+    /* Unattached (or never attached): the parser runs no more for this
+     * socket, and its id is still this fd's. */
+    if (c->in_parser)
+        kcm_parser_remove((uint32_t) c->tcp_fd, &c->key);
     if (c->ctl_fd >= 0)
         close(c->ctl_fd);
-    for (int i = 0; i < opt.threads; i++) {
+    for (int i = 0; i < nworkers; i++) {
         if (c->slots[i])
             post_close(&workers[i], c->slots[i]);
     }
-    if (c->prev)
-        c->prev->next = c->next;
-    else if (conns == c)
-        conns = c->next;
-    if (c->next)
-        c->next->prev = c->prev;
     free(c);
-    msg_count(&acceptor_counters, closed, 1);
 }
 
-/* The TCP socket has an error or hung up: find out why, then tear down. */
-static void conn_error(int ep, struct kcm_conn *c)
+/* Worker i's clone of c's mux, in that worker's epoll; -1 with errno. */
+static int slot_open(struct kcm_conn *c, int i)
 {
-    int err = 0;
-    socklen_t len = sizeof(err);
+    struct kcm_clone cl = {0};
+    struct epoll_event ev = {.events = EPOLLIN};
+    int small = KCM_CLONE_RCVBUF;
+    struct kcm_slot *s;
 
-    getsockopt(c->tcp_fd, SOL_SOCKET, SO_ERROR, &err, &len);
-    if (err == EMSGSIZE)
-        msg_count(&acceptor_counters, too_big, 1);
-    else if (err && err != EPIPE && err != ECONNRESET)
-        msg_count(&acceptor_counters, errors, 1);
-    conn_teardown(ep, c);
+    if (ioctl(c->ctl_fd, SIOCKCMCLONE, &cl) < 0)
+        return -1;
+    s = calloc(1, sizeof(*s));
+    if (!s) {
+        close(cl.fd);
+        return -1;
+    }
+    s->fd = cl.fd;
+    s->events = EPOLLIN;
+    /* The mux hands a message to a clone with room in its receive buffer.
+     * With the default buffer one clone can take a whole burst: on Linux
+     * 6.12 all 100 pipelined messages of one connection went to one worker
+     * (6.1 spread them). A small buffer (a message always fits into an
+     * empty queue) passes the rest of a burst on to the other workers on
+     * both kernels. */
+    setsockopt(s->fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
+    /* The clone comes without O_NONBLOCK and FD_CLOEXEC. */
+    fcntl(s->fd, F_SETFL, fcntl(s->fd, F_GETFL) | O_NONBLOCK);
+    fcntl(s->fd, F_SETFD, FD_CLOEXEC);
+    ev.data.ptr = s;
+    if (epoll_ctl(workers[i].epoll_fd, EPOLL_CTL_ADD, s->fd, &ev)) {
+        close(s->fd);
+        free(s);
+        return -1;
+    }
+    c->slots[i] = s;
+    return 0;
 }
 
-static void conn_setup(int ep, int tcp_fd)
+/* Build the mux of a new connection and attach its TCP socket; NULL (the
+ * failure counted) when that failed. No wait in here, so errno may be
+ * used on the handler's coroutine (rt.h). */
+static struct kcm_conn *conn_setup(int tcp_fd)
 {
+    struct kcm_attach at = {.fd = tcp_fd, .bpf_fd = parser_fd};
     struct kcm_conn *c;
-    struct kcm_attach at = {.fd = tcp_fd};
-    struct epoll_event ev = {.events = EPOLLERR | EPOLLHUP};
-    struct tcp_info ti;
-    socklen_t len;
-    int one = 1, rcvbuf = 0, r;
+    socklen_t len = sizeof(int);
+    int one = 1, rcvbuf = 0, want = (int) (MSG_HDR_LEN + msg_max) * 2, r;
 
-    c = calloc(1, sizeof(*c) + opt.threads * sizeof(c->slots[0]));
+    c = calloc(1, sizeof(*c) + nworkers * sizeof(c->slots[0]));
     if (!c) {
-        close(tcp_fd);
-        msg_count(&acceptor_counters, errors, 1);
-        return;
+        rt_count(RT_C_ERRORS, 1);
+        return NULL;
     }
     c->tcp_fd = tcp_fd;
-    c->ctl_fd = -1;
-    c->next = conns;
-    if (conns)
-        conns->prev = c;
-    conns = c;
-    msg_count(&acceptor_counters, accepted, 1);
-
     c->ctl_fd =
         socket(AF_KCM, SOCK_SEQPACKET | SOCK_CLOEXEC, KCMPROTO_CONNECTED);
     if (c->ctl_fd < 0)
@@ -338,56 +361,15 @@ static void conn_setup(int ep, int tcp_fd)
      * messages away from the one no worker reads. */
     if (setsockopt(c->ctl_fd, SOL_KCM, KCM_RECV_DISABLE, &one, sizeof(one)))
         goto fail;
-    for (int i = 0; i < opt.threads; i++) {
-        struct kcm_clone cl = {0};
-        struct kcm_slot *s;
-
-        if (ioctl(c->ctl_fd, SIOCKCMCLONE, &cl) < 0)
+    for (int i = 0; i < nworkers; i++)
+        if (slot_open(c, i) < 0)
             goto fail;
-        s = calloc(1, sizeof(*s));
-        if (!s) {
-            close(cl.fd);
-            goto fail;
-        }
-        s->fd = cl.fd;
-        s->events = EPOLLIN;
-        /* The mux hands a message to a clone with room in its receive
-         * buffer. With the default buffer one clone can take a whole burst:
-         * on Linux 6.12 all 100 pipelined messages of one connection went to
-         * one worker (6.1 spread them). A small buffer (a message always
-         * fits into an empty queue) passes the rest of a burst on to the
-         * other workers on both kernels. */
-        {
-            int small = KCM_CLONE_RCVBUF;
-
-            setsockopt(s->fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
-        }
-        /* The clone comes without O_NONBLOCK and FD_CLOEXEC. */
-        fcntl(s->fd, F_SETFL, fcntl(s->fd, F_GETFL) | O_NONBLOCK);
-        fcntl(s->fd, F_SETFD, FD_CLOEXEC);
-        c->slots[i] = s;
-        {
-            struct epoll_event sev = {.events = EPOLLIN, .data.ptr = s};
-
-            if (epoll_ctl(workers[i].epoll_fd, EPOLL_CTL_ADD, s->fd, &sev)) {
-                close(s->fd);
-                free(s);
-                c->slots[i] = NULL;
-                goto fail;
-            }
-        }
-    }
     /* KCM's stream parser fails a message longer than the TCP socket's
      * receive buffer (EMSGSIZE): make room for the largest we accept. */
-    len = sizeof(rcvbuf);
     getsockopt(tcp_fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, &len);
-    if (rcvbuf < (int) (MSG_HDR_LEN + opt.max_msg) * 2) {
-        int want = (int) (MSG_HDR_LEN + opt.max_msg) * 2;
-
-        if (setsockopt(tcp_fd, SOL_SOCKET, SO_RCVBUFFORCE, &want,
-                       sizeof(want)) < 0)
-            setsockopt(tcp_fd, SOL_SOCKET, SO_RCVBUF, &want, sizeof(want));
-    }
+    if (rcvbuf < want &&
+        setsockopt(tcp_fd, SOL_SOCKET, SO_RCVBUFFORCE, &want, sizeof(want)) < 0)
+        setsockopt(tcp_fd, SOL_SOCKET, SO_RCVBUF, &want, sizeof(want));
     /* The server's one parser; its state for this stream is entered
      * before the attach, as the parser may run during it. */
     r = kcm_parser_add(tcp_fd, (uint32_t) tcp_fd, &c->key);
@@ -396,90 +378,83 @@ static void conn_setup(int ep, int tcp_fd)
         goto fail;
     }
     c->in_parser = true;
-    at.bpf_fd = parser_fd;
-    r = ioctl(c->ctl_fd, SIOCKCMATTACH, &at);
-    if (r < 0)
+    if (ioctl(c->ctl_fd, SIOCKCMATTACH, &at) < 0)
         goto fail;
     c->attached = true;
-    ev.data.ptr = c;
-    if (epoll_ctl(ep, EPOLL_CTL_ADD, tcp_fd, &ev) < 0)
-        goto fail;
-    /* A FIN that came before the attach left no callback to report it:
-     * look at the state now (one that comes later raises EPOLLERR). */
-    len = sizeof(ti);
-    if (getsockopt(tcp_fd, IPPROTO_TCP, TCP_INFO, &ti, &len) == 0 &&
-        ti.tcpi_state != TCP_ESTABLISHED)
-        conn_teardown(ep, c);
-    return;
+    return c;
 fail:
     if (errno != ECONNRESET && errno != ENOTCONN)
-        msg_count(&acceptor_counters, errors, 1);
-    conn_teardown(ep, c);
-}
-
-static void *acceptor_run(void *arg)
-{
-    static int listen_marker, wake_marker;
-    struct epoll_event ev = {.events = EPOLLIN}, events[64];
-    int ep = epoll_create1(EPOLL_CLOEXEC);
-
-    (void) arg;
-    ev.data.ptr = &listen_marker;
-    epoll_ctl(ep, EPOLL_CTL_ADD, listen_fd, &ev);
-    ev.data.ptr = &wake_marker;
-    epoll_ctl(ep, EPOLL_CTL_ADD, acceptor_wake_fd, &ev);
-    for (;;) {
-        int n = epoll_wait(ep, events, 64, -1);
-        bool stop = false;
-
-        for (int i = 0; i < n; i++) {
-            void *p = events[i].data.ptr;
-
-            if (p == &wake_marker) {
-                stop = true;
-            } else if (p == &listen_marker) {
-                for (int k = 0; k < 64; k++) {
-                    int fd = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC);
-
-                    if (fd < 0) {
-                        if (errno != EAGAIN && errno != ECONNABORTED &&
-                            errno != EINTR)
-                            msg_count(&acceptor_counters, errors, 1);
-                        break;
-                    }
-                    conn_setup(ep, fd);
-                }
-            } else {
-                conn_error(ep, p);
-            }
-        }
-        if (stop)
-            break;
-    }
-    while (conns)
-        conn_teardown(ep, conns);
-    close(ep);
+        rt_count(RT_C_ERRORS, 1);
+    conn_teardown(c);
     return NULL;
 }
 
-int main(int argc, char **argv)
+/* Has the client gone? KCM reports its FIN (EPIPE), a reset and a parser
+ * abort (EMSGSIZE for a frame above --max-msg) as the TCP socket's error;
+ * a FIN that came before the attach left no callback to report it, so the
+ * state is looked at too. */
+static bool conn_ended(int fd)
 {
-    struct msg_counters **sets;
-    pthread_t acceptor;
-    sigset_t sigs;
-    uint64_t one = 1;
-    int probe;
+    struct tcp_info ti;
+    socklen_t len = sizeof(int);
+    int err = 0;
 
-    opt.prog = "ktcp-kcm-server";
-    msg_parse_options(&opt,
-                      "Serve length-prefixed messages received through AF_KCM: "
-                      "a BPF parser cuts\nthe TCP stream into messages in the "
-                      "kernel and KCM spreads each client's\nmessages over "
-                      "the worker threads (the twin of ktcp-msg-server).",
-                      argc, argv);
-    msg_block_signals(&sigs);
+    if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) == 0 && err) {
+        if (err == EMSGSIZE)
+            rt_count(MSG_C_TOO_BIG, 1);
+        else if (err != EPIPE && err != ECONNRESET)
+            rt_count(RT_C_ERRORS, 1);
+        return true;
+    }
+    len = sizeof(ti);
+    return getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) == 0 &&
+           ti.tcpi_state != TCP_ESTABLISHED;
+}
 
-    probe = socket(AF_KCM, SOCK_SEQPACKET | SOCK_CLOEXEC, KCMPROTO_CONNECTED);
+/* A connection's life, on the runtime's worker: build the mux, wait on the
+ * TCP socket until the client goes, it is idle too long or the server
+ * stops, then tear the mux down. The workers serve the messages. */
+static enum rt_verdict kcm_serve(struct rt_conn *rc)
+{
+    struct kcm_conn *c = conn_setup(rc->fd);
+    uint64_t active = rt_now_ms();
+
+    if (!c)
+        return RT_CLOSE;
+    while (!conn_ended(rc->fd)) {
+        uint64_t deadline = msg_idle_ms > 0 ? active + (uint64_t) msg_idle_ms
+                                            : msg_idle_deadline();
+        int r = rt_wait(rc, POLLIN, deadline, true);
+
+        if (r == -ESHUTDOWN)
+            break;
+        if (r != -ETIMEDOUT || msg_idle_ms <= 0)
+            continue;
+        /* idle: no worker had an event of this connection for so long */
+        for (int i = 0; i < nworkers; i++) {
+            uint64_t t = atomic_load_explicit(&c->slots[i]->active_ms,
+                                              memory_order_relaxed);
+
+            if (t > active)
+                active = t;
+        }
+        if (rt_now_ms() >= active + (uint64_t) msg_idle_ms) {
+            rt_count(RT_C_TIMEOUTS, 1);
+            break;
+        }
+    }
+    conn_teardown(c);
+    return RT_CLOSE;
+}
+
+/* Before the listener opens: AF_KCM and the parser must be there (a kernel
+ * or a policy refusing them fails the start, not the clients), then the
+ * workers start. */
+static int start(void)
+{
+    int probe =
+        socket(AF_KCM, SOCK_SEQPACKET | SOCK_CLOEXEC, KCMPROTO_CONNECTED);
+
     if (probe < 0) {
         int err = errno;
 
@@ -498,9 +473,7 @@ int main(int argc, char **argv)
         return 1;
     }
     close(probe);
-    /* One parser for every connection, loaded now: a kernel or a policy
-     * refusing it fails the start, not the clients. */
-    parser_fd = kcm_parser_load(opt.max_msg);
+    parser_fd = kcm_parser_load(msg_max);
     if (parser_fd < 0) {
         fprintf(stderr,
                 "ktcp-kcm-server: loading the BPF length parser: %s (%s)%s\n",
@@ -508,30 +481,18 @@ int main(int argc, char **argv)
                 -parser_fd == EPERM ? ": needs root (CAP_BPF)" : "");
         return 1;
     }
-
-    listen_fd = msg_listen(&opt, false);
-    if (listen_fd < 0) {
-        fprintf(stderr, "ktcp-kcm-server: listen on %s port %d: %s\n",
-                opt.bind_addr ? opt.bind_addr : "*", opt.port,
-                strerror(-listen_fd));
-        return 1;
-    }
-    workers = calloc(opt.threads, sizeof(*workers));
-    sets = calloc(opt.threads + 1, sizeof(*sets));
-    acceptor_wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-    if (!workers || !sets || acceptor_wake_fd < 0) {
+    workers = calloc(nworkers, sizeof(*workers));
+    if (!workers) {
         perror("ktcp-kcm-server: start-up");
         return 1;
     }
-    sets[0] = &acceptor_counters;
-    for (int i = 0; i < opt.threads; i++) {
+    for (int i = 0; i < nworkers; i++) {
         struct kcm_worker *w = &workers[i];
         struct epoll_event ev = {.events = EPOLLIN, .data.ptr = NULL};
         int fds[2];
 
         w->index = i;
-        sets[i + 1] = &w->counters;
-        w->buf = malloc(MSG_HDR_LEN + opt.max_msg);
+        w->buf = malloc(MSG_HDR_LEN + msg_max);
         w->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
         if (!w->buf || w->epoll_fd < 0 || pipe2(fds, O_CLOEXEC) < 0) {
             perror("ktcp-kcm-server: worker set-up");
@@ -549,26 +510,39 @@ int main(int argc, char **argv)
             return 1;
         }
     }
-    if (pthread_create(&acceptor, NULL, acceptor_run, NULL) != 0) {
-        fprintf(stderr, "ktcp-kcm-server: cannot start the acceptor\n");
-        return 1;
-    }
-    fprintf(stderr,
-            "ktcp-kcm-server: listening on port %d, %d threads, max-msg %u\n",
-            opt.port, opt.threads, opt.max_msg);
+    return 0;
+}
 
-    msg_wait_for_stop(&opt, &sigs, sets, opt.threads + 1);
-
-    /* The acceptor tears every connection down and posts the clones to
-     * their workers before the workers are told to stop. */
-    if (write(acceptor_wake_fd, &one, sizeof(one)) < 0)
-        perror("ktcp-kcm-server: wake acceptor");
-    pthread_join(acceptor, NULL);
-    for (int i = 0; i < opt.threads; i++)
+/* After the runtime finished: every handler has torn its mux down and
+ * posted the clones, which the workers close before they stop. */
+static void stopped(void)
+{
+    for (int i = 0; i < nworkers; i++)
         post_close(&workers[i], NULL);
-    for (int i = 0; i < opt.threads; i++)
+    for (int i = 0; i < nworkers; i++)
         pthread_join(workers[i].thread, NULL);
     kcm_parser_unload();
-    msg_write_counters(&opt, sets, opt.threads + 1);
-    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    struct rt_config cfg = {.name = "ktcp-kcm-server", .handler = kcm_serve};
+    struct rt_cli cli = {
+        .one_model = "kcm",
+        .start = start,
+        .stopped = stopped,
+    };
+
+    msg_parse(&cli, &cfg,
+              "Serve length-prefixed messages received through AF_KCM: a "
+              "BPF parser cuts\nthe TCP stream into messages in the kernel and "
+              "KCM spreads each client's\nmessages over the worker threads "
+              "(the twin of ktcp-msg-server).",
+              argc, argv);
+    nworkers = cli.threads;
+    /* the connections' lives, mostly waits, on one worker of the runtime;
+     * their messages on nworkers threads of this file */
+    cfg.model = RT_MODEL_EPOLL;
+    cfg.workers = 1;
+    return rt_cli_serve(&cli, &cfg);
 }

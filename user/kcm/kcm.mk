@@ -1,7 +1,7 @@
 # The KCM message server and its plain-TCP twin (their load, msg-bench, is
 # built by tools/tools.mk).
-KCM_CFLAGS := $(CFLAGS) -Itools -Iuser/common
-KCM_HDRS := user/kcm/msg.h user/kcm/kcm.h user/kcm/kcm-parser.h
+KCM_CFLAGS := $(CFLAGS) $(RT_CFLAGS) -Itools -Iuser/common
+KCM_HDRS := user/kcm/msg.h user/kcm/kcm.h user/kcm/kcm-parser.h user/rt/rt.h
 
 $(BUILD)/user/kcm/%.o: user/kcm/%.c $(KCM_HDRS)
 	@mkdir -p $(dir $@)
@@ -24,10 +24,11 @@ $(BUILD)/user/kcm/kcm-parser-obj.o: user/kcm/kcm-parser-obj.S $(KCM_PARSER_OBJ)
 	@mkdir -p $(dir $@)
 	$(CC) -DKCM_PARSER_OBJ='"$(KCM_PARSER_OBJ)"' -c -o $@ $<
 
-$(BUILD)/ktcp-kcm-server: $(addprefix $(BUILD)/user/kcm/,kcm-server.o kcm-bpf.o kcm-parser-obj.o msg-common.o) $(KTCP_USER_COMMON) $(KTCP_VERSION_OBJ)
-	$(CC) $(LDFLAGS) -o $@ $^ -lbpf
+# Both servers run on the user runtime (user/rt).
+$(BUILD)/ktcp-kcm-server: $(addprefix $(BUILD)/user/kcm/,kcm-server.o kcm-bpf.o kcm-parser-obj.o msg-common.o) $(RT_LIB) $(KTCP_VERSION_OBJ)
+	$(CC) $(LDFLAGS) -o $@ $^ -lbpf $(RT_LIBS)
 
-$(BUILD)/ktcp-msg-server: $(addprefix $(BUILD)/user/kcm/,msg-server.o msg-common.o) $(KTCP_USER_COMMON) $(KTCP_VERSION_OBJ)
-	$(CC) $(LDFLAGS) -o $@ $^
+$(BUILD)/ktcp-msg-server: $(addprefix $(BUILD)/user/kcm/,msg-server.o msg-common.o) $(RT_LIB) $(KTCP_VERSION_OBJ)
+	$(CC) $(LDFLAGS) -o $@ $^ $(RT_LIBS)
 
 BINS += $(BUILD)/ktcp-kcm-server $(BUILD)/ktcp-msg-server

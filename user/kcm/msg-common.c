@@ -1,136 +1,111 @@
 /*
- * What ktcp-kcm-server and ktcp-msg-server share: the command line (the same
- * flags and defaults for both, so a benchmark changes only the program name),
- * the listener, the requested work, counters and signals.
+ * What ktcp-kcm-server and ktcp-msg-server share: the command line (the
+ * runtime's shared flags with the same defaults for both, so a benchmark
+ * changes only the program name, plus --max-msg), the requested work and
+ * the counters file.
  */
-#include <arpa/inet.h>
-#include <errno.h>
-#include <getopt.h>
-#include <limits.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <pthread.h>
 #include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/socket.h>
 #include <time.h>
-#include <unistd.h>
 
-#include "ktcp-net.h"
-#include "ktcp-version.h"
 #include "msg.h"
 
-static void usage(const struct msg_options *opt, const char *what, FILE *f)
+/* workerN_messages: each slot written by its worker alone */
+#define MSG_MAX_WORKERS 256
+
+uint32_t msg_max = MSG_DEFAULT_MAX;
+int msg_idle_ms;
+static _Atomic uint64_t worker_messages[MSG_MAX_WORKERS];
+static int nworkers; /* workerN_messages lines in the counters file */
+
+enum { OPT_MAX_MSG = 256 };
+
+static void option(int key, const char *arg)
 {
-    fprintf(f,
-            "Usage: %s [OPTION]...\n"
-            "%s\n\n"
-            "Protocol: each frame is a 4-byte big-endian body length and the "
-            "body;\nthe body's first 4 bytes (big-endian) ask for that many "
-            "microseconds of\nwork (at most %u); the frame is then sent back "
-            "unchanged.\n\n"
-            "  -p, --port PORT        TCP port (default 12346)\n"
-            "  -b, --bind ADDR        address to listen on (default: all, IPv6 "
-            "and IPv4)\n"
-            "  -t, --threads N        worker threads (default: one per core)\n"
-            "      --max-msg BYTES    largest body accepted; a longer frame "
-            "closes its\n"
-            "                         connection (default %u)\n"
-            "      --backlog N        listen backlog (default 1024)\n"
-            "  -s, --stats-file PATH  where SIGUSR1 and exit write the "
-            "counters (default: stderr)\n"
-            "      --version          print the version and exit\n"
-            "  -h, --help             this text\n\n"
-            "Exit status: 0 after SIGTERM/SIGINT, 1 on a start-up error, 2 on "
-            "a bad argument.\n",
-            opt->prog, what, MSG_MAX_WORK_US, MSG_DEFAULT_MAX);
+    if (key == OPT_MAX_MSG)
+        msg_max = (uint32_t) rt_cli_number("--max-msg", arg, MSG_REQ_HDR_LEN,
+                                           MSG_MAX_MAX);
 }
 
-static long parse_num(const struct msg_options *opt,
-                      const char *flag,
-                      const char *s,
-                      long min,
-                      long max)
+static void more_counters(FILE *f)
 {
-    return ktcp_parse_long(opt->prog, flag, s, min, max);
+    uint64_t sum[RT_NCOUNTERS];
+    long active = rt_live_conns();
+
+    rt_counters_sum(sum);
+    /* accepted is counted after a connection became live: never below 0 */
+    fprintf(f, "closed %llu\n",
+            (unsigned long long) (sum[RT_C_ACCEPTED] > (uint64_t) active
+                                      ? sum[RT_C_ACCEPTED] - active
+                                      : 0));
+    for (int i = 0; i < nworkers; i++)
+        fprintf(f, "worker%d_messages %llu\n", i,
+                (unsigned long long) atomic_load_explicit(
+                    &worker_messages[i], memory_order_relaxed));
 }
 
-void msg_parse_options(struct msg_options *opt,
-                       const char *what,
-                       int argc,
-                       char **argv)
+void msg_parse(struct rt_cli *cli,
+               struct rt_config *cfg,
+               const char *what,
+               int argc,
+               char **argv)
 {
-    static const struct option longopts[] = {
-        {"port", required_argument, NULL, 'p'},
-        {"bind", required_argument, NULL, 'b'},
-        {"threads", required_argument, NULL, 't'},
-        {"max-msg", required_argument, NULL, 'M'},
-        {"backlog", required_argument, NULL, 'B'},
-        {"stats-file", required_argument, NULL, 's'},
-        {"version", no_argument, NULL, 'V'},
-        {"help", no_argument, NULL, 'h'},
+    static const struct rt_cli_opt opts[] = {
+        {"max-msg", OPT_MAX_MSG, "BYTES",
+         "largest body accepted; a longer frame closes its\n"
+         "                             connection (default 65536)"},
         {0},
     };
-    int c;
+    static const struct rt_cli_counter counters[] = {
+        {"refused", RT_C_REFUSED},    {"messages", MSG_C_MESSAGES},
+        {"bytes_in", MSG_C_BYTES_IN}, {"bytes_out", RT_C_BYTES_OUT},
+        {"too_big", MSG_C_TOO_BIG},   {"timeouts", RT_C_TIMEOUTS},
+        {"errors", RT_C_ERRORS},      {0},
+    };
+    static char description[1024];
 
-    opt->port = 12346;
-    opt->backlog = 1024;
-    opt->threads = (int) sysconf(_SC_NPROCESSORS_ONLN);
-    opt->max_msg = MSG_DEFAULT_MAX;
-    while ((c = getopt_long(argc, argv, "p:b:t:m:s:h", longopts, NULL)) != -1) {
-        switch (c) {
-        case 'p':
-            opt->port = (int) parse_num(opt, "--port", optarg, 1, 65535);
-            break;
-        case 'b':
-            opt->bind_addr = optarg;
-            break;
-        case 't':
-            opt->threads = (int) parse_num(opt, "--threads", optarg, 1, 256);
-            break;
-        case 'M':
-            opt->max_msg = (uint32_t) parse_num(opt, "--max-msg", optarg,
-                                                MSG_REQ_HDR_LEN, MSG_MAX_MAX);
-            break;
-        case 'm':
-            /* -m is --model in every other server; these two have one loop
-             * of their own, and the old -m (--max-msg) must not be taken
-             * for something else silently */
-            fprintf(stderr,
-                    "%s: -m is --model in the other servers and these have "
-                    "one model; the largest body is --max-msg BYTES\n",
-                    opt->prog);
-            exit(2);
-        case 'B':
-            opt->backlog = (int) parse_num(opt, "--backlog", optarg, 1, 65535);
-            break;
-        case 's':
-            opt->stats_file = optarg;
-            break;
-        case 'V':
-            ktcp_print_version(opt->prog);
-            exit(0);
-        case 'h':
-            usage(opt, what, stdout);
-            exit(0);
-        default:
-            usage(opt, what, stderr);
-            exit(2);
-        }
-    }
-    if (optind < argc) {
-        fprintf(stderr, "%s: unexpected argument '%s'\n", opt->prog,
-                argv[optind]);
-        exit(2);
-    }
-    if (opt->threads < 1)
-        opt->threads = 1;
+    _Static_assert(MSG_DEFAULT_MAX == 65536, "--help says 65536");
+    snprintf(description, sizeof(description),
+             "%s\n\nProtocol: each frame is a 4-byte big-endian body length "
+             "and the body;\nthe body's first 4 bytes (big-endian) ask for "
+             "that many microseconds of\nwork (at most %u); the frame is then "
+             "sent back unchanged.",
+             what, MSG_MAX_WORK_US);
+    *cfg = (struct rt_config){
+        RT_CLI_DEFAULTS,         .name = cfg->name,
+        .handler = cfg->handler, .port = MSG_DEFAULT_PORT,
+        .stop_cuts_sends = true,
+    };
+    cli->description = description;
+    cli->m_hint = "the largest body is --max-msg BYTES";
+    cli->opts = opts;
+    cli->option = option;
+    cli->counters = counters;
+    cli->more = more_counters;
+    rt_cli_parse(cli, cfg, argc, argv);
+    msg_idle_ms = cfg->idle_timeout_ms;
+    if (cli->one_model)
+        nworkers = cli->threads;
+    else if (cfg->model != RT_MODEL_THREADS)
+        nworkers = cfg->workers;
 }
 
-int msg_listen(const struct msg_options *opt, bool reuseport)
+void msg_count_messages(int worker, uint64_t n)
 {
-    return ktcp_listen_tcp(opt->bind_addr, opt->port, opt->backlog, reuseport);
+    rt_count(MSG_C_MESSAGES, n);
+    if (worker >= 0 && worker < MSG_MAX_WORKERS) {
+        /* one writer per slot: no locked instruction */
+        _Atomic uint64_t *v = &worker_messages[worker];
+        atomic_store_explicit(v,
+                              atomic_load_explicit(v, memory_order_relaxed) + n,
+                              memory_order_relaxed);
+    }
+}
+
+uint64_t msg_idle_deadline(void)
+{
+    /* "never" is a day, then the wait is taken again */
+    return rt_now_ms() +
+           (msg_idle_ms > 0 ? (uint64_t) msg_idle_ms : 24ull * 3600 * 1000);
 }
 
 static uint64_t now_ns(void)
@@ -167,71 +142,4 @@ uint32_t msg_do_work(const uint8_t *frame, size_t frame_len)
             break;
     }
     return hash;
-}
-
-void msg_write_counters(const struct msg_options *opt,
-                        struct msg_counters *const *sets,
-                        int n)
-{
-    static const char *const names[] = {"accepted", "closed",    "messages",
-                                        "bytes_in", "bytes_out", "too_big",
-                                        "errors"};
-    uint64_t sum[7] = {0};
-    char tmp[PATH_MAX];
-    FILE *f = stderr;
-
-    for (int i = 0; i < n; i++) {
-        _Atomic uint64_t *c = &sets[i]->accepted;
-
-        for (int k = 0; k < 7; k++)
-            sum[k] += atomic_load_explicit(&c[k], memory_order_relaxed);
-    }
-    if (opt->stats_file) {
-        /* Written aside and renamed: a reader never sees half a file. */
-        snprintf(tmp, sizeof(tmp), "%s.tmp", opt->stats_file);
-        f = fopen(tmp, "w");
-        if (!f) {
-            fprintf(stderr, "%s: --stats-file %s: %s\n", opt->prog, tmp,
-                    strerror(errno));
-            return;
-        }
-    }
-    for (int k = 0; k < 7; k++)
-        fprintf(f, "%s %llu\n", names[k], (unsigned long long) sum[k]);
-    fprintf(f, "active %llu\n", (unsigned long long) (sum[0] - sum[1]));
-    /* Set 0 belongs to the acceptor; the rest are the workers, in order. */
-    for (int i = 1; i < n; i++)
-        fprintf(f, "worker%d_messages %llu\n", i - 1,
-                (unsigned long long) atomic_load_explicit(
-                    &sets[i]->messages, memory_order_relaxed));
-    if (opt->stats_file) {
-        if (fclose(f) != 0 || rename(tmp, opt->stats_file) != 0)
-            fprintf(stderr, "%s: --stats-file %s: %s\n", opt->prog,
-                    opt->stats_file, strerror(errno));
-    }
-}
-
-void msg_block_signals(sigset_t *sigs)
-{
-    sigemptyset(sigs);
-    sigaddset(sigs, SIGTERM);
-    sigaddset(sigs, SIGINT);
-    sigaddset(sigs, SIGUSR1);
-    pthread_sigmask(SIG_BLOCK, sigs, NULL);
-    signal(SIGPIPE, SIG_IGN);
-}
-
-void msg_wait_for_stop(const struct msg_options *opt,
-                       sigset_t *sigs,
-                       struct msg_counters *const *sets,
-                       int n)
-{
-    for (;;) {
-        int sig = sigwaitinfo(sigs, NULL);
-
-        if (sig == SIGUSR1)
-            msg_write_counters(opt, sets, n);
-        else if (sig == SIGTERM || sig == SIGINT)
-            return;
-    }
 }

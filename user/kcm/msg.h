@@ -1,7 +1,7 @@
 /*
- * The message protocol shared by ktcp-kcm-server, ktcp-msg-server and
- * msg-bench, and the pieces both servers use (options, listener, work,
- * counters).
+ * The message protocol of ktcp-kcm-server and ktcp-msg-server (msg-bench
+ * speaks it too), and what both servers share on the runtime (user/rt):
+ * the command line, the work a request asks for, the counters.
  *
  * A frame is a 4-byte big-endian body length followed by the body:
  *
@@ -16,36 +16,30 @@
  */
 #pragma once
 
-#include <signal.h>
-#include <stdatomic.h>
-#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include "rt.h"
 
 #define MSG_HDR_LEN 4     /* the length prefix */
 #define MSG_REQ_HDR_LEN 4 /* work_us, the first word of the body */
 #define MSG_DEFAULT_MAX (64 * 1024)
 #define MSG_MAX_MAX (16 * 1024 * 1024)
 #define MSG_MAX_WORK_US 1000000u /* work is clamped to one second */
+#define MSG_DEFAULT_PORT 12346
 
-struct msg_options {
-    const char *prog;      /* "ktcp-kcm-server" or "ktcp-msg-server" */
-    const char *bind_addr; /* NULL: every address, IPv6 and IPv4 */
-    int port;
-    int backlog;
-    int threads;
-    uint32_t max_msg;       /* largest body accepted, bytes */
-    const char *stats_file; /* NULL: counters go to stderr */
+/* The servers' own counters, after the runtime's (accepted, refused,
+ * timeouts, errors and bytes_out are RT_C_*). */
+enum msg_counter {
+    MSG_C_MESSAGES = RT_C_APP,
+    MSG_C_BYTES_IN,
+    MSG_C_TOO_BIG, /* frames above --max-msg: their connection closed */
 };
 
-/*
- * Counters of one worker: written only by that worker, read by the stats
- * writer with relaxed loads. The acceptor has its own set.
- */
-struct msg_counters {
-    _Atomic uint64_t accepted, closed, messages, bytes_in, bytes_out, too_big,
-        errors;
-};
+/* The largest body accepted (--max-msg), and how long a client may be idle
+ * (--idle-timeout-ms, 0: never): set by msg_parse. */
+extern uint32_t msg_max;
+extern int msg_idle_ms;
 
 static inline uint32_t msg_get_be32(const uint8_t *p)
 {
@@ -61,35 +55,24 @@ static inline void msg_put_be32(uint8_t *p, uint32_t v)
     p[3] = v;
 }
 
-#define msg_count(c, field, n) \
-    atomic_fetch_add_explicit(&(c)->field, (n), memory_order_relaxed)
-
-/* Parse argv into opt (defaults filled in); exits 0 after --help, 2 on a bad
- * argument. what is the one-line description --help prints. */
-void msg_parse_options(struct msg_options *opt,
-                       const char *what,
-                       int argc,
-                       char **argv);
-
-/* A non-blocking listening socket, or -errno. */
-int msg_listen(const struct msg_options *opt, bool reuseport);
+/* The command line both servers take: the runtime's shared flags with
+ * their defaults (port 12346) and --max-msg; what is the server's line for
+ * --help. cfg->name and cfg->handler come set; exits as rt_cli_parse. */
+void msg_parse(struct rt_cli *cli,
+               struct rt_config *cfg,
+               const char *what,
+               int argc,
+               char **argv);
 
 /* Do the work a request asks for: hash the frame (header and body) for the
  * requested time. Returns the hash so the compiler keeps the loop. */
 uint32_t msg_do_work(const uint8_t *frame, size_t frame_len);
 
-/* Write the counters (summed over n sets, plus per-worker messages) to the
- * stats file, or stderr; active = accepted - closed. */
-void msg_write_counters(const struct msg_options *opt,
-                        struct msg_counters *const *sets,
-                        int n);
+/* n messages answered by worker (rt_worker_id(), or the server's own
+ * index): MSG_C_MESSAGES, and the counters file's workerN_messages that
+ * show how one connection's messages were shared. */
+void msg_count_messages(int worker, uint64_t n);
 
-/* Block the signals the main thread takes with sigwaitinfo (inherited by
- * every thread started after) and return the set. */
-void msg_block_signals(sigset_t *sigs);
-
-/* Wait for SIGTERM/SIGINT, writing counters on SIGUSR1. */
-void msg_wait_for_stop(const struct msg_options *opt,
-                       sigset_t *sigs,
-                       struct msg_counters *const *sets,
-                       int n);
+/* The deadline (rt_now_ms() clock) of a wait that began now and may last
+ * as long as a client may be idle; never 0, so a stop finds the wait. */
+uint64_t msg_idle_deadline(void);

@@ -1,6 +1,9 @@
-/* rt-core.c — what every model shares: listeners, admission against
- * --max-conns, the stop protocol, the monotonic clock, the per-thread
- * worker pointer, and the threads model (small enough to live here). */
+/* rt-core.c — the runtime's lowest layer, what every model shares: the
+ * process-wide state (rt_g), the per-thread worker pointer and its data,
+ * the monotonic clock, counters, a connection's peer and tuning, opening a
+ * listener. It calls into no other file of the runtime; the order above it
+ * is rt-coro, rt-timer, rt-admit, rt-sched (the coroutine models), rt-io,
+ * rt-threads (the threads model), rt-start (start, stop, finish). */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -21,7 +24,6 @@
 #include "rt-internal.h"
 
 struct rt_global rt_g = {.stop_fd = -1};
-static _Atomic long live_conns_shared;
 /* counters of the threads that are not coroutine workers (rt.h) */
 static _Atomic uint64_t counters_shared[RT_NCOUNTERS];
 
@@ -101,11 +103,6 @@ bool rt_stopping(void)
     return atomic_load_explicit(&rt_g.stopping, memory_order_relaxed);
 }
 
-long rt_live_conns(void)
-{
-    return atomic_load(&live_conns_shared);
-}
-
 void rt_count(int which, uint64_t n)
 {
     struct rt_worker *w = rt_worker_self_full();
@@ -120,54 +117,11 @@ void rt_count(int which, uint64_t n)
     atomic_fetch_add_explicit(&counters_shared[which], n, memory_order_relaxed);
 }
 
-void rt_counters_sum(uint64_t out[RT_NCOUNTERS])
+void rt_counters_add_shared(uint64_t out[RT_NCOUNTERS])
 {
     for (int i = 0; i < RT_NCOUNTERS; i++)
-        out[i] =
+        out[i] +=
             atomic_load_explicit(&counters_shared[i], memory_order_relaxed);
-    if (rt_g.cfg && rt_g.cfg->model != RT_MODEL_THREADS)
-        rt_counters_add_workers(out);
-}
-
-bool rt_conn_admit(int fd)
-{
-    long n = atomic_fetch_add(&live_conns_shared, 1);
-    if (rt_g.cfg->max_conns > 0 && n >= rt_g.cfg->max_conns) {
-        atomic_fetch_sub(&live_conns_shared, 1);
-        rt_count(RT_C_REFUSED, 1);
-        if (rt_g.cfg->refuse)
-            rt_g.cfg->refuse(fd);
-        return false;
-    }
-    rt_count(RT_C_ACCEPTED, 1);
-    return true;
-}
-
-void rt_conn_release(void)
-{
-    atomic_fetch_sub(&live_conns_shared, 1);
-}
-
-void rt_conn_set_peer(struct rt_conn *c, const struct sockaddr *sa)
-{
-    c->peer[0] = '\0';
-    c->peer_family = 0;
-    if (sa->sa_family == AF_INET) {
-        c->peer_family = AF_INET;
-        memcpy(c->peer_addr, &((const struct sockaddr_in *) sa)->sin_addr, 4);
-    } else if (sa->sa_family == AF_INET6) {
-        const struct in6_addr *a =
-            &((const struct sockaddr_in6 *) sa)->sin6_addr;
-        /* an IPv4 client of a dual-stack listener (the default bind) is
-         * named as IPv4, not ::ffff:a.b.c.d */
-        if (IN6_IS_ADDR_V4MAPPED(a)) {
-            c->peer_family = AF_INET;
-            memcpy(c->peer_addr, &a->s6_addr[12], 4);
-        } else {
-            c->peer_family = AF_INET6;
-            memcpy(c->peer_addr, a, 16);
-        }
-    }
 }
 
 bool rt_conn_still_sending(struct rt_conn *c)
@@ -219,312 +173,4 @@ int rt_open_listener(const struct rt_config *cfg, bool reuseport)
         return err;
     }
     return fd;
-}
-
-/* systemd's socket activation (the sd_listen_fds(3) protocol, read without
- * libsystemd): when LISTEN_PID is this process, descriptor 3 is a socket
- * already bound and listening, and it is served instead of --bind/--port.
- * -ENOENT when there is none; more than one: the first is served. */
-static int inherited_listener(const struct rt_config *cfg)
-{
-    const char *pid = getenv("LISTEN_PID"), *fds = getenv("LISTEN_FDS");
-    if (!pid || !fds || strtol(pid, NULL, 10) != (long) getpid())
-        return -ENOENT;
-    long n = strtol(fds, NULL, 10);
-    unsetenv("LISTEN_PID");
-    unsetenv("LISTEN_FDS");
-    unsetenv("LISTEN_FDNAMES");
-    if (n < 1)
-        return -ENOENT;
-    if (n > 1)
-        fprintf(stderr,
-                "%s: %ld sockets passed by systemd; serving the "
-                "first\n",
-                rt_name(), n);
-    int fd = 3, type = 0, listening = 0;
-    socklen_t l = sizeof(type);
-    if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &l) < 0 ||
-        type != SOCK_STREAM ||
-        getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening,
-                   &(socklen_t){sizeof(listening)}) < 0 ||
-        !listening) {
-        fprintf(stderr,
-                "%s: the socket passed by systemd is not a "
-                "listening stream socket\n",
-                rt_name());
-        return -EINVAL;
-    }
-    int fl = fcntl(fd, F_GETFL);
-    if (cfg->model == RT_MODEL_THREADS)
-        fl &= ~O_NONBLOCK;
-    else
-        fl |= O_NONBLOCK;
-    if (fl < 0 || fcntl(fd, F_SETFL, fl) < 0 ||
-        fcntl(fd, F_SETFD, FD_CLOEXEC) < 0)
-        return -errno;
-    return fd;
-}
-
-bool rt_socket_activated(void)
-{
-    return rt_g.inherited;
-}
-
-/* ---- the threads model: one blocking thread per live connection ----
- *
- * A thread serves one connection at a time, but it is not made per
- * connection: when its connection ends it waits, up to THREAD_KEEP_MS, for
- * the next one the acceptor hands over, so a stream of short connections
- * runs on a few threads. The acceptor makes a thread only when none waits. */
-
-#define THREAD_KEEP_MS 10000
-
-static pthread_t threads_acceptor;
-/* An accepted connection on its way to a thread. */
-struct handoff {
-    struct rt_conn c;
-    struct handoff *next;
-};
-static struct {
-    pthread_mutex_t lock;
-    pthread_cond_t handed; /* a connection was handed over, or stopping */
-    struct handoff *queue; /* handed over, not yet taken */
-    struct handoff **tail;
-    int idle;   /* threads waiting for a connection */
-    int queued; /* connections in the queue */
-} pool = {PTHREAD_MUTEX_INITIALIZER,
-          PTHREAD_COND_INITIALIZER,
-          NULL,
-          &pool.queue,
-          0,
-          0};
-
-/* Give c to a waiting thread; false if none waits for it. */
-static bool pool_hand_over(struct handoff *c)
-{
-    pthread_mutex_lock(&pool.lock);
-    bool taken = pool.idle > pool.queued;
-    if (taken) {
-        c->next = NULL;
-        *pool.tail = c;
-        pool.tail = &c->next;
-        pool.queued++;
-        pthread_cond_signal(&pool.handed);
-    }
-    pthread_mutex_unlock(&pool.lock);
-    return taken;
-}
-
-/* The next connection for a thread whose connection ended; NULL: exit. */
-static struct handoff *pool_wait(void)
-{
-    struct timespec until;
-    clock_gettime(CLOCK_REALTIME, &until);
-    until.tv_sec += THREAD_KEEP_MS / 1000;
-    pthread_mutex_lock(&pool.lock);
-    pool.idle++;
-    int r = 0;
-    while (!pool.queue && !rt_stopping() && r != ETIMEDOUT)
-        r = pthread_cond_timedwait(&pool.handed, &pool.lock, &until);
-    pool.idle--;
-    struct handoff *c = pool.queue;
-    if (c) {
-        pool.queue = c->next;
-        if (!pool.queue)
-            pool.tail = &pool.queue;
-        pool.queued--;
-    }
-    pthread_mutex_unlock(&pool.lock);
-    return c;
-}
-
-static void pool_wake_all(void)
-{
-    pthread_mutex_lock(&pool.lock);
-    pthread_cond_broadcast(&pool.handed);
-    pthread_mutex_unlock(&pool.lock);
-}
-
-static void serve_conn(struct handoff *h, struct rt_worker *w)
-{
-    struct rt_conn c = h->c;
-    free(h);
-    /* between requests the thread sleeps in poll, and the handler starts
-     * afresh when bytes arrive: the same contract as the coroutines' */
-    while (rt_g.cfg->handler(&c) == RT_IDLE) {
-        /* this thread may now sleep for a whole idle timeout: its log
-         * lines go out first (one write per burst of requests) */
-        rt_worker_flush(w);
-        int r;
-        do
-            r = rt_wait(&c, POLLIN, rt_idle_deadline(rt_now_ms()), true);
-        while (r == -ETIMEDOUT && rt_conn_still_sending(&c));
-        c.idle_unacked = 0;
-        if (r == -ETIMEDOUT)
-            rt_count(RT_C_TIMEOUTS, 1);
-        if (r < 0)
-            break;
-    }
-    close(c.fd);
-    rt_worker_flush(w);
-    rt_conn_release();
-}
-
-static void *conn_thread(void *arg)
-{
-    struct rt_worker w;
-    memset(&w, 0, sizeof(w));
-    w.id = -1;
-    if (rt_worker_data_init(&w) < 0) {
-        /* no state for the handler: this thread serves nothing */
-        for (struct handoff *c = arg; c; c = NULL) {
-            close(c->c.fd);
-            free(c);
-            rt_count(RT_C_ERRORS, 1);
-            rt_conn_release();
-        }
-        return NULL;
-    }
-    rt_worker_set_self(&w);
-    urcu_memb_register_thread();
-    for (struct handoff *c = arg; c; c = pool_wait())
-        serve_conn(c, &w);
-    urcu_memb_unregister_thread();
-    rt_worker_data_exit(&w);
-    return NULL;
-}
-
-static void *threads_accept_main(void *arg)
-{
-    (void) arg;
-    pthread_attr_t attr;
-    pthread_attr_init(&attr);
-    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    pthread_attr_setstacksize(&attr, 256 * 1024);
-    for (;;) {
-        struct sockaddr_storage ss;
-        socklen_t sl = sizeof(ss);
-        if (rt_g.inherited) {
-            /* the socket is systemd's too and is never shut down: wait for
-             * a client or the stop, not in accept() */
-            struct pollfd pf[2] = {{rt_g.listen_fds[0], POLLIN, 0},
-                                   {rt_g.stop_fd, POLLIN, 0}};
-            if (poll(pf, 2, -1) < 0 && errno != EINTR)
-                break;
-            if (rt_stopping())
-                break;
-            if (!(pf[0].revents & POLLIN))
-                continue;
-        }
-        int fd = accept4(rt_g.listen_fds[0], (struct sockaddr *) &ss, &sl,
-                         SOCK_NONBLOCK | SOCK_CLOEXEC);
-        if (fd < 0) {
-            if (rt_stopping())
-                break;
-            rt_count(RT_C_ERRORS, 1);
-            if (errno == EMFILE || errno == ENFILE)
-                usleep(10000);
-            else if (errno != EINTR && errno != ECONNABORTED && errno != EAGAIN)
-                usleep(100000); /* a listener gone bad: do not spin */
-            continue;
-        }
-        if (rt_stopping() || !rt_conn_admit(fd)) {
-            close(fd);
-            continue;
-        }
-        rt_tune_accepted(fd);
-        struct handoff *c = calloc(1, sizeof(*c));
-        pthread_t t;
-        if (!c)
-            goto drop;
-        c->c.fd = fd;
-        rt_conn_set_peer(&c->c, (struct sockaddr *) &ss);
-        if (pool_hand_over(c))
-            continue;
-        if (pthread_create(&t, &attr, conn_thread, c) != 0) {
-            free(c);
-            goto drop;
-        }
-        continue;
-    drop:
-        rt_count(RT_C_ERRORS, 1);
-        close(fd);
-        rt_conn_release();
-    }
-    pthread_attr_destroy(&attr);
-    return NULL;
-}
-
-/* ---- start, stop, finish ---- */
-
-int rt_start(const struct rt_config *cfg)
-{
-    rt_g.cfg = cfg;
-    rt_g.stop_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-    if (rt_g.stop_fd < 0)
-        return -errno;
-    int n = cfg->model == RT_MODEL_EPOLL ? cfg->workers : 1;
-    if (n > (int) (sizeof(rt_g.listen_fds) / sizeof(rt_g.listen_fds[0])))
-        n = sizeof(rt_g.listen_fds) / sizeof(rt_g.listen_fds[0]);
-    int inherited = inherited_listener(cfg);
-    if (inherited == -EINVAL)
-        return inherited;
-    if (inherited >= 0) {
-        /* one socket: every epoll worker waits on it (EPOLLEXCLUSIVE) */
-        rt_g.inherited = true;
-        for (int i = 0; i < n; i++)
-            rt_g.listen_fds[rt_g.nlisten++] = inherited;
-    }
-    for (int i = 0; i < n && !rt_g.inherited; i++) {
-        int fd = rt_open_listener(cfg, cfg->model == RT_MODEL_EPOLL);
-        if (fd < 0)
-            return fd;
-        rt_g.listen_fds[rt_g.nlisten++] = fd;
-    }
-    if (cfg->listening) {
-        int err = cfg->listening();
-        if (err)
-            return err < 0 ? err : -EPERM;
-    }
-    if (cfg->model == RT_MODEL_THREADS) {
-        int err =
-            pthread_create(&threads_acceptor, NULL, threads_accept_main, NULL);
-        return -err;
-    }
-    return rt_run_coro(cfg);
-}
-
-void rt_stop(void)
-{
-    if (atomic_exchange(&rt_g.stopping, true))
-        return;
-    uint64_t one = 1;
-    if (write(rt_g.stop_fd, &one, sizeof(one)) < 0) {
-        /* cannot fail for a fresh eventfd; stopping is polled anyway */
-    }
-    /* shutdown, not close: a worker may still hold the fd number, and a
-     * closed number could be reused by an accept. Blocked accepts return. */
-    for (int i = 0; i < rt_g.nlisten && !rt_g.inherited; i++)
-        shutdown(rt_g.listen_fds[i], SHUT_RDWR);
-    if (rt_g.cfg->model == RT_MODEL_THREADS)
-        pool_wake_all(); /* threads waiting for a connection exit */
-    if (rt_g.cfg->model != RT_MODEL_THREADS)
-        rt_wake_all();
-}
-
-void rt_finish(void)
-{
-    /* in-flight responses finish; each wait is bounded by the timeouts */
-    while (atomic_load(&live_conns_shared) > 0)
-        usleep(10000);
-    atomic_store(&rt_g.exiting, true);
-    if (rt_g.cfg->model == RT_MODEL_THREADS) {
-        pthread_join(threads_acceptor, NULL);
-    } else {
-        rt_wake_all();
-        rt_join_coro();
-    }
-    for (int i = 0; i < (rt_g.inherited ? 1 : rt_g.nlisten); i++)
-        close(rt_g.listen_fds[i]);
-    urcu_memb_barrier(); /* run pending call_rcu callbacks */
 }

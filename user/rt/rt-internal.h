@@ -157,10 +157,14 @@ int rt_worker_data_init(struct rt_worker *w);
 void rt_worker_flush(struct rt_worker *w);
 void rt_worker_data_exit(struct rt_worker *w);
 
-/* Accounting of live connections for --max-conns; returns false (and
- * sends a 503) when fd must be refused; the caller then closes it. */
-bool rt_conn_admit(int fd);
-void rt_conn_release(void);
+/* Admission (rt-admit.c): the live connections against --max-conns and
+ * each client address's against --max-conns-per-ip. c has its fd and its
+ * peer (rt_conn_set_peer); false (and cfg->refuse called) when it must be
+ * refused, and the caller then closes c->fd. Every admitted connection is
+ * released once, with the same peer. */
+int rt_admit_init(const struct rt_config *cfg);
+bool rt_conn_admit(const struct rt_conn *c);
+void rt_conn_release(const struct rt_conn *c);
 /* An idle connection whose time is up may still be sending: a response or
  * an echo queued whole in the socket and read slowly by the client. True
  * (for one more idle period) when bytes are queued and the client took
@@ -170,8 +174,16 @@ bool rt_conn_still_sending(struct rt_conn *c);
 void rt_conn_set_peer(struct rt_conn *c, const struct sockaddr *sa);
 void rt_tune_accepted(int fd);
 int rt_open_listener(const struct rt_config *cfg, bool reuseport);
+/* Add the counters of the threads that are not coroutine workers. */
+void rt_counters_add_shared(uint64_t out[RT_NCOUNTERS]);
 /* The program's name for messages (cfg->name). */
 const char *rt_name(void);
+
+/* The threads model (rt-threads.c): its acceptor thread, the wakeup of the
+ * threads waiting for a connection (at a stop), the acceptor's join. */
+int rt_run_threads(void);
+void rt_threads_wake_all(void);
+void rt_join_threads(void);
 
 int rt_run_coro(const struct rt_config *cfg);
 /* Add the coroutine workers' counters to out[]. */

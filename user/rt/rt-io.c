@@ -133,6 +133,23 @@ ssize_t rt_read(struct rt_conn *c,
     }
 }
 
+/* What a send loop makes of one call's result n: the bytes sent (0 when
+ * it is to try again: interrupted, or it waited for room) or, below 0,
+ * why it gives up. */
+static ssize_t send_step(struct rt_conn *c, ssize_t n, int timeout_ms)
+{
+    if (n == -EINTR)
+        return 0;
+    if (n == -EAGAIN) {
+        int r = send_wait(c, timeout_ms);
+        return r < 0 ? send_failed(r) : 0;
+    }
+    if (n < 0)
+        return send_failed((int) n);
+    rt_count(RT_C_BYTES_OUT, (uint64_t) n);
+    return n;
+}
+
 ssize_t rt_sendv(struct rt_conn *c,
                  struct iovec *iov,
                  int iovcnt,
@@ -142,18 +159,10 @@ ssize_t rt_sendv(struct rt_conn *c,
     ssize_t total = 0;
     while (iovcnt > 0) {
         struct msghdr m = {.msg_iov = iov, .msg_iovlen = iovcnt};
-        ssize_t n = sys_sendmsg(c->fd, &m, more ? MSG_MORE : 0);
-        if (n == -EINTR)
-            continue;
-        if (n == -EAGAIN) {
-            int r = send_wait(c, timeout_ms);
-            if (r < 0)
-                return send_failed(r);
-            continue;
-        }
+        ssize_t n = send_step(c, sys_sendmsg(c->fd, &m, more ? MSG_MORE : 0),
+                              timeout_ms);
         if (n < 0)
-            return send_failed((int) n);
-        rt_count(RT_C_BYTES_OUT, (uint64_t) n);
+            return n;
         total += n;
         while (iovcnt > 0 && (size_t) n >= iov->iov_len) {
             n -= iov->iov_len;
@@ -174,18 +183,11 @@ ssize_t rt_send(struct rt_conn *c, const void *buf, size_t len, int timeout_ms)
 {
     size_t done = 0;
     while (done < len) {
-        ssize_t n = sys_send(c->fd, (const char *) buf + done, len - done);
-        if (n == -EINTR)
-            continue;
-        if (n == -EAGAIN) {
-            int r = send_wait(c, timeout_ms);
-            if (r < 0)
-                return send_failed(r);
-            continue;
-        }
+        ssize_t n =
+            send_step(c, sys_send(c->fd, (const char *) buf + done, len - done),
+                      timeout_ms);
         if (n < 0)
-            return send_failed((int) n);
-        rt_count(RT_C_BYTES_OUT, (uint64_t) n);
+            return n;
         done += (size_t) n;
     }
     return (ssize_t) done;
@@ -206,20 +208,12 @@ ssize_t rt_sendfile(struct rt_conn *c,
     size_t left = count;
     while (left > 0) {
         ssize_t n = sys_sendfile(c->fd, file_fd, &offset, left);
-        if (n == -EINTR)
-            continue;
-        if (n == -EAGAIN) {
-            int r = send_wait(c, timeout_ms);
-            if (r < 0)
-                return send_failed(r);
-            continue;
-        }
-        if (n < 0)
-            return send_failed((int) n);
         if (n == 0)
             return send_failed(-EIO); /* the file shrank under us */
-        rt_count(RT_C_BYTES_OUT, (uint64_t) n);
-        left -= n;
+        n = send_step(c, n, timeout_ms);
+        if (n < 0)
+            return n;
+        left -= (size_t) n;
     }
     return count;
 }

@@ -1,5 +1,11 @@
 /* rt-sched.c — the two coroutine models.
  *
+ * Over 500 lines on purpose: the run queues, the per-worker timer heaps
+ * with their inboxes, the park/wake protocol and the worker loop are one
+ * scheduler whose invariants (below) hold across all of them, and the
+ * per-event path (wake, queue, run) stays in one translation unit where
+ * the compiler inlines it; accepting and start-up are the rest.
+ *
  * epoll: worker i owns listener i (SO_REUSEPORT), epoll set i, a local run
  *        queue and timer heap; its coroutines never leave it, so nothing in
  *        the hot path is shared.
@@ -268,7 +274,7 @@ static void coro_close(struct rt_worker *w, struct rt_coro *co)
     rt_coro_release_stack(co);
     timer_cancel(w, co);
     close(co->conn.fd); /* also leaves the epoll set */
-    rt_conn_release();
+    rt_conn_release(&co->conn);
     rt_coro_put(co);
 }
 
@@ -435,7 +441,9 @@ static int accept_all(struct rt_worker *w, int lfd)
             }
             return queued; /* EAGAIN, or the listener was shut down */
         }
-        if (rt_stopping() || !rt_conn_admit(fd)) {
+        struct rt_conn peer = {.fd = fd};
+        rt_conn_set_peer(&peer, (struct sockaddr *) &ss);
+        if (rt_stopping() || !rt_conn_admit(&peer)) {
             close(fd);
             continue;
         }
@@ -444,7 +452,7 @@ static int accept_all(struct rt_worker *w, int lfd)
         if (!co) {
             rt_count(RT_C_ERRORS, 1);
             close(fd);
-            rt_conn_release();
+            rt_conn_release(&peer);
             continue;
         }
         rt_conn_set_peer(&co->conn, (struct sockaddr *) &ss);
@@ -457,7 +465,7 @@ static int accept_all(struct rt_worker *w, int lfd)
             rt_count(RT_C_ERRORS, 1);
             atomic_store(&co->wstate, RT_ST_DEAD);
             close(fd);
-            rt_conn_release();
+            rt_conn_release(&co->conn);
             rt_coro_put(co);
             continue;
         }

@@ -71,6 +71,9 @@ struct rt_config {
     int port;
     int backlog;   /* listen(2) backlog; 0: 1024 */
     int max_conns; /* live connections; excess get 503 and close */
+    /* live connections from one client address (IPv4 and IPv4-mapped IPv6
+     * count as one); excess are refused as over max_conns; 0: no limit */
+    int max_conns_per_ip;
     /* RT_IDLE connections are closed after this; 0: never (a day) */
     int idle_timeout_ms;
     rt_handler_fn handler;
@@ -177,5 +180,78 @@ ssize_t rt_sendfile(struct rt_conn *c,
                     off_t offset,
                     size_t count,
                     int timeout_ms);
+
+/* ---- a server's command line, signals and counters file (rt-cli.c) ----
+ *
+ * The flags every server on the runtime takes alike, with one meaning and
+ * one default (docs/operating.md): -b/--bind, -p/--port, -t/--threads,
+ * -m/--model, -i/--idle-timeout-ms, -c/--max-conns, --backlog,
+ * -s/--stats-file, --version, -h/--help; a program adds its own long flags.
+ * rt_cli_serve is the rest of main(): signals taken by the main thread
+ * (SIGTERM/SIGINT stop, SIGUSR1 writes the counters, SIGHUP is ignored:
+ * every setting is a flag), the start and the stop. */
+#include <stdio.h>
+
+/* The shared defaults, for a struct rt_config initialiser (workers: one
+ * per core unless set). */
+#define RT_CLI_DEFAULTS                                                 \
+    .model = RT_MODEL_EPOLL, .backlog = 1024, .idle_timeout_ms = 30000, \
+    .max_conns = 10000
+
+/* One of the program's own flags: long only, key >= 256. */
+struct rt_cli_opt {
+    const char *name;
+    int key;
+    const char *arg;  /* the argument's name in --help; NULL: none */
+    const char *help; /* --help's text, lines after the first indented */
+};
+
+/* A line of the counters file: name and the rt_count index summed. */
+struct rt_cli_counter {
+    const char *name;
+    int which;
+};
+
+struct rt_cli {
+    const char *description; /* --help's paragraph under Usage */
+    const char *footer;      /* --help's last paragraph, or NULL */
+    /* A number given to -m (which meant another flag once): what to use
+     * instead, e.g. "the connection limit is --max-conns (-c)". */
+    const char *m_hint;
+    /* A program that runs its own threads in one model of its own: -m is
+     * refused, -t fills threads (not cfg->workers), and the runtime serves
+     * the connections as the program set cfg->model and cfg->workers. */
+    const char *one_model;
+    int threads;
+    const struct rt_cli_opt *opts; /* ended by {0}; NULL: none */
+    void (*option)(int key, const char *arg);
+    /* the counters file: "accepted" and "active", these, then more() */
+    const struct rt_cli_counter *counters; /* ended by {0} */
+    void (*more)(FILE *f);
+    /* rt_cli_serve: after the signals are blocked (threads started here
+     * inherit that) and before rt_start; non-zero: exit status 1 */
+    int (*start)(void);
+    /* rt_cli_serve: after rt_finish, before the last counters */
+    void (*stopped)(void);
+    const char *stats_file; /* -s, or NULL: stderr */
+};
+
+/* Parse argv into cfg and cli. Exits 0 after --help or --version, 2 on a
+ * bad argument (with the reason on stderr). */
+void rt_cli_parse(struct rt_cli *cli,
+                  struct rt_config *cfg,
+                  int argc,
+                  char **argv);
+/* A flag's number in [min, max], or exit 2 naming the flag. */
+long rt_cli_number(const char *flag, const char *arg, long min, long max);
+/* Start, serve until SIGTERM/SIGINT, stop, write the counters: main()'s
+ * exit status. */
+int rt_cli_serve(struct rt_cli *cli, struct rt_config *cfg);
+/* Write the counters to cli->stats_file (aside, then renamed: a reader
+ * never sees half a file), or stderr. */
+void rt_cli_write_counters(const struct rt_cli *cli);
+/* The calling worker's index (0 .. cfg->workers - 1), or -1 outside the
+ * epoll and mn workers. Read it afresh after a wait (mn). */
+int rt_worker_id(void);
 
 #endif /* KTCP_RT_H */

@@ -24,3 +24,9 @@ UNIT_TESTS += $(BUILD)/test-rt
 
 $(BUILD)/test-rt: user/rt/tests/test-rt.c $(BUILD)/user/rt/rt-coro.o $(BUILD)/user/rt/rt-timer.o
 	$(CC) $(CFLAGS) -Iuser/rt -o $@ $^ $(LDFLAGS) $(RT_LIBS)
+
+# Unit test of admission (--max-conns, --max-conns-per-ip and its table).
+UNIT_TESTS += $(BUILD)/test-rt-admit
+
+$(BUILD)/test-rt-admit: user/rt/tests/test-rt-admit.c $(BUILD)/user/rt/rt-admit.o $(BUILD)/user/rt/rt-core.o $(KTCP_USER_COMMON)
+	$(CC) $(CFLAGS) -Iuser/rt -o $@ $^ $(LDFLAGS) $(RT_LIBS)

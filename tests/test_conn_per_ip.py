@@ -1,0 +1,158 @@
+"""max_conns_per_ip on every engine: kecho.ko and khttpd.ko in the VM
+(their module parameter, kernel/common/ktcp_server.c), ktcp-echo and
+ktcp-httpd in each model on the host (--max-conns-per-ip, the user runtime's
+admission in user/rt/rt-admit.c). A client address past its limit is refused
+as past max_conns (khttpd and ktcp-httpd: a 503; the echo servers: closed);
+other addresses keep their own count; IPv4 and IPv4-mapped IPv6 are one
+address; a slot frees when its connection ends.
+"""
+import os
+import signal
+import subprocess
+import time
+
+import pytest
+
+from testlib import BUILD, free_port, require_kind, stats_file_counters, wait_port
+from test_kernel_modules import Served
+
+USER = [f"{prog}-{model}" for prog in ("ktcp-echo", "ktcp-httpd")
+        for model in ("threads", "epoll", "mn")]
+
+
+class UserServed(Served):
+    """ktcp-echo or ktcp-httpd started with the given options, listening
+    on ::ffff:127.0.0.1 (an IPv6 socket taking IPv4 clients: what the
+    default bind, every address, sees of an IPv4 client) or on bind.
+    connect() and served() are test_kernel_modules.Served's; the start is
+    its own (Served's loads a module)."""
+
+    def __init__(self, engine, tmp_path, bind="::ffff:127.0.0.1",
+                 host="127.0.0.1", max_conns_per_ip=0):
+        prog, model = engine.rsplit("-", 1)
+        self.name = prog
+        self.port = free_port()
+        self.stats = str(tmp_path / "stats")
+        cmd = [os.path.join(BUILD, prog), "--port", str(self.port), "--bind", bind,
+               "--model", model, "--threads", "2",
+               "--max-conns-per-ip", str(max_conns_per_ip)]
+        if prog == "ktcp-echo":
+            cmd += ["--stats-file", self.stats]
+        else:
+            (tmp_path / "a.txt").write_bytes(b"hello\n")
+            tmp_path.chmod(0o755)
+            cmd += ["--root", str(tmp_path), "--status-path", "/-/status"]
+            if os.geteuid() == 0:
+                cmd += ["--user", "nobody"]
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.PIPE, text=True)
+        wait_port(self.port, host=host, proc=self.proc)
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        try:
+            rc = self.proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            raise AssertionError(f"{self.name} did not exit after SIGTERM")
+        assert rc == 0, f"{self.name} exited {rc}: {self.proc.stderr.read()}"
+
+    def counters(self):
+        if self.name == "ktcp-echo":
+            return stats_file_counters(self.proc, self.stats)
+        else:
+            # from ::1 (not listened on) or a fresh IPv4 source of its own
+            with self.connect("127.0.0.1", source="127.0.0.9") as s:
+                s.sendall(b"GET /-/status HTTP/1.1\r\nHost: x\r\n"
+                          b"Connection: close\r\n\r\n")
+                got = b""
+                while (b := s.recv(65536)):
+                    got += b
+            assert got.startswith(b"HTTP/1.1 200 "), got[:60]
+            text = got.split(b"\r\n\r\n", 1)[1].decode()
+        return {k: int(v) for k, v in (line.split()[:2] for line in text.splitlines())}
+
+
+@pytest.fixture(params=USER + ["kecho", "khttpd"])
+def engine(request, tmp_path):
+    """start(ipv6=False, **params): the engine serving IPv4 clients (and, in
+    the VM, every address), or only ::1."""
+    started = []
+    user = request.param in USER
+    require_kind("user" if user else "kernel")
+
+    def start(ipv6=False, **params):
+        if user:
+            bind = "::1" if ipv6 else "::ffff:127.0.0.1"
+            m = UserServed(request.param, tmp_path, bind=bind,
+                           host="::1" if ipv6 else "127.0.0.1", **params)
+        else:
+            if ipv6:
+                params.update(bind="::1", host="::1")
+            m = Served(request.param, tmp_path, **params)
+        started.append(m)
+        return m
+
+    yield start
+    for m in started:
+        m.stop()
+
+
+def admitted(m, host="127.0.0.1", timeout=10):
+    """A connection m serves: the readiness probe's may still hold a slot."""
+    deadline = time.monotonic() + timeout
+    while True:
+        s = m.connect(host)
+        if m.served(s):
+            return s
+        s.close()
+        assert time.monotonic() < deadline, f"no connection from {host} admitted"
+        time.sleep(0.1)
+
+
+def test_max_conns_per_ip(engine):
+    m = engine(max_conns_per_ip=2)
+    kept = [admitted(m), admitted(m)]
+    try:
+        with m.connect("127.0.0.1") as extra:
+            assert not m.served(extra), "a third connection from 127.0.0.1 was served"
+        # IPv4-mapped IPv6 is the same client
+        with m.connect("::ffff:127.0.0.1") as extra:
+            assert not m.served(extra), "::ffff:127.0.0.1 was not counted as 127.0.0.1"
+        # Other addresses have their own count.
+        with m.connect("127.0.0.1", source="127.0.0.2") as a:
+            assert m.served(a)
+        for s in kept:  # the first two are still served
+            assert m.served(s)
+        assert m.counters()["refused"] >= 2
+        kept.pop().close()  # a slot frees when its connection ends
+        admitted(m).close()
+    finally:
+        for s in kept:
+            s.close()
+
+
+def test_max_conns_per_ip_ipv6(engine):
+    m = engine(ipv6=True, max_conns_per_ip=1)
+    kept = admitted(m, host="::1")
+    try:
+        with m.connect("::1") as extra:
+            assert not m.served(extra), "a second connection from ::1 was served"
+        assert m.served(kept)
+        kept.close()
+        kept = admitted(m, host="::1")  # its slot is free again
+    finally:
+        kept.close()
+
+
+def test_max_conns_per_ip_zero_is_no_limit(engine):
+    m = engine(max_conns_per_ip=0)
+    kept = [admitted(m) for _ in range(20)]
+    try:
+        for s in kept:
+            assert m.served(s)
+    finally:
+        for s in kept:
+            s.close()

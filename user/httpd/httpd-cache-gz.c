@@ -1,0 +1,106 @@
+/* httpd-cache-gz.c — the gzip copies of cached objects: a copy is built
+ * by the gzip threads (httpd-gzip.c), once per object (its building flag),
+ * and published with an atomic store; until then requests get identity.
+ * Only a small body already in memory is compressed on the spot. The
+ * objects, their references and the charge are httpd-cache.c's. */
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "httpd.h"
+
+/* Publish gz as o's copy (once) and charge it. */
+static const struct httpd_gz *publish(struct httpd_obj *o, struct httpd_gz *gz)
+{
+    struct httpd_gz *expected = NULL;
+    if (!atomic_compare_exchange_strong(&o->gz, &expected, gz)) {
+        free(gz); /* cannot happen with the building flag; be safe */
+        return expected;
+    }
+    httpd_cache_charge(o, gz->worthless ? sizeof(*gz) : sizeof(*gz) + gz->len);
+    return gz;
+}
+
+/* The not-smaller marker, for a build that cannot read its file: identity
+ * for this version from then on, and no build again. */
+static struct httpd_gz *gz_worthless(void)
+{
+    struct httpd_gz *gz = calloc(1, sizeof(*gz));
+    if (gz)
+        gz->worthless = true;
+    return gz;
+}
+
+struct build {
+    struct httpd_gzip_job job;
+    struct httpd_obj *obj;
+    char path[];
+};
+
+static void build_run(struct httpd_gzip_job *job)
+{
+    struct build *b = caa_container_of(job, struct build, job);
+    struct httpd_obj *o = b->obj;
+    struct httpd_gz *gz = NULL;
+    char *tmp = NULL;
+    const char *src = o->body;
+
+    if (!src) {
+        /* the file as the object knows it, or nothing */
+        int fd = httpd_open_beneath(b->path, O_RDONLY | O_NONBLOCK);
+        struct stat st;
+        if (fd >= 0 && fstat(fd, &st) == 0 && httpd_obj_is(o, &st) &&
+            (tmp = malloc(o->size ? o->size : 1)) &&
+            httpd_read_all(fd, tmp, o->size) == 0)
+            src = tmp;
+        if (fd >= 0)
+            close(fd);
+    }
+    gz = src ? httpd_gzip(src, o->size) : gz_worthless();
+    free(tmp);
+    if (gz)
+        publish(o, gz);
+    else
+        atomic_store(&o->building, false); /* out of memory: a later try */
+    httpd_obj_put(o);
+    free(b);
+}
+
+const struct httpd_gz *httpd_cache_gzip(struct httpd_file *f)
+{
+    struct httpd_obj *o = f->obj;
+    struct httpd_gz *gz = atomic_load(&o->gz);
+    if (gz)
+        return gz;
+    /* An entry the cache could not keep would be compressed again by every
+     * request: send identity instead (never recompress per request). */
+    if (!atomic_load(&f->in_table))
+        return NULL;
+    if (atomic_exchange(&o->building, true))
+        return NULL; /* being built: identity until it is there */
+    if (o->body && o->size <= HTTP_SERVER_GZIP_INLINE_MAX) {
+        gz = httpd_gzip(o->body, o->size);
+        if (gz)
+            return publish(o, gz);
+        atomic_store(&o->building, false);
+        return NULL;
+    }
+    struct build *b = malloc(sizeof(*b) + f->path_len + 1);
+    if (!b) {
+        atomic_store(&o->building, false);
+        return NULL;
+    }
+    b->job.run = build_run;
+    atomic_fetch_add(&o->refs, 1); /* the build's */
+    b->obj = o;
+    memcpy(b->path, f->path, f->path_len + 1);
+    if (!httpd_gzip_queue(&b->job)) {
+        /* the queue is full: a later request tries again */
+        atomic_store(&o->building, false);
+        httpd_obj_put(o);
+        free(b);
+    }
+    return NULL;
+}

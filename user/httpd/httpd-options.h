@@ -1,0 +1,45 @@
+/* httpd-options.h — ktcp-httpd's settings as the command line and a
+ * --config file give them (httpd-options.c), for httpd-main.c. */
+#ifndef KTCP_HTTPD_OPTIONS_H
+#define KTCP_HTTPD_OPTIONS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "httpd.h"
+
+/* Everything the options set. */
+struct settings {
+    struct rt_config rt;
+    const char *root;
+    bool gzip;
+    size_t cache_size;
+    const char *access_log; /* NULL: off */
+    const char *status_path;
+    const char *config;
+    bool gzip_static;
+    uint32_t expires;
+    const char *mime_types; /* "": the built-in table only */
+    bool mime_types_given;
+    struct http_error_page error_pages[HTTP_SERVER_ERROR_PAGES_MAX];
+    size_t error_pages_n;
+    const char *user;
+    bool dotfiles;
+};
+
+enum parse_result { PARSE_OK, PARSE_EXIT, PARSE_ERROR };
+
+/* Defaults, then --config's file, then the command line, into s. A
+ * message naming what is wrong is on stderr after PARSE_ERROR; PARSE_EXIT:
+ * --help or --version was answered. */
+enum parse_result httpd_load_settings(int argc,
+                                      char **argv,
+                                      struct settings *s);
+
+/* "ktcp-httpd: OPT VAL: WHY" on stderr; returns false. */
+bool httpd_bad_arg(const char *opt, const char *val, const char *why);
+
+/* --model's names, indexed by enum rt_model. */
+extern const char *const httpd_model_names[3];
+
+#endif /* KTCP_HTTPD_OPTIONS_H */

@@ -16,12 +16,16 @@ class EchoEngine:
     proto = "echo"
 
     def settle(self, timeout=10):
-        """Wait until the readiness probe's connection is gone."""
+        """Wait until the readiness probe's connection is gone: accepted
+        (the server may take it from its backlog after the probe closed)
+        and released."""
         deadline = time.monotonic() + timeout
-        while self.counters()["active"] != 0:
+        while True:
+            c = self.counters()
+            if c["accepted"] >= 1 and c["active"] == 0:
+                return self
             assert time.monotonic() < deadline, "readiness probe never closed"
             time.sleep(0.02)
-        return self
 
     def start(self, root=None, port=None, **options):
         super().start(root, port, **options)

@@ -435,7 +435,11 @@ def test_kcm_profile_runs_and_reports(tmp_path):
             for label in ("msg", "kcm")}
     for label, key in (("msg", "plain_qps"), ("kcm", "kcm_qps")):
         assert doc["cases"]["work"][key] == [r["qps"] for r in runs[label]]
-        assert all(r["qps"] > 0 and not any(r["errors"].values()) for r in runs[label])
+        assert all(r["qps"] > 0 for r in runs[label])
+    # msg-bench's errors (a stall on a loaded host) are flagged on the row
+    errs = sum(sum(r["errors"].values()) for rs in runs.values() for r in rs)
+    row = next(line for line in table.splitlines() if line.startswith("| work |"))
+    assert row.endswith(f"⚠ {errs} errors") if errs else row.endswith("|")
     mq = sum(doc["cases"]["work"]["plain_qps"]) / 2  # the median of two
     kq = sum(doc["cases"]["work"]["kcm_qps"]) / 2
     assert f"| {mq:,.0f} | {kq:,.0f} | {kq / mq:.2f} |" in table

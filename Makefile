@@ -133,10 +133,13 @@ soak: user modules
 run: deps all
 	scripts/run
 
+# make bench-echo, make bench-kcm: the echo bench (kecho.ko in each wq_mode and
+# ktcp-echo) and the KCM experiment, profiles of tools/bench that boot the VM
+# once each; results/<timestamp>-echo/, results/<timestamp>-kcm/.
 bench-echo: deps all
-	scripts/vm --timeout 3000 -- scripts/bench-echo
+	$(PYTHON) tools/bench/bench.py --profile echo
 bench-kcm: deps user
-	scripts/vm --timeout 1800 -- user/kcm/experiment.sh
+	$(PYTHON) tools/bench/bench.py --profile kcm
 
 # make bench: every engine beside nginx, host then one VM boot, <= 15 min
 # (bench-quick <= 3 min); results/<timestamp>/ (see BENCHMARKS.md).

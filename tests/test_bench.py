@@ -18,6 +18,7 @@ BENCH = os.path.join(TOP, "tools", "bench", "bench.py")
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 sys.path.insert(0, os.path.join(TOP, "tools", "bench"))
+sys.path.insert(0, os.path.join(TOP, "tools"))  # the engines package
 
 
 def _nginx():
@@ -169,8 +170,8 @@ def crasher_engine(script, crash_at):
         def __init__(self):
             super().__init__("crasher")
 
-        def argv(self, port, ctx):
-            return [sys.executable, str(script), str(port), ctx.docroot, str(crash_at)]
+        def argv(self, port, o):
+            return [sys.executable, str(script), str(port), o["root"], str(crash_at)]
 
     return Crasher()
 
@@ -357,3 +358,104 @@ def test_cost_functions_and_report(cost_smoke):
             assert f"| {engine} |" in md and cost.fmt_n(row[tool]["per_request"]) in md
     png = (out / "cost.png").read_bytes()
     assert png[:8] == PNG_MAGIC and len(png) > 5000
+
+
+# ---------------------------------------------------------------- echo and kcm profiles
+
+def _built(*names):
+    for b in names:
+        if not os.access(os.path.join(TOP, "build", b), os.X_OK):
+            pytest.skip(f"build/{b} not built (run make)")
+
+
+def test_echo_profile_runs_and_reports(tmp_path, monkeypatch):
+    """bench.py --profile echo in miniature, on the host: echo-bench against
+    ktcp-echo in two models as the profile runs each engine (in the VM,
+    kecho.ko in each wq_mode too), then its report: results.json holds
+    echo-bench's figures, results.md each engine's row with its ratio to
+    ktcp-echo, latency.png the CDF of the samples."""
+    _built("ktcp-echo", "echo-bench")
+    import bench
+    import echo_profile
+    import engines as eng
+    monkeypatch.setattr(bench, "drop_time_wait", lambda: 0)  # drop_tcp_socket.ko: VM only
+    s = {"BENCH_CLIENTS": 20, "BENCH_ROUNDS": 3, "BENCH_MIN_LEN": 1, "BENCH_MAX_LEN": 512}
+    out = tmp_path / "out"
+    out.mkdir()
+    for model in ("epoll", "mn"):
+        e = eng.UserEcho(str(tmp_path), model).start(idle_timeout_ms=None, max_conns=None,
+                                                     settle=False)
+        try:
+            echo_profile.run_one(e, str(out), s)
+        finally:
+            e.stop()
+    text = echo_profile.report(str(out), "test conditions")
+    with open(out / "results.json") as f:
+        doc = json.load(f)
+    assert doc["conditions"] == "test conditions"
+    assert set(doc["runs"]) == {"ktcp-echo", "ktcp-echo-mn"}
+    md = (out / "results.md").read_text()
+    assert text.strip() == md.strip() and "Conditions: test conditions" in md
+    peer = doc["runs"]["ktcp-echo"]["req_per_s"]
+    for name, r in doc["runs"].items():
+        assert r["ok"] == 60 and r["mismatches"] == 0 and r["failed_clients"] == 0, r
+        assert r["clients"] == 20 and r["rounds"] == 3 and r["max_len"] == 512
+        lat = r["latency_us"]
+        assert f"| {name} | {r['req_per_s']:.0f} | {r['req_per_s'] / peer:.2f} | " \
+               f"{lat['p50']:.0f} | {lat['p90']:.0f} | {lat['p99']:.0f} |" in md
+        assert len((out / f"{name}.samples").read_text().split()) == 60
+    png = (out / "latency.png").read_bytes()
+    assert png[:8] == PNG_MAGIC and len(png) > 5000
+
+
+def test_kcm_profile_runs_and_reports(tmp_path):
+    """bench.py --profile kcm in miniature, on the host (no AF_KCM here):
+    msg-bench against the plain twin for one case, filed under both servers'
+    names, then the report: table.md gives each column's median QPS, their
+    ratio and the published figures; summary.json every run's QPS and the
+    per-worker message counts the servers wrote at exit."""
+    _built("ktcp-msg-server", "msg-bench")
+    import kcm_profile
+    s = {"duration": 1, "rounds": 2, "threads": 2}
+    case = next(c for c in kcm_profile.CASES if c[0] == "work")
+    case = case[:4] + (200,)  # 200 µs of work: a short run still counts replies
+    out = tmp_path / "out"
+    out.mkdir()
+    for rnd in (1, 2):
+        for label in ("msg", "kcm"):
+            kcm_profile.run_case("msg", f"work-{label}-{rnd}", case, s, str(out))
+    text = kcm_profile.report(str(out), s)
+    table = (out / "table.md").read_text()
+    assert text.startswith(table.strip())
+    with open(out / "summary.json") as f:
+        doc = json.load(f)
+    assert set(doc["cases"]) == {"work"}  # the others: no result
+    assert "| large | ~5 KB messages, no work | (no result) |" in table
+    runs = {label: [json.loads((out / f"work-{label}-{r}.json").read_text()) for r in (1, 2)]
+            for label in ("msg", "kcm")}
+    for label, key in (("msg", "plain_qps"), ("kcm", "kcm_qps")):
+        assert doc["cases"]["work"][key] == [r["qps"] for r in runs[label]]
+        assert all(r["qps"] > 0 for r in runs[label])
+    # msg-bench's errors (a stall on a loaded host) are flagged on the row
+    errs = sum(sum(r["errors"].values()) for rs in runs.values() for r in rs)
+    row = next(line for line in table.splitlines() if line.startswith("| work |"))
+    assert row.endswith(f"⚠ {errs} errors") if errs else row.endswith("|")
+    mq = sum(doc["cases"]["work"]["plain_qps"]) / 2  # the median of two
+    kq = sum(doc["cases"]["work"]["kcm_qps"]) / 2
+    assert f"| {mq:,.0f} | {kq:,.0f} | {kq / mq:.2f} |" in table
+    assert "| 14,282 → 23,192 (latency 559 → 344 µs) | 1.62 |" in table
+    assert len(doc["cases"]["work"]["plain_worker_messages"]) == 2
+    for per in doc["cases"]["work"]["plain_worker_messages"]:
+        assert sum(int(n) for n in per.split("/")) > 0
+
+
+def test_experiment_profiles_run_only_in_the_vm(tmp_path):
+    """--phase vm of the echo and kcm profiles loads modules and AF_KCM: it
+    refuses to run outside the project VM."""
+    for profile in ("echo", "kcm"):
+        r = subprocess.run([sys.executable, BENCH, "--profile", profile, "--phase", "vm",
+                            "--out", str(tmp_path / profile)], capture_output=True, text=True,
+                           timeout=30, cwd=TOP, env={k: v for k, v in os.environ.items()
+                                                      if k != "KTCP_IN_VM"})
+        assert r.returncode == 1 and "runs inside the VM" in r.stderr, r
+        assert not (tmp_path / profile).exists()

@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from testlib import BUILD, free_port, require_kind, wait_port
+from testlib import BUILD, free_port, require_kind, stats_file_counters, wait_port
 from test_kernel_modules import Served
 
 USER = [f"{prog}-{model}" for prog in ("ktcp-echo", "ktcp-httpd")
@@ -61,14 +61,7 @@ class UserServed(Served):
 
     def counters(self):
         if self.name == "ktcp-echo":
-            if os.path.exists(self.stats):
-                os.unlink(self.stats)
-            self.proc.send_signal(signal.SIGUSR1)
-            deadline = time.monotonic() + 5
-            while not os.path.exists(self.stats):
-                assert time.monotonic() < deadline, "no counters after SIGUSR1"
-                time.sleep(0.01)
-            text = open(self.stats).read()
+            return stats_file_counters(self.proc, self.stats)
         else:
             # from ::1 (not listened on) or a fresh IPv4 source of its own
             with self.connect("127.0.0.1", source="127.0.0.9") as s:

@@ -15,7 +15,9 @@ import time
 import pytest
 
 from testlib import connect as connect_port, recv_exact, require_kind
-from echo_engines import ENGINES
+from engines import SUITE
+
+ENGINES = SUITE["echo"]
 
 
 @pytest.fixture(params=sorted(ENGINES))
@@ -302,7 +304,7 @@ def test_out_of_descriptors_pauses_accept_without_spinning(tmp_path):
     reached, the server neither spins on its listener nor stops serving, and
     queued clients are served once others leave."""
     require_kind("user")
-    from echo_engines import UserEcho
+    from engines import UserEcho
     echo = UserEcho(str(tmp_path)).start(threads=1, nofile=24)
     try:
         first = [connect(echo) for _ in range(12)]
@@ -377,7 +379,7 @@ def test_user_stop_cuts_an_echo_waiting_for_its_client(tmp_path):
     model, as kecho's unload drops pending echoes."""
     require_kind("user")
     import signal
-    from echo_engines import UserEcho
+    from engines import UserEcho
     for model in ("epoll", "mn", "threads"):
         echo = UserEcho(str(tmp_path), model).start(idle_timeout_ms=30000)
         s = connect(echo, timeout=10)

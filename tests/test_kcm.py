@@ -17,7 +17,6 @@ import errno
 import os
 import random
 import selectors
-import signal
 import socket
 import struct
 import subprocess
@@ -26,104 +25,48 @@ import time
 
 import pytest
 
-from testlib import BUILD, connect as connect_port, free_port, in_vm, recv_exact, run, selected_kinds, wait_port
+from testlib import BUILD, connect as connect_port, free_port, in_vm, recv_exact, run, selected_kinds
+from engines import SUITE, KcmServer
 
 MAX_MSG = 4096  # the suite runs the servers with --max-msg 4096
 
 
-class MsgEngine:
-    def __init__(self, name, exe, kind):
-        self.name, self.exe, self.kind = name, exe, kind
-        self.proc = None
-
-    def available(self):
-        """None when this engine can run here, else why not."""
-        if self.kind == "user":
-            if "user" in selected_kinds() or in_vm():
-                return None
-            return "the plain twin runs on the host or in the VM"
-        if "kernel" not in selected_kinds():
-            return (f"AF_KCM needs the guest kernel's kcm module: runs inside the VM "
-                    f"(make check-vm); KTCP_ENGINES={os.environ.get('KTCP_ENGINES', 'user')}")
-        if not in_vm():
-            return "AF_KCM is used only inside the project VM (scripts/vm)"
-        subprocess.run(["modprobe", "kcm"], capture_output=True)
-        try:
-            socket.socket(41, socket.SOCK_SEQPACKET, 0).close()
-        except OSError as e:
-            return f"socket(AF_KCM) fails in this guest: {e}"
-        return None
-
-    def start(self, threads=2, max_msg=MAX_MSG, tmpdir="/tmp"):
-        self.port = free_port()
-        self.stats_file = os.path.join(tmpdir, f"{self.name}.stats")
-        self.proc = subprocess.Popen(
-            [self.exe, "--port", str(self.port), "--bind", "127.0.0.1",
-             "--threads", str(threads), "--max-msg", str(max_msg),
-             "--stats-file", self.stats_file],
-            stderr=subprocess.PIPE, text=True)
-        wait_port(self.port, proc=self.proc)
-        self.threads = threads
-        return self
-
-    def ordered(self):
-        """Does this engine answer one connection's requests in order?"""
-        return self.kind == "user" or self.threads == 1
-
-    def alive(self):
-        return self.proc.poll() is None
-
-    def counters(self):
-        try:
-            os.unlink(self.stats_file)
-        except FileNotFoundError:
-            pass
-        self.proc.send_signal(signal.SIGUSR1)
-        deadline = time.monotonic() + 5
-        while not os.path.exists(self.stats_file):
-            assert time.monotonic() < deadline, f"{self.name} wrote no counters"
-            time.sleep(0.01)
-        return {k: int(v) for k, v in
-                (line.split() for line in open(self.stats_file).read().splitlines())}
-
-    def stop(self):
-        if self.proc and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                rc = self.proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                raise AssertionError(f"{self.name} did not exit within 20 s of SIGTERM")
-            assert rc == 0, f"{self.name} exited {rc}: {self.proc.stderr.read()}"
-        self.proc = None
+ENGINES = SUITE["msg"]
 
 
-ENGINES = {
-    "msg": lambda: MsgEngine("ktcp-msg-server", os.path.join(BUILD, "ktcp-msg-server"), "user"),
-    "kcm": lambda: MsgEngine("ktcp-kcm-server", os.path.join(BUILD, "ktcp-kcm-server"), "kernel"),
-}
+def unavailable(engine):
+    """None when this engine runs in this session, else why not: the twin
+    runs on the host or in the VM, the KCM server only in a VM selected for
+    kernel engines whose kernel has AF_KCM."""
+    if engine.kind == "user":
+        if "user" in selected_kinds() or in_vm():
+            return None
+        return "the plain twin runs on the host or in the VM"
+    if "kernel" not in selected_kinds():
+        return (f"AF_KCM needs the guest kernel's kcm module: runs inside the VM "
+                f"(make check-vm); KTCP_ENGINES={os.environ.get('KTCP_ENGINES', 'user')}")
+    return engine.unavailable()
 
 
 @pytest.fixture(params=sorted(ENGINES))
 def msg_engine(request, tmp_path):
-    engine = ENGINES[request.param]()
-    why = engine.available()
+    engine = ENGINES[request.param](str(tmp_path))
+    why = unavailable(engine)
     if why:
         pytest.skip(why)
-    engine.tmpdir = str(tmp_path)
     yield engine
     engine.stop()
 
 
 @pytest.fixture
 def server(msg_engine):
-    return msg_engine.start(threads=2, tmpdir=msg_engine.tmpdir)
+    return msg_engine.start(threads=2, max_msg=MAX_MSG)
 
 
 @pytest.fixture
 def server1(msg_engine):
     """One worker: every engine promises order."""
-    return msg_engine.start(threads=1, tmpdir=msg_engine.tmpdir)
+    return msg_engine.start(threads=1, max_msg=MAX_MSG)
 
 
 def frame(body):
@@ -420,7 +363,7 @@ def test_kcm_loads_one_parser_for_all_connections(msg_engine):
     if msg_engine.kind != "kernel":
         pytest.skip("only the KCM server has a BPF parser")
     before = loaded_parsers()
-    server = msg_engine.start(threads=2, tmpdir=msg_engine.tmpdir)
+    server = msg_engine.start(threads=2, max_msg=MAX_MSG)
     assert wait_parsers(before + 1) == before + 1
     socks = [connect(server) for _ in range(40)]
     try:
@@ -508,11 +451,11 @@ def test_kcm_server_runs_as_installed(msg_engine, tmp_path):
     bindir.mkdir(parents=True)
     exe = bindir / "ktcp-kcm-server"
     subprocess.run(["install", "-m", "0755", msg_engine.exe, str(exe)], check=True)
-    engine = MsgEngine("ktcp-kcm-server-installed", str(exe), "kernel")
+    engine = KcmServer(str(tmp_path), exe=str(exe), name="ktcp-kcm-server-installed")
     cwd = os.getcwd()
     os.chdir(tmp_path)
     try:
-        engine.start(threads=1, tmpdir=str(tmp_path))
+        engine.start(threads=1, max_msg=MAX_MSG)
     finally:
         os.chdir(cwd)
     try:

@@ -18,7 +18,9 @@ import pytest
 
 from testlib import (skip_on_debug_kernel, ROOT, free_port, kthread_pids, module_path, require_kind, run, slab_bytes,
                      task_cpu_seconds, wait_port)
-from echo_engines import KECHO_KO, KernelEcho
+from engines import KernelEcho
+
+KECHO_KO = module_path("kecho")
 
 
 @pytest.fixture(autouse=True)

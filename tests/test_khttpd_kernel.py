@@ -18,9 +18,9 @@ import pytest
 
 from testlib import (skip_on_debug_kernel, BUILD, ROOT, free_port, kthread_pids, module_path, require_kind, run,
                      slab_bytes, wait_port)
+from engines import HTTPD_BIN
 
 KHTTPD_KO = module_path("khttpd")
-HTTPD_BIN = os.path.join(BUILD, "ktcp-httpd")
 PARAMS = "/sys/module/khttpd/parameters"
 BIG = 16 * 1024 * 1024
 

@@ -6,7 +6,7 @@ import signal
 import pytest
 
 from testlib import connect, recv_exact, require_kind
-from echo_engines import UserEcho
+from engines import UserEcho
 
 
 @pytest.fixture

@@ -6,15 +6,14 @@ one default each, and the two message servers honour the runtime's
 ktcp-kcm-server serves only where AF_KCM exists: inside the VM
 (KTCP_ENGINES=kernel); the twin runs on the host and in the VM."""
 import os
-import signal
 import struct
 import subprocess
 import time
 
 import pytest
 
-from testlib import (BUILD, connect, free_port, in_vm, recv_exact, run, selected_kinds,
-                     stats_file_counters, wait_port)
+from testlib import BUILD, connect, in_vm, recv_exact, run, selected_kinds
+from engines import KcmServer, MsgServer
 
 SERVERS = ["ktcp-echo", "ktcp-msg-server", "ktcp-kcm-server"]
 # flags whose --help line is the same, word for word, in every server
@@ -63,19 +62,13 @@ def kcm_why_not():
     return f"no kcm module in this guest: {r.stderr.strip()}" if r.returncode else None
 
 
-class Server:
-    def __init__(self, exe, tmpdir, *args):
-        self.port = free_port()
-        self.stats = os.path.join(tmpdir, exe + ".stats")
-        self.proc = subprocess.Popen(
-            [os.path.join(BUILD, exe), "--port", str(self.port), "--bind", "127.0.0.1",
-             "--stats-file", self.stats, *args],
-            stderr=subprocess.PIPE, text=True)
-        wait_port(self.port, proc=self.proc)
+def Server(exe, tmpdir, *args):
+    """The message server exe with args, its counters in tmpdir."""
+    cls = {"ktcp-msg-server": ServerFlags, "ktcp-kcm-server": KcmServerFlags}[exe]
+    return cls(tmpdir).start(threads=None, args=args)
 
-    def counters(self):
-        return stats_file_counters(self.proc, self.stats)
 
+class ServerFlags(MsgServer):
     def wait_idle(self):
         """Until the server holds no connection (wait_port's probe gone)."""
         deadline = time.monotonic() + 20
@@ -83,11 +76,9 @@ class Server:
             assert time.monotonic() < deadline, "connections never closed"
             time.sleep(0.05)
 
-    def stop(self):
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            rc = self.proc.wait(timeout=20)
-            assert rc == 0, self.proc.stderr.read()
+
+class KcmServerFlags(ServerFlags, KcmServer):
+    pass
 
 
 @pytest.fixture(params=["ktcp-msg-server", "ktcp-kcm-server"])

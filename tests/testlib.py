@@ -7,35 +7,22 @@ by KTCP_ENGINES: "user" (the default: user-space engines on the host) or
 An engine that is not selected is skipped with the reason written out.
 """
 import os
-import signal
 import socket
-import subprocess
-import time
+import sys
 
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-BUILD = os.path.join(ROOT, "build")
-
-
-def module_path(name):
-    """The .ko of kernel/<name>/ built for the running kernel (make modules
-    writes build/modules/<release>/kernel/<name>/<name>.ko); KTCP_KO_DIR
-    names another folder holding <name>.ko (an older build, to show that a
-    test fails without a fix)."""
-    other = os.environ.get("KTCP_KO_DIR")
-    if other:
-        return os.path.join(other, name + ".ko")
-    return os.path.join(BUILD, "modules", os.uname().release, "kernel", name, name + ".ko")
+sys.path.insert(0, os.path.join(ROOT, "tools"))
+# How engines start, stop and are waited for, and where the builds are: one
+# package for the suites and the bench (tools/engines).
+from engines import (BUILD, free_port, in_vm, module_path, run,  # noqa: E402,F401
+                     stats_file_counters, wait_port)
 
 
 def selected_kinds():
     v = os.environ.get("KTCP_ENGINES", "user")
     return {"user", "kernel"} if v == "all" else {v}
-
-
-def in_vm():
-    return os.environ.get("KTCP_IN_VM") == "1"
 
 
 def skip_on_debug_kernel():
@@ -54,34 +41,6 @@ def require_kind(kind):
         pytest.skip(f"{kind} engines run {where}; KTCP_ENGINES={os.environ.get('KTCP_ENGINES', 'user')}")
     if kind == "kernel" and not in_vm():
         pytest.skip("kernel engines are loaded only inside the project VM (scripts/vm)")
-
-
-def free_port():
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_port(port, host="127.0.0.1", timeout=20.0, proc=None):
-    """Wait until something accepts on host:port; fail early if proc died."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc is not None and proc.poll() is not None:
-            raise RuntimeError(f"server exited with {proc.returncode} before listening on {port}")
-        try:
-            with socket.create_connection((host, port), timeout=1):
-                return
-        except OSError:
-            time.sleep(0.05)
-    raise TimeoutError(f"nothing listening on {host}:{port} after {timeout}s")
-
-
-def run(cmd, check=True, **kw):
-    """Run a command, showing its output in the test log when it fails."""
-    r = subprocess.run(cmd, capture_output=True, text=True, **kw)
-    if check and r.returncode != 0:
-        raise AssertionError(f"{cmd} exited {r.returncode}\nstdout:\n{r.stdout}\nstderr:\n{r.stderr}")
-    return r
 
 
 def connect(port, timeout=10):
@@ -136,20 +95,3 @@ def task_cpu_seconds(pid):
     with open(f"/proc/{pid}/stat") as f:
         fields = f.read().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def stats_file_counters(proc, path, timeout=5.0):
-    """The counters a user-space server writes to its --stats-file on
-    SIGUSR1 (user/rt/rt-cli.c: "name value" lines, written aside and
-    renamed), fresh: the old file is removed first."""
-    try:
-        os.unlink(path)
-    except FileNotFoundError:
-        pass
-    proc.send_signal(signal.SIGUSR1)
-    deadline = time.monotonic() + timeout
-    while not os.path.exists(path):
-        assert time.monotonic() < deadline, f"no counters in {path} after SIGUSR1"
-        time.sleep(0.01)
-    with open(path) as f:
-        return {k: int(v) for k, v in (line.split() for line in f.read().splitlines())}

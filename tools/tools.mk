@@ -1,4 +1,5 @@
-# Load generators: htstress (HTTP), lat (round-trip floors), echo-bench.
+# Load generators: htstress (HTTP), lat (round-trip floors), echo-bench,
+# msg-bench (the length-prefixed message servers, docs/kcm.md).
 # libc + pthreads only; the shared pieces are small objects linked into each.
 
 TOOLS_CFLAGS := $(CFLAGS) -Itools -Iuser/common
@@ -16,11 +17,14 @@ $(BUILD)/lat: $(addprefix $(BUILD)/tools/,lat.o hist.o common.o) $(KTCP_VERSION_
 $(BUILD)/echo-bench: $(addprefix $(BUILD)/tools/,echo-bench.o hist.o common.o) $(KTCP_VERSION_OBJ)
 	$(CC) $(LDFLAGS) -o $@ $^
 
+$(BUILD)/msg-bench: $(addprefix $(BUILD)/tools/,msg-bench.o hist.o common.o) $(KTCP_VERSION_OBJ)
+	$(CC) $(LDFLAGS) -o $@ $^ -lm
+
 $(BUILD)/hist-test: $(addprefix $(BUILD)/tools/,hist-test.o hist.o)
 	$(CC) $(LDFLAGS) -o $@ $^
 
 $(BUILD)/http-response-test: $(addprefix $(BUILD)/tools/,http-response-test.o http-response.o)
 	$(CC) $(LDFLAGS) -o $@ $^
 
-BINS += $(BUILD)/htstress $(BUILD)/lat $(BUILD)/echo-bench
+BINS += $(BUILD)/htstress $(BUILD)/lat $(BUILD)/echo-bench $(BUILD)/msg-bench
 UNIT_TESTS += $(BUILD)/hist-test $(BUILD)/http-response-test

@@ -1,6 +1,6 @@
 """The HTTP conformance suite's plumbing: an engine is a fixture.
 
-http_engine is parametrised over every HTTP engine (http_engines.ENGINES):
+http_engine is parametrised over every HTTP engine (engines.SUITE["http"], tools/engines):
 the three models of ktcp-httpd on the host (KTCP_ENGINES=user) and khttpd.ko
 inside the VM (KTCP_ENGINES=kernel). One instance per engine serves the
 shared docroot for the whole session; a test that needs other options
@@ -12,7 +12,9 @@ import pytest
 
 from docroot import build_docroot
 from testlib import require_kind
-from http_engines import ENGINES
+from engines import SUITE
+
+ENGINES = SUITE["http"]
 
 
 class Served:

@@ -5,7 +5,6 @@ each model of the user-space server; khttpd has none of these (its counters
 are /proc/net/khttpd, checked in the VM suite)."""
 import os
 import re
-import resource
 import signal
 import subprocess
 import time
@@ -13,7 +12,7 @@ import time
 import pytest
 
 from testlib import free_port
-from http_engines import HTTPD_BIN
+from engines import HTTPD_BIN, UserHttpd
 from rawhttp import Conn, get
 
 MODELS = ["threads", "epoll", "mn"]
@@ -45,47 +44,21 @@ def site(tmp_path):
     return root
 
 
-class Server:
+class Server(UserHttpd):
     """ktcp-httpd started with any flags; stop() asserts a clean exit."""
 
     def __init__(self, tmp_path, model, root, *flags, nofile=None):
-        self.port = free_port()
-        self.err_path = str(tmp_path / f"httpd-{model}-{self.port}.err")
-        self.err = open(self.err_path, "w")
+        super().__init__(model, str(tmp_path))
         # run as root, these servers stay root: their logs and --config
         # files live in root's private tmp, where a reload or a reopen as
         # nobody could not reach them (tests/http/test_http_security.py
-        # covers --user)
-        as_root = ["--user", "root"] if os.geteuid() == 0 else []
-        self.cmd = [HTTPD_BIN, "--root", str(root), "--port", str(self.port),
-                    "--bind", "127.0.0.1", "--model", model, "--threads", "2",
-                    *as_root, *flags]
-        limit = (lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, nofile))) \
-            if nofile else None
-        self.proc = subprocess.Popen(self.cmd, stdout=subprocess.DEVNULL,
-                                     stderr=self.err, preexec_fn=limit)
-        # the listeners are open once it says so: no probe connection, so
-        # the counters hold only what a test did
-        deadline = time.monotonic() + 20
-        while "ktcp-httpd: serving" not in self.stderr():
-            assert self.proc.poll() is None, f"ktcp-httpd exited:\n{self.stderr()}"
-            assert time.monotonic() < deadline, "ktcp-httpd did not start"
-            time.sleep(0.02)
+        # covers --user). The listeners are open once it says so: no probe
+        # connection, so the counters hold only what a test did.
+        self.start(str(root), threads=2, user="root", idle_timeout_ms=None, max_conns=None,
+                   gzip=None, args=flags, nofile=nofile, ready="ktcp-httpd: serving")
 
     def stderr(self):
-        return open(self.err_path).read()
-
-    def stop(self):
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-        try:
-            rc = self.proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-            raise AssertionError("ktcp-httpd did not exit after SIGTERM")
-        self.err.close()
-        assert rc == 0, f"ktcp-httpd exited {rc}:\n{self.stderr()}"
+        return self.log_text()
 
 
 @pytest.fixture
@@ -98,7 +71,7 @@ def server(tmp_path):
         return s
     yield start
     for s in started:
-        if s.proc.returncode is None:
+        if s.proc is not None and s.proc.returncode is None:
             s.stop()
 
 

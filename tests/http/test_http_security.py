@@ -18,7 +18,7 @@ import pytest
 
 from docroot import (CROWDED, LISTING_MAX_ENTRIES, LONG_DIR, LONG_SEGMENT,
                      SORTED, SORTED_DIRS)
-from http_engines import HTTPD_BIN
+from engines import HTTPD_BIN
 from rawhttp import Conn, get
 from testlib import free_port
 

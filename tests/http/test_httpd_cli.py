@@ -6,7 +6,7 @@ import subprocess
 import pytest
 
 from testlib import require_kind
-from http_engines import HTTPD_BIN, UserHttpd
+from engines import HTTPD_BIN, UserHttpd
 from rawhttp import get
 
 FLAGS = ["--root", "--port", "--bind", "--threads", "--model", "--idle-timeout-ms",

@@ -2,6 +2,7 @@
 """ktcp bench: every engine beside nginx on the same workloads, in one run.
 
     tools/bench/bench.py [--profile full|quick|smoke] [--out DIR] [--no-vm] [--no-host]
+    tools/bench/bench.py --profile echo|kcm [--out DIR]
 
 The host phase runs here (ktcp-httpd in each model, ktcp-echo, nginx, lwan
 when LWAN=/path/to/lwan is set or lwan is on PATH); the VM phase boots scripts/vm once and runs this same file
@@ -13,9 +14,15 @@ and the PNG plots (tools/bench/report.py).
 Every run is bounded by count and time; a run that would overrun the
 profile's budget is skipped and listed as such, never waited for. An
 engine that crashes, fails to start or answers wrongly gets that as the
-run's result ("crashed", "error: ..."), and the bench goes on."""
+run's result ("crashed", "error: ..."), and the bench goes on.
+
+Two profiles are experiments of their own, each one VM boot, results in
+results/<timestamp>-<profile>/: echo (kecho.ko in each wq_mode and ktcp-echo
+under echo-bench, echo_profile.py) and kcm (the KCM server and its plain-TCP
+twin under msg-bench, kcm_profile.py)."""
 import argparse
 import gzip
+import importlib
 import json
 import os
 import platform
@@ -27,12 +34,46 @@ import time
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import engines as eng  # noqa: E402
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import engines as eng  # noqa: E402  (tools/engines)
 import memcheck  # noqa: E402
 import plan  # noqa: E402
 
 TOP = eng.TOP
 PY = sys.executable
+
+
+# What each server runs with in the bench, beside the document root: one
+# worker per core (the cost bench: 1), keep-alive 60 s, the servers' own
+# connection limits (the modules': 20000), ktcp-httpd as nginx ("user root;").
+BENCH_OPTIONS = {
+    "ktcp-httpd": {"idle_timeout_ms": 60000, "max_conns": None, "gzip": None, "user": "root"},
+    "ktcp-echo": {"idle_timeout_ms": None, "max_conns": None, "settle": False},
+    "khttpd": {"idle_timeout_ms": 60000, "max_conns": 20000},
+    "kecho": {"idle_timeout_ms": None, "max_conns": 20000, "settle": False},
+}
+
+
+def workers(ctx):
+    """Worker threads or processes an engine runs: one per core for make
+    bench; the cost bench (cost.py) sets ctx.workers = 1."""
+    return getattr(ctx, "workers", None) or os.cpu_count()
+
+
+def start_engine(e, port, ctx):
+    """Start engine e on port as the bench runs it: serving ctx.docroot,
+    logging into ctx.tmp, under ctx.wrap (the cost bench's valgrind) if
+    set, given ctx.start_timeout_s (default 10 s) to listen. A module left
+    loaded by an earlier run is unloaded first."""
+    o = dict(BENCH_OPTIONS.get(e.family, {}))
+    if e.kernel:
+        e.unload_stale()
+    else:
+        o.update(threads=workers(ctx), logdir=ctx.tmp, nofile="max", wrap=getattr(ctx, "wrap", None),
+                 start_timeout=getattr(ctx, "start_timeout_s", 10.0))
+        if e.family == "nginx":
+            o["gzip_static"] = getattr(ctx, "gzip_static", False)
+    return e.start(ctx.docroot, port, **o)
 
 
 def log(msg):
@@ -309,14 +350,14 @@ def run_one(run, rec, e, env, ctx, samples_dir, ports, ensure):
         rec.update(run_lat(run, e.port if e else None))
     elif run["suite"] == "memory":
         # a fresh instance: VmHWM must not remember the load runs
-        e.stop()
+        e.stop(check=False)
         ports.pop(name, None)
         e, err = ensure(name)
         if e is None:
             rec.update(status="failed", reason=err)
         else:
             rec.update(run_memory(run, e, ctx))
-            e.stop()
+            e.stop(check=False)
             ports.pop(name, None)
 
 
@@ -369,14 +410,14 @@ def run_phase(env, profile, out, budget_s):
         if e.kernel or name not in ports:
             try:
                 port = eng.free_port()
-                e.start(port, ctx)
+                start_engine(e, port, ctx)
                 ports[name] = port
-                if e.kind == "http" and not e.kernel:
+                if e.proto == "http" and not e.kernel:
                     for wl in plan.HTTP_WORKLOADS:
                         why = check_workload(port, wl, ctx.docroot)
                         if why:
                             ctx.checks.setdefault(name, {})[wl] = why
-            except (RuntimeError, OSError, subprocess.SubprocessError) as ex:
+            except (RuntimeError, OSError, subprocess.SubprocessError, eng.Unsupported) as ex:
                 failed_start[name] = str(ex)
                 return None, str(ex)
         return e, None
@@ -413,7 +454,7 @@ def run_phase(env, profile, out, budget_s):
                 rec.update(status="error", reason=f"{type(ex).__name__}: {ex}")
             finally:
                 if e is not None and e.kernel:
-                    e.stop()
+                    e.stop(check=False)
             if e is not None and not e.kernel:
                 died = e.died()
                 if died:
@@ -452,7 +493,7 @@ def run_phase(env, profile, out, budget_s):
 
     for e in by_name.values():
         try:
-            e.stop()
+            e.stop(check=False)
         except Exception:  # noqa: BLE001 - best effort at the end
             pass
     if env == "vm":
@@ -479,7 +520,7 @@ def run_vm(profile, out, deadline_epoch):
     left = deadline_epoch - time.time()
     if left < 90:
         return f"not enough of the time budget left for a VM boot ({left:.0f} s)"
-    for ko in (eng.KECHO_KO, eng.DROP_KO):
+    for ko in (eng.module_path("kecho"), eng.DROP_KO):
         if not os.path.exists(ko):
             return f"{os.path.relpath(ko, TOP)} not built (make modules)"
     stage = tempfile.mkdtemp(prefix="bench-vm-", dir=os.path.join(TOP, "build"))
@@ -520,15 +561,53 @@ def run_vm(profile, out, deadline_epoch):
     return None
 
 
+# --profile NAME -> the module that runs that experiment inside the VM
+EXPERIMENTS = {"echo": "echo_profile", "kcm": "kcm_profile"}
+
+
+def run_experiment(profile, out, phase):
+    """An experiment profile: inside the VM (--phase vm, or already in it)
+    run it into out; on the host boot the VM once to do so. The guest sees
+    only the repository writable: a folder elsewhere is filled from a stage
+    under build/."""
+    mod = importlib.import_module(EXPERIMENTS[profile])
+    out = os.path.abspath(out or os.path.join(
+        TOP, "results", f"{time.strftime('%Y%m%d-%H%M%S')}-{profile}"))
+    if phase == "vm" or eng.in_vm():
+        if not eng.in_vm():
+            sys.exit(f"bench: --profile {profile} --phase vm runs inside the VM (scripts/vm)")
+        os.makedirs(out, exist_ok=True)
+        mod.run(out)
+        log(f"bench: {profile}: results in {out}")
+        return 0
+    inside = out if out.startswith(TOP + os.sep) else \
+        tempfile.mkdtemp(prefix=f"bench-{profile}-", dir=os.path.join(TOP, "build"))
+    env = [f"{k}={os.environ[k]}" for k in mod.ENV_KEYS if k in os.environ]
+    argv = [os.path.join(TOP, "scripts", "vm"), "--timeout", str(mod.VM_TIMEOUT_S), "--",
+            "env", *env, os.path.join(TOP, ".venv", "bin", "python"), os.path.abspath(__file__),
+            "--profile", profile, "--phase", "vm", "--out", inside]
+    log(f"bench: {profile}: booting scripts/vm, results in {os.path.relpath(out, os.getcwd())}")
+    rc = subprocess.run(argv, cwd=TOP).returncode
+    if inside != out:
+        os.makedirs(out, exist_ok=True)
+        for name in os.listdir(inside):
+            os.replace(os.path.join(inside, name), os.path.join(out, name))
+        os.rmdir(inside)
+        log(f"bench: {profile}: moved to {out}")
+    return rc
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--profile", default="full", choices=sorted(plan.PROFILES))
+    ap.add_argument("--profile", default="full", choices=sorted(plan.PROFILES) + sorted(EXPERIMENTS))
     ap.add_argument("--out", help="results folder (default results/<timestamp>)")
     ap.add_argument("--no-vm", action="store_true", help="host phase only")
     ap.add_argument("--no-host", action="store_true", help="VM phase only")
     ap.add_argument("--phase", choices=["vm"], help=argparse.SUPPRESS)
     ap.add_argument("--deadline", type=float, help=argparse.SUPPRESS)
     a = ap.parse_args()
+    if a.profile in EXPERIMENTS:
+        return run_experiment(a.profile, a.out, a.phase)
     prof = plan.PROFILES[a.profile]
 
     if a.phase == "vm":

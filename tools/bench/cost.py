@@ -50,7 +50,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import bench  # noqa: E402
+import bench  # noqa: E402  (puts tools/ on sys.path)
 import engines as eng  # noqa: E402
 import plan  # noqa: E402
 
@@ -258,7 +258,7 @@ class Callgrind:
 
     def wrap(self, engine, argv):
         env = dict(os.environ)
-        if isinstance(engine, eng.KtcpHttpd):
+        if isinstance(engine, eng.UserHttpd):
             env["LD_PRELOAD"] = self.shim  # openat2, see vg-openat2.c
         return ["valgrind", "--tool=callgrind", "--dump-instr=no",
                 f"--callgrind-out-file={self.dir}/{engine.name}.%p"] + argv, env
@@ -450,13 +450,13 @@ def per_request_functions(a_path, b_path, n, top=TOP_FUNCTIONS):
 # ---------------------------------------------------------------- runner
 
 def engines_for(names):
-    all_ = [eng.KtcpHttpd(m) for m in eng.HTTPD_MODELS] + [eng.Nginx(), eng.Lwan(),
-                                                             eng.KtcpEcho()]
+    all_ = [eng.UserHttpd(m) for m in eng.HTTPD_MODELS] + [eng.Nginx(), eng.Lwan(),
+                                                            eng.UserEcho()]
     return [e for e in all_ if names is None or e.name in names]
 
 
 def workloads_of(e, wanted):
-    wls = ["echo"] if e.kind == "echo" else HTTP_ORDER
+    wls = ["echo"] if e.proto == "echo" else HTTP_ORDER
     return [w for w in wls if wanted is None or w in wanted]
 
 
@@ -479,7 +479,7 @@ def measure(e, tool, wls, ctx, deadline, results):
             continue
         if e.proc is None:
             try:
-                e.start(eng.free_port(), ctx)
+                bench.start_engine(e, eng.free_port(), ctx)
             except Exception as ex:  # noqa: BLE001 - the engine's result, not the harness's
                 start_err = f"did not start: {ex}"
                 rec[tool.name] = {"status": "error", "reason": start_err}
@@ -554,7 +554,7 @@ def measure(e, tool, wls, ctx, deadline, results):
                else f"{out['status']}: {out.get('reason', '')[:160]}")
         log(f"bench-cost: {tool.name:5s} {e.name:18s} {wl:15s} n={n}: {fig} "
             f"[{out['seconds']:.1f} s]")
-    e.stop()
+    e.stop(check=False)
 
 
 def versions():
@@ -630,7 +630,7 @@ def run(args):
             try:
                 measure(e, tool, workloads_of(e, wanted_w), ctx, deadline, results)
             finally:
-                e.stop()
+                e.stop(check=False)
     cond["loadavg_end"] = bench.loadavg()
     cond["seconds"] = round(time.monotonic() - t_start, 1)
     rows = []

@@ -19,6 +19,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import bench  # noqa: E402  (puts tools/ on sys.path)
 import engines as eng  # noqa: E402
 
 
@@ -28,7 +29,7 @@ class Ctx:
 
 def run_round(engine, ctx, args):
     port = eng.free_port()
-    engine.start(port, ctx)
+    bench.start_engine(engine, port, ctx)
     try:
         url = f"http://127.0.0.1:{port}/big.bin"
         # Warm the page cache and khttpd's metadata cache first.
@@ -41,7 +42,7 @@ def run_round(engine, ctx, args):
         return {"req_per_s": out["req_per_s"], "good": out["good"], "failed": bad,
                 "bytes_read": out["bytes_read"]}
     finally:
-        engine.stop()
+        engine.stop(check=False)
 
 
 def main():
@@ -64,7 +65,7 @@ def main():
         f.write(os.urandom(1 << 20))
     ctx.htstress = os.path.join(eng.BUILD, "htstress")
 
-    engines = [eng.Nginx()] + [eng.Khttpd(m) for m in args.modes.split(",")]
+    engines = [eng.Nginx()] + [eng.KernelHttpd(m) for m in args.modes.split(",")]
     rounds = {e.name: [] for e in engines}
     for i in range(args.rounds):
         order = engines if i % 2 == 0 else engines[::-1]

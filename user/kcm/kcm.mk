@@ -1,5 +1,5 @@
-# The KCM message server, its plain-TCP twin and the message bench.
-# msg-bench links the load generators' histogram and helpers (tools/).
+# The KCM message server and its plain-TCP twin (their load, msg-bench, is
+# built by tools/tools.mk).
 KCM_CFLAGS := $(CFLAGS) $(RT_CFLAGS) -Itools -Iuser/common
 KCM_HDRS := user/kcm/msg.h user/kcm/kcm.h user/kcm/kcm-parser.h user/rt/rt.h
 
@@ -31,7 +31,4 @@ $(BUILD)/ktcp-kcm-server: $(addprefix $(BUILD)/user/kcm/,kcm-server.o kcm-bpf.o 
 $(BUILD)/ktcp-msg-server: $(addprefix $(BUILD)/user/kcm/,msg-server.o msg-common.o) $(RT_LIB) $(KTCP_VERSION_OBJ)
 	$(CC) $(LDFLAGS) -o $@ $^ $(RT_LIBS)
 
-$(BUILD)/msg-bench: $(BUILD)/user/kcm/msg-bench.o $(addprefix $(BUILD)/tools/,hist.o common.o) $(KTCP_VERSION_OBJ)
-	$(CC) $(LDFLAGS) -o $@ $^ -lm
-
-BINS += $(BUILD)/ktcp-kcm-server $(BUILD)/ktcp-msg-server $(BUILD)/msg-bench
+BINS += $(BUILD)/ktcp-kcm-server $(BUILD)/ktcp-msg-server

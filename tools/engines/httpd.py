@@ -1,0 +1,277 @@
+"""HTTP engines: ktcp-httpd in each model, khttpd.ko in each mode (in the
+VM), and the reference servers the bench compares with: nginx, and lwan
+when LWAN=/path/to/lwan is set or lwan is on PATH.
+
+ktcp-httpd and khttpd take the same options, named after khttpd's module
+parameters (cache_size is its cache_bytes):
+
+  idle_timeout_ms  close idle connections and unfinished heads after this
+  max_conns        refuse connections beyond this many
+  gzip             serve gzip copies of compressible files
+  access_log       file to log requests to (ktcp-httpd only)
+  threads          worker threads (ktcp-httpd only; khttpd ignores it)
+  cache_size       content cache limit in bytes
+  nofile           RLIMIT_NOFILE of the server process (ktcp-httpd only)
+  expires_s        files get Cache-Control: max-age / Expires this far ahead
+  gzip_static      serve file.gz beside file to clients accepting gzip
+  error_pages      "404=/404.html,403=/403.html": custom error pages
+  mime_types       a mime.types file read before the built-in table
+                   (ktcp-httpd only: khttpd keeps the built-in table)
+  status_path      where ktcp-httpd serves its counters (khttpd has
+                   /proc/net/khttpd): counters() reads them
+  user             the account files are read as: ktcp-httpd started as root
+                   gets --user, khttpd the account's uid and gid
+  dotfiles         "deny" or "allow": paths with a segment starting with '.'
+  bind             the address ktcp-httpd listens on
+  args             more ktcp-httpd arguments, last on its command line
+"""
+import http.client
+import os
+import pwd
+import resource
+import shutil
+import signal
+import tempfile
+
+from .base import BUILD, Engine, KernelModule, Unsupported, parse_counters
+
+# KTCP_HTTPD_BIN runs the suite against another build (sanitizers, ...).
+HTTPD_BIN = os.environ.get("KTCP_HTTPD_BIN", os.path.join(BUILD, "ktcp-httpd"))
+HTTPD_MODELS = ("threads", "epoll", "mn")
+KHTTPD_MODES = ("unbound", "bound", "kthread")
+
+
+class UserHttpd(Engine):
+    """ktcp-httpd --model <model>. Defaults are the suite's."""
+    family = "ktcp-httpd"
+    stop_timeout = 15
+    defaults = {"idle_timeout_ms": 30000, "max_conns": 0, "gzip": True, "threads": 2,
+                "user": "nobody", "bind": "127.0.0.1"}
+
+    def __init__(self, model, logdir=None):
+        super().__init__(f"ktcp-httpd-{model}", logdir)
+        self.model = model
+
+    @property
+    def stderr_path(self):
+        return self.log_path
+
+    def unavailable(self):
+        if not os.access(HTTPD_BIN, os.X_OK):
+            return f"{os.path.relpath(HTTPD_BIN, os.getcwd())} not built (run make)"
+        return None
+
+    def argv(self, port, o):
+        if not os.path.exists(HTTPD_BIN):
+            raise AssertionError(f"{HTTPD_BIN} is not built (run make)")
+        cmd = [HTTPD_BIN, "--root", o["root"], "--port", str(port)]
+        flags = (("bind", "--bind"), ("model", "--model"), ("threads", "--threads"),
+                 ("idle_timeout_ms", "--idle-timeout-ms"), ("max_conns", "--max-conns"),
+                 ("access_log", "--access-log"), ("cache_size", "--cache-size"),
+                 ("expires_s", "--expires"))
+        o = dict(o, model=self.model)
+        for key, flag in flags:
+            if o.get(key) is not None:
+                cmd += [flag, str(o[key])]
+        for key, flag in (("gzip", "gzip"), ("gzip_static", "gzip-static")):
+            if o.get(key) is not None:
+                cmd.append(f"--{flag}" if o[key] else f"--no-{flag}")
+        for page in (o["error_pages"].split(",") if o.get("error_pages") else []):
+            cmd += ["--error-page", page]
+        for key, flag in (("mime_types", "--mime-types"), ("status_path", "--status-path"),
+                          ("dotfiles", "--dotfiles")):
+            if o.get(key):
+                cmd += [flag, o[key]]
+        if os.geteuid() == 0 and o.get("user"):
+            cmd += ["--user", o["user"]]
+        return cmd + list(o.get("args") or ())
+
+    def counters(self):
+        """The plain counters (started with status_path)."""
+        c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=10)
+        try:
+            c.request("GET", self.opts["status_path"], headers={"Connection": "close"})
+            r = c.getresponse()
+            body = r.read()
+        finally:
+            c.close()
+        assert r.status == 200, (r.status, body[:200])
+        return parse_counters(body.decode())
+
+
+class KernelHttpd(KernelModule):
+    """khttpd.ko, loaded inside the project VM. One instance at a time."""
+    family = module = "khttpd"
+    # option -> module parameter
+    params_of = {"idle_timeout_ms": "idle_timeout_ms", "max_conns": "max_conns",
+                 "gzip": "gzip", "cache_size": "cache_bytes",
+                 "expires_s": "expires_s", "gzip_static": "gzip_static",
+                 "error_pages": "error_pages", "dotfiles": "dotfiles"}
+
+    def __init__(self, mode=None):
+        super().__init__(f"khttpd-{mode}" if mode else "khttpd")
+        self.mode = mode  # None: the module's default (unbound CMWQ)
+
+    def launch(self, o):
+        if o.get("nofile"):
+            raise Unsupported("a module has no descriptor limit")
+        if not os.path.exists(self.ko):
+            raise Unsupported(f"khttpd.ko is not built ({self.ko} missing)")
+        if o.get("access_log"):
+            raise Unsupported("khttpd has no access log")
+        if o.get("args"):
+            raise Unsupported("khttpd takes module parameters, not arguments")
+        super().launch(o)
+
+    def params(self, o):
+        args = [f"root={o['root']}"]
+        if self.mode:
+            args.append(f"mode={self.mode}")
+        if o.get("user"):  # else the module's default, nobody/nogroup
+            pw = pwd.getpwnam(o["user"])
+            args += [f"uid={pw.pw_uid}", f"gid={pw.pw_gid}"]
+        for k, v in o.items():
+            if k in ("root", "user", "threads", "status_path", "access_log", "nofile",
+                     "start_timeout") or v is None:
+                continue
+            if k not in self.params_of:
+                raise Unsupported(f"khttpd has no parameter for {k}")
+            args.append(f"{self.params_of[k]}={int(v) if isinstance(v, bool) else v}")
+        return args
+
+
+def nginx_path():
+    return shutil.which("nginx", path=os.environ.get("PATH", "") + ":/usr/sbin")
+
+
+class Nginx(Engine):
+    """A private nginx configured as ktcp-httpd behaves: sendfile, keep-alive
+    with no per-connection request limit, access log off, one worker per core
+    each with its own SO_REUSEPORT listener (ktcp-httpd's epoll model), an open
+    file cache standing for ktcp-httpd's metadata cache, directory listings,
+    gzip at zlib level 6 for the same text types.
+
+    Options: threads (1: no master, the one process serves, for the cost
+    bench; else one worker per core), gzip_static (send page.html.gz when it
+    exists: the cost bench's cached gzip)."""
+    family = name = "nginx"
+    defaults = {"threads": None, "gzip_static": False}
+
+    def __init__(self, logdir=None):
+        super().__init__("nginx", logdir)
+        self.prefix = None
+
+    def unavailable(self):
+        if not nginx_path():
+            return "nginx not installed (scripts/deps installs it)"
+        return None
+
+    def config(self, port, docroot, prefix, single=False, gzip_static=False):
+        user = "user root;" if os.geteuid() == 0 else ""
+        temps = "\n".join(f"    {k}_temp_path {prefix}/{k};"
+                          for k in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi"))
+        head = "master_process off;\nworker_processes 1;" if single else \
+            f"worker_processes {os.cpu_count()};"
+        # with gzip_vary on, gzip_static looks for FILE.gz on every request
+        # (to decide on Vary); open_file_cache_errors keeps the miss cached
+        static = "    gzip_static on;\n    open_file_cache_errors on;\n" if gzip_static else ""
+        return f"""{user}
+{head}
+worker_rlimit_nofile {resource.getrlimit(resource.RLIMIT_NOFILE)[1]};
+pid {prefix}/nginx.pid;
+error_log {prefix}/error.log;
+events {{ worker_connections 16384; }}
+http {{
+    access_log off;
+    sendfile on;
+    tcp_nopush on;
+    keepalive_timeout 60s;
+    keepalive_requests 1000000000;
+    open_file_cache max=10000 inactive=60s;
+    autoindex on;
+    gzip on;
+    gzip_comp_level 6;
+    gzip_vary on;
+    gzip_min_length 1;
+    gzip_types text/plain text/css text/javascript application/json application/xml image/svg+xml;
+{static}    types {{ text/html html; text/plain txt; application/octet-stream bin; }}
+{temps}
+    server {{
+        listen 127.0.0.1:{port} reuseport;
+        root {docroot};
+    }}
+}}
+"""
+
+    def argv(self, port, o):
+        self.prefix = tempfile.mkdtemp(prefix="nginx-", dir=o.get("logdir") or self.logdir)
+        conf = os.path.join(self.prefix, "nginx.conf")
+        with open(conf, "w") as f:
+            f.write(self.config(port, o["root"], self.prefix, single=o.get("threads") == 1,
+                                gzip_static=o.get("gzip_static")))
+        return [nginx_path(), "-c", conf, "-p", self.prefix, "-e", self.prefix + "/error.log",
+                "-g", "daemon off;"]
+
+    def terminate(self):
+        self.proc.send_signal(signal.SIGQUIT)  # graceful: workers exit too
+
+    def pids(self):
+        if self.proc is None:
+            return []
+        pids = [self.proc.pid]
+        try:
+            with open(f"/proc/{self.proc.pid}/task/{self.proc.pid}/children") as f:
+                pids += [int(p) for p in f.read().split()]
+        except OSError:
+            pass
+        return pids
+
+
+def lwan_path():
+    """LWAN=/path/to/lwan, else lwan on PATH, else None."""
+    return os.environ.get("LWAN") or shutil.which("lwan")
+
+
+class Lwan(Engine):
+    """lwan (not in Debian; BENCHMARKS.md says how to build it), given as
+    LWAN=/path/to/lwan or found on PATH. Its configuration is ours, in the
+    log folder: the listener on 127.0.0.1 only, serve_files on the root with
+    pre-compressed files (page.html.gz when present) and directory listings,
+    file metadata cached 60 s (nginx's open_file_cache inactive=60s; lwan's
+    default is 5 s), keep-alive 60 s, `threads` I/O threads."""
+    family = name = "lwan"
+    defaults = {"threads": None}
+
+    def __init__(self, logdir=None):
+        super().__init__("lwan", logdir)
+        self.conf = None
+
+    def unavailable(self):
+        p = lwan_path()
+        if not p:
+            return "lwan not given (LWAN=/path/to/lwan) and not on PATH"
+        if not os.access(p, os.X_OK):
+            return f"LWAN={p} is not an executable file"
+        return None
+
+    def config(self, port, o):
+        return f"""keep_alive_timeout = 60
+quiet = true
+threads = {o.get("threads") or os.cpu_count()}
+listener 127.0.0.1:{port}
+site {{
+    serve_files / {{
+        path = {o["root"]}
+        serve precompressed files = true
+        auto index = true
+        cache for = 60s
+    }}
+}}
+"""
+
+    def argv(self, port, o):
+        d = tempfile.mkdtemp(prefix="lwan-", dir=o.get("logdir") or self.logdir)
+        self.conf = os.path.join(d, "lwan.conf")
+        with open(self.conf, "w") as f:
+            f.write(self.config(port, o))
+        return [os.path.abspath(lwan_path()), "-c", self.conf]

@@ -1,6 +1,6 @@
 """Kernel-only checks, run inside the VM: kecho unload under load, slab
 memory over many connections, parameter validation; and the connection
-lifecycle both modules share (kernel/common/ktcp_server.c) checked through
+lifecycle both modules share (kernel/common/) checked through
 each of them: an aborted listener, bind, dual-stack whatever
 net.ipv6.bindv6only says (drop_tcp_socket.ko has its own file,
 test_drop_tcp_socket.py; max_conns_per_ip is checked on every engine,

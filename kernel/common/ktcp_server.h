@@ -6,8 +6,10 @@
  * a connection's step, its idle timer, its release, and the counters of all
  * that. A module supplies only its protocol step (struct ktcp_server_ops).
  *
- * ktcp_server.c is compiled into each module through a one-line wrapper in
- * the module's folder (kernel/<module>/ktcp_server.c), as khttpd does with
+ * ktcp_conn.c (a connection's lifecycle) and ktcp_server.c (listener,
+ * accept thread, start and stop; above ktcp_conn.c) are compiled into each
+ * module through one-line wrappers in the module's folder
+ * (kernel/<module>/ktcp_conn.c, ktcp_server.c), as khttpd does with
  * core/: every module gets its own copy under its own KBUILD_MODNAME and
  * pr_fmt, and no module depends on another being loaded (a shared module
  * exporting symbols would add a load order and a second package to keep in
@@ -89,6 +91,7 @@ struct ktcp_server_params {
 	unsigned short backlog;
 	unsigned int max_conns; /* 0: no limit */
 	unsigned int max_conns_per_ip; /* 0: no limit */
+	unsigned int idle_timeout_ms; /* 0: never */
 	unsigned int wq_flags; /* alloc_workqueue() flags */
 	bool kthread; /* a thread per connection instead of the workqueue */
 };
@@ -125,13 +128,15 @@ struct ktcp_server {
 };
 
 /*
- * The parameters every module's listener takes, the same everywhere:
- * static variables port (default @default_port), backlog, bind, max_conns
- * (default 10000; @max_conns_desc says what happens above it) and
- * max_conns_per_ip, read-only in /sys/module/<module>/parameters.
+ * The parameters every module's listener and lifecycle take, the same
+ * everywhere: static variables port (default @default_port), backlog,
+ * bind, max_conns (default 10000; @max_conns_desc says what happens above
+ * it), max_conns_per_ip and idle_timeout_ms (default 30000;
+ * @idle_timeout_desc says what the module does at it), read-only in
+ * /sys/module/<module>/parameters.
  */
 /* checkpatch: MACRO_WITH_FLOW_CONTROL: the return is in the function it defines */
-#define KTCP_SERVER_PARAMS(default_port, max_conns_desc)                       \
+#define KTCP_SERVER_PARAMS(default_port, max_conns_desc, idle_timeout_desc)    \
 	static ushort port = default_port;                                     \
 	module_param(port, ushort, 0444);                                      \
 	MODULE_PARM_DESC(port,                                                 \
@@ -154,7 +159,10 @@ struct ktcp_server {
 			 "connections served at once from one client "         \
 			 "address; more are refused as over max_conns; 0 = "   \
 			 "no limit (default 0)");                              \
-	/* The listener's part of the server's parameters. */                  \
+	static uint idle_timeout_ms = 30000;                                   \
+	module_param(idle_timeout_ms, uint, 0444);                             \
+	MODULE_PARM_DESC(idle_timeout_ms, idle_timeout_desc);                  \
+	/* The listener's and lifecycle's part of the server's parameters. */  \
 	static struct ktcp_server_params ktcp_server_params(const char *name,  \
 							    uint max_conns)    \
 	{                                                                      \
@@ -165,6 +173,7 @@ struct ktcp_server {
 			.backlog = backlog,                                    \
 			.max_conns = max_conns,                                \
 			.max_conns_per_ip = max_conns_per_ip,                  \
+			.idle_timeout_ms = idle_timeout_ms,                    \
 		};                                                             \
 	}
 
@@ -181,6 +190,12 @@ void ktcp_server_stop(struct ktcp_server *srv);
 static inline bool ktcp_server_stopping(const struct ktcp_server *srv)
 {
 	return READ_ONCE(srv->stopping);
+}
+
+/* The idle timeout, idle_timeout_ms, in jiffies; 0: never. */
+static inline unsigned long ktcp_server_idle(const struct ktcp_server *srv)
+{
+	return msecs_to_jiffies(srv->p.idle_timeout_ms);
 }
 
 static inline unsigned int ktcp_server_active(const struct ktcp_server *srv)
@@ -214,5 +229,14 @@ bool ktcp_conn_wait(struct ktcp_conn *c, unsigned long deadline);
  * stays shut is.
  */
 unsigned long ktcp_conn_idle_deadline(struct ktcp_conn *c, unsigned long idle);
+
+/*
+ * Between kernel/common's two files only (ktcp_server.c calls ktcp_conn.c).
+ * Take over an accepted socket; on error (-EDQUOT: over max_conns_per_ip)
+ * the caller still owns it.
+ */
+int ktcp_conn_start(struct ktcp_server *srv, struct socket *sock);
+/* Refuse a socket: the module may say why, then it closes. */
+void ktcp_conn_refuse(struct ktcp_server *srv, struct socket *sock);
 
 #endif /* KTCP_SERVER_H */

@@ -49,13 +49,9 @@ module_param(wq_mode, charp, 0444);
 MODULE_PARM_DESC(wq_mode,
 		 "workqueue flavour: unbound (default), bound, highpri, cpu_intensive");
 
-static uint idle_timeout_ms = 30000;
-module_param(idle_timeout_ms, uint, 0444);
-MODULE_PARM_DESC(idle_timeout_ms,
-		 "close a connection idle this long, in ms; 0 = never (default 30000)");
-
 KTCP_SERVER_PARAMS(12345,
-		   "connections served at once; more are closed at accept (default 10000)");
+		   "connections served at once; more are closed at accept (default 10000)",
+		   "close a connection idle this long, in ms; 0 = never (default 30000)");
 /* clang-format on */
 
 /* Bytes read per receive; a longer message simply takes several rounds. */
@@ -107,15 +103,11 @@ static int kecho_flush(struct kecho_conn *conn)
 	return 0;
 }
 
-static unsigned long kecho_idle_jiffies(void)
-{
-	return msecs_to_jiffies(idle_timeout_ms);
-}
-
 static void kecho_step(struct ktcp_conn *c)
 {
 	struct kecho_conn *conn = container_of(c, struct kecho_conn, c);
 	int budget = KECHO_BUDGET;
+	unsigned long idle;
 	int err;
 
 	while (budget--) {
@@ -154,9 +146,8 @@ static void kecho_step(struct ktcp_conn *c)
 	return;
 
 wait:
-	if (idle_timeout_ms &&
-	    ktcp_conn_wait(c,
-			   ktcp_conn_idle_deadline(c, kecho_idle_jiffies()))) {
+	idle = ktcp_server_idle(&kecho_server);
+	if (idle && ktcp_conn_wait(c, ktcp_conn_idle_deadline(c, idle))) {
 		ktcp_server_count(&kecho_server, timeouts, 1);
 		goto close;
 	}

@@ -33,6 +33,10 @@
  * HTTP_SERVER_GZIP_QUEUE queued, one build per object: its building bit)
  * and published with smp_store_release; until then requests get identity.
  * Only a small body already in memory is compressed on the spot.
+ *
+ * One file, over 500 lines, on purpose: both tables, the LRU list and the
+ * gzip copies share the references, the two locks and the one byte budget
+ * described above; split, each part would reach into the others' state.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 

@@ -16,15 +16,17 @@
  *
  * Pipelined requests are answered one at a time, in order, from the same
  * buffer: the next head is parsed only after the previous response is out.
+ *
+ * One file, a little over 500 lines, on purpose: one state machine, whose
+ * states share the request buffer and the deadlines. Sending is out.c's,
+ * planning respond.c's.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/jiffies.h>
 #include <linux/net.h>
-#include <linux/pipe_fs_i.h>
 #include <linux/sched.h>
 #include <linux/slab.h>
-#include <linux/splice.h>
 #include <linux/string.h>
 #include <linux/tcp.h>
 #include <linux/timekeeping.h>
@@ -32,14 +34,11 @@
 #include <net/tcp.h>
 
 #include "khttpd.h"
-#include "ktcp_compat_sendpage.h"
 
 /* Loop iterations (reads, sends, pieces) a step does before it yields. */
 #define KHTTPD_BUDGET 32
-/* Bytes spliced per piece: big enough to fill a socket buffer, small
- * enough that a worker returns to other connections often.
- */
-#define KHTTPD_SPLICE_PIECE (256 * 1024)
+/* File pieces and listing pieces one send does before it yields. */
+#define KHTTPD_SEND_PIECES 4
 
 static struct ktcp_server khttpd_server;
 
@@ -57,8 +56,6 @@ void khttpd_conns_sum(struct ktcp_server_stats *sum)
 {
 	ktcp_server_sum(&khttpd_server, sum);
 }
-
-/* ---- the response being sent ---- */
 
 /* A socket over max_conns or max_conns_per_ip: a planned 503, then the
  * lifecycle closes it.
@@ -85,137 +82,25 @@ static void khttpd_refuse(struct socket *sock)
 	kernel_sock_shutdown(sock, SHUT_WR);
 }
 
-/* ---- zero-copy file bodies ---- */
-
 /*
- * splice_direct_to_actor() moves page-cache pages of the file into the
- * worker's internal pipe (no copy: the pipe holds page references); this
- * actor hands each pipe buffer to TCP with ktcp_send_page() (sendpage
- * before 6.5, sendmsg with MSG_SPLICE_PAGES after), which takes its own
- * page reference — the same path as sendfile(2) to a socket, but
- * without blocking: MSG_DONTWAIT returns what the socket took, and what
- * stayed in the pipe is released and read again from the page cache on
- * the next piece (splice_direct_to_actor's partial-transfer contract).
- */
-static int khttpd_pipe_buf_send(struct pipe_inode_info *pipe,
-				struct pipe_buffer *buf, struct splice_desc *sd)
-{
-	struct khttpd_conn *conn = sd->u.data;
-	int flags = MSG_DONTWAIT | MSG_NOSIGNAL;
-
-	if ((sd->flags & SPLICE_F_MORE) || sd->len < sd->total_len)
-		flags |= MSG_MORE;
-	return ktcp_send_page(conn->c.sock, buf->page, buf->offset, sd->len,
-			      flags);
-}
-
-static int khttpd_splice_actor(struct pipe_inode_info *pipe,
-			       struct splice_desc *sd)
-{
-	struct splice_desc out = {
-		.total_len = sd->total_len,
-		.flags = sd->flags,
-		.u.data = sd->u.data,
-	};
-	ssize_t ret;
-
-	pipe_lock(pipe);
-	ret = __splice_from_pipe(pipe, &out, khttpd_pipe_buf_send);
-	pipe_unlock(pipe);
-	return ret;
-}
-
-static int khttpd_send_file_piece(struct khttpd_conn *conn)
-{
-	struct khttpd_out *o = &conn->out;
-	size_t piece = min_t(u64, o->file_left, KHTTPD_SPLICE_PIECE);
-	struct splice_desc sd = {
-		.total_len = piece,
-		.flags = (o->file_left > piece || o->more) ? SPLICE_F_MORE : 0,
-		.pos = o->pos,
-		.u.data = conn,
-	};
-	ssize_t ret;
-
-	ret = splice_direct_to_actor(o->file, &sd, khttpd_splice_actor);
-	if (ret == 0)
-		return -EIO; /* the file shrank under us: the framing is lost */
-	if (ret < 0)
-		return ret;
-	o->pos += ret;
-	o->file_left -= ret;
-	conn->sent += ret;
-	khttpd_count(bytes_out, ret);
-	ktcp_conn_touch(&conn->c);
-	return 0;
-}
-
-/* Send what the socket takes: 0 when the response is out, -EAGAIN (wait
+ * Send the response: the output takes what the socket takes; a listing
+ * refills it piece by piece. 0 when the response is out, -EAGAIN (wait
  * for write_space), -EINPROGRESS (yield, more to do) or an error.
  */
-static int khttpd_out_flush(struct khttpd_conn *conn)
+static int khttpd_send(struct khttpd_conn *conn)
 {
-	struct khttpd_out *o = &conn->out;
-	int pieces = 4;
+	int pieces = KHTTPD_SEND_PIECES;
 	int ret;
 
 	for (;;) {
-		if (o->head_off < o->head_len || o->mem_off < o->mem_len) {
-			struct kvec vec[2];
-			struct msghdr msg = {};
-			size_t total = 0;
-			int n = 0;
-
-			if (o->head_off < o->head_len) {
-				vec[n].iov_base = conn->hbuf + o->head_off;
-				vec[n].iov_len = o->head_len - o->head_off;
-				total += vec[n++].iov_len;
-			}
-			if (o->mem_off < o->mem_len) {
-				vec[n].iov_base = (void *)(o->mem + o->mem_off);
-				vec[n].iov_len = o->mem_len - o->mem_off;
-				total += vec[n++].iov_len;
-			}
-			/* The head leaves with MSG_MORE when a body follows it, so
-			 * head and first body bytes share a segment.
-			 */
-			msg.msg_flags = MSG_DONTWAIT | MSG_NOSIGNAL;
-			if (o->file_left || (o->listing && !o->listing_last) ||
-			    o->more)
-				msg.msg_flags |= MSG_MORE;
-			ret = kernel_sendmsg(conn->c.sock, &msg, vec, n, total);
-			if (ret < 0)
-				return ret;
-			conn->sent += ret;
-			khttpd_count(bytes_out, ret);
-			ktcp_conn_touch(&conn->c);
-			if (o->head_off < o->head_len) {
-				u32 h = min_t(u32, ret,
-					      o->head_len - o->head_off);
-
-				o->head_off += h;
-				ret -= h;
-			}
-			o->mem_off += ret;
-			continue;
-		}
-		if (o->file_left) {
-			if (pieces-- == 0)
-				return -EINPROGRESS;
-			ret = khttpd_send_file_piece(conn);
-			if (ret < 0)
-				return ret;
-			continue;
-		}
-		if (o->listing) {
-			if (pieces-- == 0)
-				return -EINPROGRESS;
-			ret = khttpd_listing_next(conn);
-			if (ret < 0)
-				return ret;
-			continue;
-		}
-		return 0;
+		ret = khttpd_out_flush(conn, &pieces);
+		if (ret < 0 || !conn->out.listing)
+			return ret;
+		if (pieces-- == 0)
+			return -EINPROGRESS;
+		ret = khttpd_listing_next(conn);
+		if (ret < 0)
+			return ret;
 	}
 }
 
@@ -223,7 +108,7 @@ static int khttpd_out_flush(struct khttpd_conn *conn)
 
 static unsigned long khttpd_idle_jiffies(void)
 {
-	return msecs_to_jiffies(khttpd_idle_timeout_ms);
+	return ktcp_server_idle(&khttpd_server);
 }
 
 /* Answer with a close, outside of any parsed request (parse errors, 408). */
@@ -514,7 +399,7 @@ static void khttpd_close(struct khttpd_conn *conn)
 static bool khttpd_wait(struct khttpd_conn *conn)
 {
 	unsigned long deadline;
-	bool timed = khttpd_idle_timeout_ms != 0;
+	bool timed = khttpd_server.p.idle_timeout_ms != 0;
 
 	switch (conn->state) {
 	case KHTTPD_READ_HEAD:
@@ -564,7 +449,7 @@ static void khttpd_conn_step(struct ktcp_conn *c)
 	while (budget-- > 0) {
 		switch (conn->state) {
 		case KHTTPD_SEND:
-			err = khttpd_out_flush(conn);
+			err = khttpd_send(conn);
 			if (err == -EINPROGRESS)
 				continue;
 			if (!err)

@@ -23,8 +23,7 @@
 struct sock;
 struct socket;
 
-/* ---- parameters (main.c), read-only after load ---- */
-extern uint khttpd_idle_timeout_ms;
+/* ---- parameters (params.c), read-only after load ---- */
 extern ulong khttpd_cache_bytes;
 extern bool khttpd_gzip_enabled;
 extern uint khttpd_expires_s;
@@ -33,20 +32,32 @@ extern struct http_error_page khttpd_error_pages[HTTP_SERVER_ERROR_PAGES_MAX];
 extern size_t khttpd_error_pages_n;
 extern bool khttpd_dotfiles; /* serve and list names starting with '.' */
 extern struct path khttpd_root; /* the served directory, referenced */
+/* Check every parameter and take the root: 0, or -errno (nothing held).
+ * p: the server's parameters; uid, gid: the server's user.
+ */
+int khttpd_params_load(struct ktcp_server_params *p, kuid_t *uid, kgid_t *gid);
+/* What is served, where, how: one line in the kernel log. */
+void khttpd_params_log(void);
+/* Unload: drop the root. */
+void khttpd_params_put(void);
 
 /*
  * The layers, lowest first; each file calls only into those before it
  * (and core/, kernel/common):
+ *   params.c   the module's parameters, checked at load
  *   stats.c    per-CPU counters
+ *   trace.c    the request trace event
  *   root.c     lookups and opens beneath the served root
  *   gzip.c     gzip of a whole file, in slices
+ *   out.c      the output: head, memory and file pages sent as the socket
+ *              takes them
  *   cache.c    metadata (core's struct http_resource), small bodies, gzip
  *   listing.c  a directory rendered piece by piece into the output
  *   respond.c  core's planner run for one request, its plan attached to
  *              the connection's output
  *   conn.c     the connection: read, parse, respond, send, drain, linger
  *   proc.c     /proc/net/khttpd
- *   main.c     parameters, the accept loop, load and unload
+ *   main.c     load and unload
  * Limits shared with the user-space server are core's (http_plan.h).
  */
 
@@ -172,7 +183,7 @@ int khttpd_stat_beneath(const char *rel, struct kstat *st);
  */
 struct khttpd_gz *khttpd_gzip(const char *in, size_t len, const bool *stop);
 
-/* ---- connections (conn.c) ---- */
+/* ---- the connection (conn.c) and its output (out.c) ---- */
 enum khttpd_conn_state {
 	KHTTPD_READ_HEAD, /* waiting for (the rest of) a request head */
 	KHTTPD_SEND, /* a response is going out */
@@ -223,6 +234,13 @@ struct khttpd_conn {
 	char hbuf[HTTP_SERVER_HEAD_BUF];
 };
 
+/* ---- out.c ---- */
+/* Send what the socket takes of the head, the bytes in memory and the
+ * file's pages: 0 when they are out, -EAGAIN (wait for write_space),
+ * -EINPROGRESS (*pieces file pieces sent: yield) or an error.
+ */
+int khttpd_out_flush(struct khttpd_conn *conn, int *pieces);
+
 /* ---- trace.c: the khttpd:khttpd_request trace event ---- */
 /* Note the request just planned (req NULL: none parsed; base: the buffer
  * its slices point into) if the event is enabled.
@@ -259,14 +277,8 @@ void khttpd_respond_error(struct khttpd_conn *conn, int status);
 /* Drop what the output still holds (cache reference, file, listing). */
 void khttpd_out_reset(struct khttpd_out *o);
 
-/* conn.c: the HTTP step on kernel/common's connection lifecycle. */
-enum khttpd_mode {
-	KHTTPD_MODE_UNBOUND, /* CMWQ, WQ_UNBOUND */
-	KHTTPD_MODE_BOUND, /* CMWQ, per-CPU workers */
-	KHTTPD_MODE_KTHREAD, /* a kthread per connection */
-};
-
-/* Listen and serve; the parameters are main.c's. */
+/* ---- conn.c: the HTTP step on kernel/common's connection lifecycle ---- */
+/* Listen and serve; the parameters are params.c's. */
 int khttpd_conns_start(const struct ktcp_server_params *p);
 /* Unload: stop accepting, close every connection, wait until all are freed. */
 void khttpd_conns_stop(void);

@@ -2,27 +2,15 @@
 /*
  * khttpd — an in-kernel HTTP/1.1 static file server on the ktcp core.
  *
- * main.c: the module and its parameters. The listener, the accept thread
- * and every connection's lifecycle are kernel/common/ktcp_server.c's, as
- * in kecho; conn.c is the HTTP step: an idle connection costs memory, never
- * a worker.
+ * main.c: the module's load and unload, the top layer: it starts the
+ * layers below in order and stops them in reverse. Its parameters are
+ * params.c's. The listener, the accept thread and every connection's
+ * lifecycle are kernel/common's, as in kecho; conn.c is the HTTP step: an
+ * idle connection costs memory, never a worker.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
-#include <linux/in.h>
-#include <linux/in6.h>
-#include <linux/kthread.h>
 #include <linux/module.h>
-#include <linux/namei.h>
-#include <linux/uidgid.h>
-#include <linux/user_namespace.h>
-#include <linux/net.h>
-#include <linux/slab.h>
-#include <linux/string.h>
-#include <linux/tcp.h>
-#include <net/net_namespace.h>
-#include <net/sock.h>
-#include <net/tcp.h>
 
 #include "khttpd.h"
 
@@ -31,179 +19,16 @@ MODULE_AUTHOR("ktcp authors");
 MODULE_DESCRIPTION("In-kernel HTTP/1.1 static file server on CMWQ");
 MODULE_VERSION("0.1");
 
-static char *root;
-module_param(root, charp, 0444);
-MODULE_PARM_DESC(root, "directory to serve, an absolute path (required)");
-
-/* Each description on one line: user-visible strings are not split. */
-/* clang-format off */
-KTCP_SERVER_PARAMS(8081,
-		   "connections served at once; more get 503 and are closed; 0 = no limit (mode=kthread: at most 1024 whatever this says) (default 10000)");
-
-static char *mode = "unbound";
-module_param(mode, charp, 0444);
-MODULE_PARM_DESC(mode,
-		 "unbound (CMWQ, default), bound (per-CPU CMWQ) or kthread (a thread per connection, for comparison only)");
-
-uint khttpd_idle_timeout_ms = 30000;
-module_param_named(idle_timeout_ms, khttpd_idle_timeout_ms, uint, 0444);
-MODULE_PARM_DESC(idle_timeout_ms,
-		 "close a connection idle this long, and answer 408 to a request head not complete this long after its first byte, in ms; 0 = never (default 30000)");
-
-ulong khttpd_cache_bytes = 64UL << 20;
-module_param_named(cache_bytes, khttpd_cache_bytes, ulong, 0444);
-MODULE_PARM_DESC(cache_bytes,
-		 "content cache bound in bytes (metadata, small bodies, gzip copies); 0 = no caching (default 64 MiB)");
-
-bool khttpd_gzip_enabled = true;
-module_param_named(gzip, khttpd_gzip_enabled, bool, 0444);
-MODULE_PARM_DESC(gzip,
-		 "serve gzip copies of compressible files to clients that accept them (default Y)");
-
-uint khttpd_expires_s;
-module_param_named(expires_s, khttpd_expires_s, uint, 0444);
-MODULE_PARM_DESC(expires_s,
-		 "files' 200, 206 and 304 carry Cache-Control: max-age and Expires this many seconds ahead; 0 = off (default 0)");
-
-bool khttpd_gzip_static;
-module_param_named(gzip_static, khttpd_gzip_static, bool, 0444);
-MODULE_PARM_DESC(gzip_static,
-		 "serve file.gz beside a file, when not older, to clients that accept gzip (default N)");
-
-static char *error_pages;
-module_param(error_pages, charp, 0444);
-MODULE_PARM_DESC(error_pages,
-		 "custom error pages beneath the root, served with the original status: \"404=/404.html,403=/403.html\" (default none: the built-in text)");
-
-struct http_error_page khttpd_error_pages[HTTP_SERVER_ERROR_PAGES_MAX];
-size_t khttpd_error_pages_n;
-static uint uid = 65534;
-module_param(uid, uint, 0444);
-MODULE_PARM_DESC(uid,
-		 "user every file is looked up, opened and read as, with the normal permission checks and no capabilities; not 0 (default 65534, nobody)");
-
-static uint gid = 65534;
-module_param(gid, uint, 0444);
-MODULE_PARM_DESC(gid,
-		 "group of that user, the only one (no supplementary groups); not 0 (default 65534, nogroup)");
-
-static char *dotfiles = "deny";
-module_param(dotfiles, charp, 0444);
-MODULE_PARM_DESC(dotfiles,
-		 "deny (default): a path with a segment starting with '.' answers 404 and such names are not listed, /.well-known/ excepted; allow: serve and list them");
-/* clang-format on */
-
-bool khttpd_dotfiles;
-
-/* Longest idle timeout accepted: a day, as the user-space server. */
-#define KHTTPD_IDLE_TIMEOUT_MAX (24U * 3600 * 1000)
-/*
- * mode=kthread makes a thread (a stack, a task) per connection: never more
- * than this many, whatever max_conns says (0 included). The mode is there
- * to be measured against the workqueue, not to serve crowds.
- */
-#define KHTTPD_KTHREAD_MAX_CONNS 1024
-
-struct path khttpd_root;
-
-/* Parameters are checked before anything is allocated. */
-static int khttpd_check_params(enum khttpd_mode *m, kuid_t *kuid, kgid_t *kgid)
-{
-	int err;
-
-	if (!strcmp(mode, "unbound")) {
-		*m = KHTTPD_MODE_UNBOUND;
-	} else if (!strcmp(mode, "bound")) {
-		*m = KHTTPD_MODE_BOUND;
-	} else if (!strcmp(mode, "kthread")) {
-		*m = KHTTPD_MODE_KTHREAD;
-	} else {
-		pr_err("mode=%s: expected unbound, bound or kthread\n", mode);
-		return -EINVAL;
-	}
-	if (!port || !backlog) {
-		pr_err("port and backlog must be non-zero\n");
-		return -EINVAL;
-	}
-	if (khttpd_idle_timeout_ms > KHTTPD_IDLE_TIMEOUT_MAX) {
-		pr_err("idle_timeout_ms=%u: at most %u\n",
-		       khttpd_idle_timeout_ms, KHTTPD_IDLE_TIMEOUT_MAX);
-		return -EINVAL;
-	}
-	if (khttpd_expires_s > HTTP_SERVER_EXPIRES_MAX) {
-		pr_err("expires_s=%u: at most %u\n", khttpd_expires_s,
-		       HTTP_SERVER_EXPIRES_MAX);
-		return -EINVAL;
-	}
-	if (error_pages) {
-		const char *why = NULL;
-
-		if (http_error_pages_parse(error_pages, strlen(error_pages),
-					   khttpd_error_pages,
-					   HTTP_SERVER_ERROR_PAGES_MAX,
-					   &khttpd_error_pages_n, &why) < 0) {
-			pr_err("error_pages=%s: %s\n", error_pages, why);
-			return -EINVAL;
-		}
-	}
-	if (!strcmp(dotfiles, "deny")) {
-		khttpd_dotfiles = false;
-	} else if (!strcmp(dotfiles, "allow")) {
-		khttpd_dotfiles = true;
-	} else {
-		pr_err("dotfiles=%s: expected deny or allow\n", dotfiles);
-		return -EINVAL;
-	}
-	*kuid = make_kuid(&init_user_ns, uid);
-	*kgid = make_kgid(&init_user_ns, gid);
-	if (!uid_valid(*kuid) || !gid_valid(*kgid) || !uid || !gid) {
-		pr_err("uid=%u gid=%u: expected a user and a group other than root (0) and -1\n",
-		       uid, gid);
-		return -EINVAL;
-	}
-	if (!root || root[0] != '/') {
-		pr_err("root=%s: an absolute path to a directory is required\n",
-		       root ? root : "(unset)");
-		return -EINVAL;
-	}
-	err = kern_path(root, LOOKUP_FOLLOW | LOOKUP_DIRECTORY, &khttpd_root);
-	if (err < 0) {
-		pr_err("root=%s: %s (%d)\n", root,
-		       err == -ENOENT  ? "no such directory" :
-		       err == -ENOTDIR ? "not a directory" :
-					 "cannot be looked up",
-		       err);
-		return err;
-	}
-	return 0;
-}
-
 static int __init khttpd_init(void)
 {
-	struct ktcp_server_params p = ktcp_server_params("khttpd", max_conns);
-	enum khttpd_mode m;
+	struct ktcp_server_params p;
 	kuid_t kuid;
 	kgid_t kgid;
 	int err;
 
-	err = khttpd_check_params(&m, &kuid, &kgid);
+	err = khttpd_params_load(&p, &kuid, &kgid);
 	if (err < 0)
 		return err;
-	/*
-	 * unbound: workers not tied to the CPU that queued the work, so the
-	 * scheduler spreads connections over every core — the right default,
-	 * since the accept thread and the softirqs of one NIC queue would
-	 * otherwise pile all work on one CPU. bound: per-CPU workers, best
-	 * cache locality, CMWQ concurrency management (a worker blocked on a
-	 * page-cache miss lets another run). kthread: a thread per connection,
-	 * bounded.
-	 */
-	p.wq_flags = m == KHTTPD_MODE_BOUND ? 0 : WQ_UNBOUND;
-	if (m == KHTTPD_MODE_KTHREAD) {
-		p.kthread = true;
-		if (!p.max_conns || p.max_conns > KHTTPD_KTHREAD_MAX_CONNS)
-			p.max_conns = KHTTPD_KTHREAD_MAX_CONNS;
-	}
 
 	err = khttpd_cred_init(kuid, kgid);
 	if (err < 0)
@@ -226,9 +51,7 @@ static int __init khttpd_init(void)
 	if (err < 0)
 		goto out_conns;
 
-	pr_info("serving %s on %s port %u as uid %u gid %u (mode=%s, idle_timeout_ms=%u, dotfiles=%s)\n",
-		root, bind && *bind ? bind : "*", port, uid, gid, mode,
-		khttpd_idle_timeout_ms, dotfiles);
+	khttpd_params_log();
 	return 0;
 
 out_conns:
@@ -240,7 +63,7 @@ out_counters:
 out_cred:
 	khttpd_cred_exit();
 out_root:
-	path_put(&khttpd_root);
+	khttpd_params_put();
 	return err;
 }
 
@@ -252,7 +75,7 @@ static void __exit khttpd_exit(void)
 	khttpd_cache_exit();
 	khttpd_counters_exit();
 	khttpd_cred_exit();
-	path_put(&khttpd_root);
+	khttpd_params_put();
 	pr_info("unloaded\n");
 }
 

@@ -7,7 +7,11 @@ Keep-alive GETs of one 1 MiB file over --connections connections with
 htstress, alternating nginx and each khttpd mode for --rounds rounds of
 --seconds each; reports every round, the median req/s and the median of the
 per-round ratios to nginx (with their spread), and the guest's kernel and
-accelerator beside them. Bounded: rounds x engines x seconds."""
+accelerator beside them. Bounded: rounds x engines x seconds.
+
+--ko LABEL=PATH (repeatable) runs another build of khttpd.ko in mode
+unbound beside them, as engine khttpd-LABEL: two ways of sending a file
+compared side by side in the same rounds."""
 import argparse
 import json
 import os
@@ -25,6 +29,19 @@ import engines as eng  # noqa: E402
 
 class Ctx:
     pass
+
+
+class KhttpdBuild(eng.KernelHttpd):
+    """khttpd.ko from another path (a variant build), in mode unbound."""
+
+    def __init__(self, label, path):
+        super().__init__("unbound")
+        self.name = f"khttpd-{label}"
+        self._ko = os.path.abspath(path)
+
+    @property
+    def ko(self):
+        return self._ko
 
 
 def run_round(engine, ctx, args):
@@ -51,7 +68,10 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--seconds", type=int, default=4)
     ap.add_argument("--connections", type=int, default=10)
-    ap.add_argument("--modes", default="unbound,kthread")
+    ap.add_argument("--modes", default="unbound,kthread",
+                    help="khttpd modes to run (empty: none)")
+    ap.add_argument("--ko", action="append", default=[], metavar="LABEL=PATH",
+                    help="another khttpd.ko to run in mode unbound")
     args = ap.parse_args()
     if not eng.in_vm():
         sys.exit("large_file.py runs inside the VM (scripts/vm)")
@@ -65,7 +85,12 @@ def main():
         f.write(os.urandom(1 << 20))
     ctx.htstress = os.path.join(eng.BUILD, "htstress")
 
-    engines = [eng.Nginx()] + [eng.KernelHttpd(m) for m in args.modes.split(",")]
+    engines = [eng.Nginx()] + [eng.KernelHttpd(m) for m in args.modes.split(",") if m]
+    for spec in args.ko:
+        label, _, path = spec.partition("=")
+        if not label or not path:
+            sys.exit(f"--ko {spec}: expected LABEL=PATH")
+        engines.append(KhttpdBuild(label, path))
     rounds = {e.name: [] for e in engines}
     for i in range(args.rounds):
         order = engines if i % 2 == 0 else engines[::-1]
@@ -93,6 +118,7 @@ def main():
             "failed_rounds": len(rates) - len(ok),
         }
     result = {
+        "builds": dict(spec.partition("=")[::2] for spec in args.ko),
         "workload": f"keep-alive GET of a 1 MiB file, {args.connections} connections, "
                     f"htstress, {args.seconds} s per round, {args.rounds} alternating rounds",
         "kernel": platform.release(),

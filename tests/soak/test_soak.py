@@ -118,10 +118,13 @@ class Stream:
         self.s = sock
         self.buf = b""
 
+    got = 0  # bytes received since the last request was sent
+
     def fill(self):
         b = self.s.recv(65536)
         if not b:
             raise ConnectionError("closed")
+        self.got += len(b)
         self.buf += b
 
     def response(self):
@@ -149,10 +152,12 @@ def checker(port, files, tally, reloads, stop, seed):
     s = None
     while not stop.is_set():
         started = time.monotonic()
+        reused = s is not None
         try:
             if s is None:
                 s = socket.create_connection(("127.0.0.1", port), timeout=30)
                 st = Stream(s)
+            st.got = 0
             name = rnd.choice(names + ["gz/f%d.js" % rnd.randrange(GZ_FILES)])
             data = files[name]
             kind = rnd.choice(["whole", "range", "gzip"])
@@ -180,12 +185,20 @@ def checker(port, files, tally, reloads, stop, seed):
                 s.close()
                 s = None
         except (OSError, ConnectionError, ValueError) as e:
+            idle_close = (reused and isinstance(e, (ConnectionError, OSError)) and
+                          not isinstance(e, ValueError) and st.got == 0 and not st.buf)
             if s is not None:
                 s.close()
                 s = None
             if reloads.excuses(started):
                 tally.add("requests_cut_by_reload")
                 time.sleep(0.2)
+            elif idle_close:
+                # a kept-alive connection the server closed as idle before
+                # this request reached it (the checker, starved on a slow
+                # kernel, waited longer than the idle timeout): nothing of a
+                # response came, and a client sends it again on a new one
+                tally.add("requests_resent_after_idle_close")
             else:
                 tally.fail(f"checker: {type(e).__name__}: {e}")
                 time.sleep(0.2)

@@ -62,6 +62,23 @@ static const uint8_t plain_byte[256] = {
     [0x5d ... 0x7e] = 1, /* ] ^ _ ` a-z { | } ~ (not \\) */
 };
 
+/* The query after path[end] when that is '?', up to any '#'. */
+static void note_query(const char *path,
+                       size_t path_len,
+                       size_t end,
+                       struct http_path_info *info)
+{
+    size_t q = end + 1, qe = q;
+
+    if (end >= path_len || path[end] != '?')
+        return;
+    while (qe < path_len && path[qe] != '#')
+        qe++;
+    info->has_query = true;
+    info->query_off = q;
+    info->query_len = qe - q;
+}
+
 /* The common case in one scan: "/seg/seg[/]" whose segments are plain
  * bytes, none empty and none starting with '.', then maybe '?' or '#'; it
  * normalizes to itself less the slashes at both ends. false: take the
@@ -91,15 +108,7 @@ static bool normalize_plain(const char *path,
     olen = i - 1 - (seg_start ? 1 : 0);
     if (olen == 0 || olen + 1 >= out_size)
         return false; /* the general path says how it does not fit */
-    if (i < path_len && path[i] == '?') {
-        size_t q = i + 1, qe = q;
-
-        while (qe < path_len && path[qe] != '#')
-            qe++;
-        info->has_query = true;
-        info->query_off = q;
-        info->query_len = qe - q;
-    }
+    note_query(path, path_len, i, info);
     memcpy(out, path + 1, olen);
     out[olen] = '\0';
     info->len = olen;
@@ -128,14 +137,7 @@ int http_path_normalize(const char *path,
 
     while (end < path_len && path[end] != '?' && path[end] != '#')
         end++;
-    if (end < path_len && path[end] == '?') {
-        size_t q = end + 1, qe = q;
-        while (qe < path_len && path[qe] != '#')
-            qe++;
-        info->has_query = true;
-        info->query_off = q;
-        info->query_len = qe - q;
-    }
+    note_query(path, path_len, end, info);
     if (end > 0 && path[0] != '/')
         return HTTP_PATH_ERR_NOT_ABSOLUTE;
 

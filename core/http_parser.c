@@ -94,6 +94,8 @@ static enum http_method method_from_token(const char *m, size_t len)
     size_t i;
 
     /* Methods are case-sensitive (RFC 9110 §9.1): "get" is another one. */
+    if (len == 3 && m[0] == 'G' && m[1] == 'E' && m[2] == 'T')
+        return HTTP_METHOD_GET; /* nearly every request */
     for (i = 0; i < HTTP_ARRAY_SIZE(methods); i++) {
         if (len == methods[i].len && memcmp(m, methods[i].name, len) == 0)
             return (enum http_method) methods[i].method;
@@ -249,19 +251,14 @@ static int parse_target(struct http_parser *p,
     return 0;
 }
 
-static int parse_request_line(struct http_parser *p,
-                              const char *buf,
-                              size_t start,
-                              size_t end)
+static int request_line(struct http_parser *p,
+                        const char *buf,
+                        size_t start,
+                        size_t end)
 {
     struct http_request *r = &p->req;
     size_t i = start, m_end, t_start, t_end;
     const char *v;
-    int err;
-
-    err = check_line_bytes(buf + start, end - start);
-    if (err)
-        return err;
 
     while (i < end && http_is_tchar((unsigned char) buf[i]))
         i++;
@@ -302,6 +299,25 @@ static int parse_request_line(struct http_parser *p,
     r->version = (v[7] == '1') ? HTTP_VERSION_1_1 : HTTP_VERSION_1_0;
 
     return parse_target(p, buf, t_start, t_end - t_start);
+}
+
+/* A line that parses holds no NUL and no CR (every byte of it is matched
+ * by a class that excludes both), so they are looked for only in a line
+ * that fails, where they are the reason reported. */
+static int parse_request_line(struct http_parser *p,
+                              const char *buf,
+                              size_t start,
+                              size_t end)
+{
+    int err = request_line(p, buf, start, end);
+
+    if (err) {
+        int bytes = check_line_bytes(buf + start, end - start);
+
+        if (bytes)
+            return bytes;
+    }
+    return err;
 }
 
 static bool is_ows(char c)
@@ -499,22 +515,13 @@ static int act_on_header(struct http_parser *p,
     return 0;
 }
 
-static int parse_header_line(struct http_parser *p,
-                             const char *buf,
-                             size_t start,
-                             size_t end)
+static int header_line(struct http_parser *p,
+                       const char *buf,
+                       size_t start,
+                       size_t end)
 {
     struct http_request *r = &p->req;
     size_t i = start, name_end, vs, ve;
-    int err;
-
-    /* obs-fold: a continuation line; RFC 9112 §5.2 lets a server reject it,
-     * and joining lines is how two parsers come to disagree */
-    if (buf[start] == ' ' || buf[start] == '\t')
-        return HTTP_PARSE_ERR_OBS_FOLD;
-    err = check_line_bytes(buf + start, end - start);
-    if (err)
-        return err;
 
     while (i < end && http_is_tchar((unsigned char) buf[i]))
         i++;
@@ -551,6 +558,28 @@ static int parse_header_line(struct http_parser *p,
     }
     r->header_count++;
     return act_on_header(p, buf, start, name_end - start, vs, ve - vs);
+}
+
+static int parse_header_line(struct http_parser *p,
+                             const char *buf,
+                             size_t start,
+                             size_t end)
+{
+    int err;
+
+    /* obs-fold: a continuation line; RFC 9112 §5.2 lets a server reject it,
+     * and joining lines is how two parsers come to disagree */
+    if (buf[start] == ' ' || buf[start] == '\t')
+        return HTTP_PARSE_ERR_OBS_FOLD;
+    err = header_line(p, buf, start, end);
+    if (err) {
+        /* NUL and CR first, as in parse_request_line */
+        int bytes = check_line_bytes(buf + start, end - start);
+
+        if (bytes)
+            return bytes;
+    }
+    return err;
 }
 
 static int finish_head(struct http_parser *p, size_t head_end)

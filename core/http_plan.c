@@ -80,18 +80,11 @@ static const char *field(const struct http_plan *p,
     return (p->req->seen & seen) ? p->buf + s.off : NULL;
 }
 
-static void head_init(struct http_plan *p, int status)
+/* A zeroed head (but for its Date) made a plain one of status. */
+static void head_fill(struct http_plan *p, int status)
 {
-    const char *date = p->head.date;
-    uint8_t date_len = p->head.date_len;
-    int64_t now = p->head.now_seconds;
-
-    memset(&p->head, 0, sizeof(p->head));
     p->head.status = status;
     p->head.version = 11;
-    p->head.date = date;
-    p->head.date_len = date_len;
-    p->head.now_seconds = now;
     p->head.content_length = -1;
     /* the types the planner names are literals or a MIME table's (whose
      * parser splits at CR and LF); an engine's is scanned */
@@ -101,6 +94,19 @@ static void head_init(struct http_plan *p, int status)
     p->body = HTTP_PLAN_BODY_NONE;
     p->body_off = p->body_len = 0;
     p->stage = STAGE_DONE;
+}
+
+static void head_init(struct http_plan *p, int status)
+{
+    const char *date = p->head.date;
+    uint8_t date_len = p->head.date_len;
+    int64_t now = p->head.now_seconds;
+
+    memset(&p->head, 0, sizeof(p->head));
+    p->head.date = date;
+    p->head.date_len = date_len;
+    p->head.now_seconds = now;
+    head_fill(p, status);
 }
 
 void http_plan_error(struct http_plan *p, int status)
@@ -288,7 +294,7 @@ enum http_plan_step http_plan_start(struct http_plan *p,
     p->head.now_seconds = in->now;
     p->head_only = req->method == HTTP_METHOD_HEAD;
     plan_connection(p, in);
-    head_init(p, 200);
+    head_fill(p, 200); /* the head is zeroed with the plan */
     p->stage = STAGE_TARGET;
 
     if (req->expect_unknown)
@@ -610,6 +616,64 @@ int http_plan_head(const struct http_plan *p, char *buf, size_t cap)
 
     http_buf_init(&b, buf, cap);
     return http_response_build(&b, &p->head);
+}
+
+/* A head http_head_memo_make keeps: a file's plain 200, whose fields
+ * other than Date are the file's own and the disposition's. */
+static bool memo_kind(const struct http_plan *p)
+{
+    const struct http_response_head *h = &p->head;
+
+    return p->status == 200 &&
+           (p->body == HTTP_PLAN_BODY_CACHED ||
+            p->body == HTTP_PLAN_BODY_FILE) &&
+           h->date && h->date_len == HTTP_DATE_LEN && h->version == 11 &&
+           !h->server && h->content_type_safe && !h->chunked &&
+           !h->has_max_age && !h->has_content_range &&
+           !h->content_range_unsatisfied && !h->content_encoding &&
+           !h->location && !h->allow && !h->keep_alive_timeout_seconds;
+}
+
+bool http_head_memo_make(const struct http_plan *p, struct http_head_memo *m)
+{
+    char buf[HTTP_HEAD_MEMO_MAX];
+    const char *date;
+    int n;
+
+    if (!memo_kind(p))
+        return false;
+    n = http_plan_head(p, buf, sizeof(buf));
+    if (n <= 0)
+        return false;
+    /* the Date value follows the status line (http_response_build) */
+    date = memchr(buf, '\n', (size_t) n);
+    if (!date || (size_t) (buf + n - date) < 7 + HTTP_DATE_LEN ||
+        memcmp(date + 1, "Date: ", 6) != 0 ||
+        memcmp(date + 7, p->head.date, HTTP_DATE_LEN) != 0)
+        return false;
+    memcpy(m->head, buf, (size_t) n);
+    m->len = (uint16_t) n;
+    m->date_off = (uint16_t) (date + 7 - buf);
+    m->content_type = p->head.content_type;
+    m->content_length = p->head.content_length;
+    m->keep_alive = p->head.keep_alive;
+    m->vary = p->head.vary_accept_encoding;
+    return true;
+}
+
+int http_plan_head_memo(const struct http_plan *p,
+                        const struct http_head_memo *m,
+                        char *buf,
+                        size_t cap)
+{
+    if (!m->len || m->len > cap || m->keep_alive != p->head.keep_alive ||
+        m->vary != p->head.vary_accept_encoding ||
+        m->content_type != p->head.content_type ||
+        m->content_length != p->head.content_length || !memo_kind(p))
+        return 0;
+    memcpy(buf, m->head, m->len);
+    memcpy(buf + m->date_off, p->head.date, HTTP_DATE_LEN);
+    return m->len;
 }
 
 static bool spec_blank(char c)

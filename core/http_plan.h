@@ -341,6 +341,39 @@ int http_plan_head(const struct http_plan *p, char *buf, size_t cap);
  * after it. */
 void http_plan_head_failed(struct http_plan *p);
 
+/* ---- a file's head, kept ----
+ *
+ * The head of a file's plain 200 (its whole identity body: no range, no
+ * condition met, no Content-Encoding, no Expires, which moves with the
+ * clock) is a function of the file, of its Content-Type, of keep-alive and
+ * of Vary; of the clock only through Date. An engine keeps one such head
+ * per cached file and connection disposition: a later plan that fits it
+ * gets the kept bytes with this second's Date written over the old,
+ * instead of a head built field by field. A memo belongs to one resource
+ * (one cache entry: its size, mtime and ETag never change); the engine
+ * makes it once and publishes it to readers itself. */
+#define HTTP_HEAD_MEMO_MAX 320
+struct http_head_memo {
+    const char *content_type; /* the plan's, compared by address */
+    int64_t content_length;
+    uint16_t len;      /* 0: none */
+    uint16_t date_off; /* the Date value's HTTP_DATE_LEN bytes */
+    bool keep_alive;
+    bool vary;
+    char head[HTTP_HEAD_MEMO_MAX];
+};
+
+/* Make m from p's head when p's head is one to keep; false (m untouched)
+ * otherwise. */
+bool http_head_memo_make(const struct http_plan *p, struct http_head_memo *m);
+/* p's head from m into buf: its length, or 0 when m does not fit p (made
+ * for another disposition, or p is not a plain 200) or buf is too short:
+ * build the head with http_plan_head then. */
+int http_plan_head_memo(const struct http_plan *p,
+                        const struct http_head_memo *m,
+                        char *buf,
+                        size_t cap);
+
 /* The head leaves alone, ahead of a body sent separately (file, listing):
  * send it with MSG_MORE so head and first body bytes share a segment. */
 static inline bool http_plan_body_follows(const struct http_plan *p)

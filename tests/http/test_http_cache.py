@@ -224,3 +224,52 @@ def test_evicted_entry_held_by_a_slow_reader_stays_counted(http_engine):
                 break
             assert time.monotonic() < deadline, (held, now)
             time.sleep(0.1)
+
+
+def test_kept_heads_follow_the_clock_and_the_request(http_engine):
+    """A file's 200 head, once kept by an engine, still carries the Date of
+    the moment and the connection's own disposition, and a request that
+    changes the head (a range, a condition, gzip, HEAD) is answered as it
+    asks, whatever was answered for the file before."""
+    data = b"kept head " * 20
+    name = f"kept-{http_engine.name}.txt"
+    put(http_engine.root, name, data)
+    target = "/" + name
+    with Conn(http_engine.port) as c:
+        for _ in range(3):
+            c.send(f"GET {target} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+            r = c.read_response()
+            assert r.status == 200 and r.body == data
+            assert r.header("Connection") == "keep-alive"
+            assert r.header("Content-Length") == str(len(data))
+        first_date = r.header("Date")
+        time.sleep(1.2)
+        c.send(f"GET {target} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+        r = c.read_response()
+        assert r.status == 200 and r.body == data
+        assert r.header("Date") != first_date
+        assert abs(email_time(r.header("Date")) - time.time()) < 3
+        etag = r.header("ETag")
+        c.send(f"GET {target} HTTP/1.1\r\nHost: x\r\nRange: bytes=0-3\r\n\r\n".encode())
+        r = c.read_response()
+        assert r.status == 206 and r.body == data[:4]
+        assert r.header("Content-Range") == f"bytes 0-3/{len(data)}"
+        c.send(f"GET {target} HTTP/1.1\r\nHost: x\r\nIf-None-Match: {etag}\r\n\r\n".encode())
+        r = c.read_response()
+        assert r.status == 304 and r.body == b""
+        c.send(f"HEAD {target} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+        r = c.read_response("HEAD")
+        assert r.status == 200 and r.header("Content-Length") == str(len(data))
+    r = get(http_engine.port, target, [("Connection", "close")])
+    assert r.status == 200 and r.body == data
+    assert r.header("Connection") == "close"
+    r = get(http_engine.port, target, version="1.0")
+    assert r.status == 200 and r.body == data
+    assert r.header("Connection") == "close"
+    r = get(http_engine.port, target)
+    assert r.header("Connection") == "keep-alive"
+
+
+def email_time(value):
+    from email.utils import parsedate_to_datetime
+    return parsedate_to_datetime(value).timestamp()

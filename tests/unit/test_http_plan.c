@@ -121,6 +121,7 @@ static struct run *plan_ex(const char *req, int64_t gz_len, bool with_work)
     r.in.error_pages = settings.error_pages;
     r.in.error_pages_n = settings.error_pages_n;
     r.in.mime = settings.mime;
+    r.in.date = settings.date;
 
     enum http_plan_step step =
         http_plan_start(&r.plan, &r.in, with_work ? &r.work : NULL);
@@ -1105,8 +1106,73 @@ static void test_dotfiles(void)
     }
 }
 
+/* A kept head (http_head_memo) gives the bytes a built one would, with the
+ * Date of the moment, and only to a plan it was made for. */
+static void test_head_memo(void)
+{
+    static struct http_head_memo memo, other;
+    char buf[HTTP_SERVER_HEAD_BUF];
+    struct run *r;
+    int n;
+
+    settings.date = "Mon, 20 Nov 2023 10:00:00 GMT";
+    r = plan(GET("/a.txt", ""));
+    CHECK(http_head_memo_make(&r->plan, &memo));
+    CHECK_INT(memo.len, r->head_len);
+    CHECK_MEM(memo.head, memo.len, r->head);
+
+    /* a second later, another connection: the same head, the new Date */
+    settings.date = "Mon, 20 Nov 2023 10:00:01 GMT";
+    r = plan(GET("/a.txt", ""));
+    n = http_plan_head_memo(&r->plan, &memo, buf, sizeof(buf));
+    CHECK_INT(n, r->head_len);
+    CHECK_MEM(buf, n, r->head);
+    CHECK(strstr(r->head, "Date: Mon, 20 Nov 2023 10:00:01 GMT\r\n"));
+    CHECK_INT(http_plan_head_memo(&r->plan, &memo, buf, 10), 0); /* short */
+
+    /* another disposition, another type or framing: not this memo */
+    r = plan(GET("/a.txt", "Connection: close\r\n"));
+    CHECK_INT(http_plan_head_memo(&r->plan, &memo, buf, sizeof(buf)), 0);
+    CHECK(http_head_memo_make(&r->plan, &other));
+    CHECK(strstr(other.head, "Connection: close\r\n"));
+    r = plan(GET("/img.png", ""));
+    CHECK_INT(http_plan_head_memo(&r->plan, &memo, buf, sizeof(buf)), 0);
+
+    /* heads that depend on the request or the clock are never kept */
+    static const char *const not_kept[] = {
+        GET("/a.txt", "Range: bytes=0-3\r\n"),
+        GET("/a.txt", "If-None-Match: \"x\"\r\nRange: bytes=0-99\r\n"),
+        GET("/a.txt", "Accept-Encoding: gzip\r\n"),
+        GET("/nothing", ""),
+        GET("/dir/", ""),
+        "GET /a.txt HTTP/1.0\r\n\r\n",
+    };
+    for (size_t i = 0; i < HTTP_ARRAY_SIZE(not_kept); i++) {
+        r = plan(not_kept[i]);
+        if (r->plan.status == 200 && r->plan.head.version == 11 &&
+            !r->plan.head.content_encoding && !r->plan.head.chunked &&
+            r->plan.body != HTTP_PLAN_BODY_LISTING)
+            continue; /* planned as the plain 200 after all */
+        memset(&other, 0, sizeof(other));
+        CHECK(!http_head_memo_make(&r->plan, &other));
+        CHECK_INT(http_plan_head_memo(&r->plan, &memo, buf, sizeof(buf)), 0);
+    }
+    /* a 304 for the kept file is built, not copied */
+    r = plan(GET("/a.txt", "If-None-Match: *\r\n"));
+    CHECK_INT(r->plan.status, 304);
+    CHECK_INT(http_plan_head_memo(&r->plan, &memo, buf, sizeof(buf)), 0);
+    /* Expires moves with the clock */
+    settings.expires = 60;
+    r = plan(GET("/a.txt", ""));
+    CHECK(!http_head_memo_make(&r->plan, &other));
+    CHECK_INT(http_plan_head_memo(&r->plan, &memo, buf, sizeof(buf)), 0);
+    settings.expires = 0;
+    settings.date = NULL;
+}
+
 int main(void)
 {
+    test_head_memo();
     test_dotfiles();
     test_errno_status();
     test_dispatch_errors();

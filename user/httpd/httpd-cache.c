@@ -335,7 +335,7 @@ static int load(const char *rel,
     }
     f->body = f->obj->body;
     f->meta.body_cached = f->body != NULL;
-    f->charge = ENTRY_OVERHEAD + len;
+    f->charge = ENTRY_OVERHEAD + sizeof(f->memo) + len;
     atomic_fetch_add(&cache_bytes_shared, f->charge);
     *out = f;
     return 0;

@@ -344,7 +344,10 @@ enum rt_verdict httpd_conn_serve(struct rt_conn *c)
                 lingering_close(cs);
             goto out;
         }
-        http_parser_reset(&cs->parser);
+        /* the parser again for a next request, unless the connection
+         * goes idle now (a wake-up starts with a fresh one) */
+        if (cs->start != cs->len || !cs->drained)
+            http_parser_reset(&cs->parser);
     }
 out:
     conn_free(cs);

@@ -104,7 +104,9 @@ static bool finish(struct httpd_req *r,
         gz = httpd_cache_gzip(f);
         step = http_plan_gzip(p, gz && !gz->worthless, gz ? gz->len : 0);
     }
+    r->file = f;
     bool ok = carry_out(r, p, f, gz);
+    r->file = NULL;
     if (f)
         httpd_cache_put(f);
     return ok;

@@ -5,13 +5,41 @@
 
 #include "httpd.h"
 
+/* p's head into r->hbuf: the kept head of r->file when it fits p, else
+ * built (and kept, if p's is one to keep and none is yet). */
+static int plan_head(struct httpd_req *r, const struct http_plan *p)
+{
+    struct httpd_memo *memo =
+        r->file ? &r->file->memo[p->head.keep_alive] : NULL;
+    int n;
+
+    if (!memo)
+        return http_plan_head(p, r->hbuf, r->hcap);
+    int state = atomic_load_explicit(&memo->state, memory_order_acquire);
+    if (state == HTTPD_MEMO_READY) {
+        n = http_plan_head_memo(p, &memo->m, r->hbuf, r->hcap);
+        if (n > 0)
+            return n;
+    }
+    n = http_plan_head(p, r->hbuf, r->hcap);
+    /* one maker; a plan whose head is not one to keep leaves it empty */
+    if (n > 0 && state == HTTPD_MEMO_EMPTY &&
+        atomic_compare_exchange_strong(&memo->state, &state, HTTPD_MEMO_MAKING))
+        atomic_store_explicit(&memo->state,
+                              http_head_memo_make(p, &memo->m)
+                                  ? HTTPD_MEMO_READY
+                                  : HTTPD_MEMO_EMPTY,
+                              memory_order_release);
+    return n;
+}
+
 bool httpd_send_head(struct httpd_req *r,
                      const struct http_plan *p,
                      const void *body,
                      size_t body_len,
                      bool more)
 {
-    int n = http_plan_head(p, r->hbuf, r->hcap);
+    int n = plan_head(r, p);
     if (n < 0) {
         /* no planned head is that long; should one be, the client gets
          * the plan's 500 and a close rather than nothing */

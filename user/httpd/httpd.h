@@ -76,6 +76,7 @@ struct httpd_req {
     bool uncounted;                 /* the status page: not counted */
     char *hbuf;                     /* response head buffer */
     size_t hcap;
+    struct httpd_file *file; /* the entry the body comes from, or NULL */
 };
 
 /* Build p's head and send it, with body[0..body_len) unless p is
@@ -131,9 +132,17 @@ struct httpd_file {
     _Atomic uint64_t checked_ms;
     _Atomic uint64_t used_ms;
     size_t charge; /* bytes counted against --cache-size */
+    /* the head of its plain 200, kept by the first response that fits
+     * (core's http_head_memo), one per disposition: [keep_alive] */
+    struct httpd_memo {
+        _Atomic int state; /* HTTPD_MEMO_* */
+        struct http_head_memo m;
+    } memo[2];
     size_t path_len;
     char path[];
 };
+
+enum { HTTPD_MEMO_EMPTY, HTTPD_MEMO_MAKING, HTTPD_MEMO_READY };
 
 int httpd_cache_init(void);
 /* 0 with *out referenced, or -errno (-ENOENT, -EXDEV/-ELOOP: leads out of

@@ -1,6 +1,9 @@
 /* rt-cli.c — what every server on the runtime does around it: the command
  * line with the flags they all share (one spelling, one meaning, one
- * default), the main thread's signal loop, and the counters file.
+ * default, one message for a bad value) and the program's own, parsed by
+ * one parser that never exits (rt_cli_apply: ktcp-httpd runs it again on a
+ * --config file at each SIGHUP); the main thread's signal loop; and the
+ * counters file.
  *
  * Signals are blocked in every thread and taken synchronously by the main
  * thread (sigwaitinfo), so no handler ever runs inside a connection's code.

@@ -163,18 +163,17 @@ static void usage(FILE *f, const struct rt_cli *cli, const struct rt_config *d)
         const struct shared_flag *s = &shared_flags[i];
         if ((s->key == 'm' && cli->one_model) || (s->bit & cli->not_taken))
             continue;
+        const char *help = s->key == 't' && cli->one_model
+                               ? "worker threads (default: one per core)"
+                               : s->help;
         usage_flag(f, s->key, s->name, s->arg);
-        if (s->key == 't' && cli->one_model)
-            snprintf(line, sizeof(line),
-                     "worker threads (default: one per "
-                     "core)");
-        else if (s->key == 'm')
-            snprintf(line, sizeof(line), s->help, model_names[d->model]);
+        if (s->key == 'm')
+            snprintf(line, sizeof(line), help, model_names[d->model]);
         else if (s->def != NO_DEFAULT)
-            snprintf(line, sizeof(line), s->help,
+            snprintf(line, sizeof(line), help,
                      *(const int *) ((const char *) d + s->def));
         else
-            snprintf(line, sizeof(line), "%s", s->help);
+            snprintf(line, sizeof(line), "%s", help);
         usage_help(f, line);
         for (const struct rt_cli_opt *o = cli->opts;
              s->key == OPT_BACKLOG && o && o->name; o++) {
@@ -269,7 +268,6 @@ enum rt_cli_result rt_cli_apply(struct rt_cli *cli,
     int c;
 
     prog = cfg->name;
-    msg_prefix = from_file ? argv[0] : prog;
     if (cfg->workers <= 0)
         cfg->workers = cpus > 0 ? (int) (cpus < 256 ? cpus : 256) : 1;
     cli->threads = cfg->workers;
@@ -293,6 +291,7 @@ enum rt_cli_result rt_cli_apply(struct rt_cli *cli,
     }
     memset(&longopts[n], 0, sizeof(longopts[n]));
 
+    msg_prefix = from_file ? argv[0] : prog;
     optind = 0; /* glibc: start afresh, also for a second list */
     while (r == RT_CLI_OK &&
            (c = getopt_long(argc, argv, shorts, longopts, NULL)) != -1) {

@@ -160,14 +160,15 @@ def test_httpd_reload_of_a_bad_config_keeps_serving(tmp_path):
     (tmp_path / "a.txt").write_text("hello\n")
     conf.write_text("no-gzip\n")
     port = free_port()
-    log = open(tmp_path / "stderr", "w+")
-    p = subprocess.Popen([exe_path("ktcp-httpd"), "--root", str(tmp_path), "--port", str(port),
-                          "--bind", "127.0.0.1", "--threads", "1", "--user", "root",
-                          "--config", str(conf)], stdout=subprocess.DEVNULL, stderr=log)
+    log = tmp_path / "stderr"
+    with open(log, "w") as f:  # the server's; read through a file of our own
+        p = subprocess.Popen([exe_path("ktcp-httpd"), "--root", str(tmp_path), "--port",
+                              str(port), "--bind", "127.0.0.1", "--threads", "1", "--user",
+                              "root", "--config", str(conf)],
+                             stdout=subprocess.DEVNULL, stderr=f)
 
     def stderr():
-        log.seek(0)
-        return log.read()
+        return log.read_text()
 
     def wait_for(text, count):
         deadline = time.monotonic() + 10
@@ -196,7 +197,6 @@ def test_httpd_reload_of_a_bad_config_keeps_serving(tmp_path):
     finally:
         p.terminate()
         assert p.wait(timeout=10) == 0, stderr()
-        log.close()
 
 
 def kcm_why_not():

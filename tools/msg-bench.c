@@ -88,6 +88,11 @@ static uint8_t *request_template; /* one whole request frame, tag 0 */
 static size_t frame_len;
 static uint64_t t_measure, t_end;
 
+static void put_be32(uint8_t *p, uint32_t v)
+{
+    p[0] = v >> 24, p[1] = v >> 16, p[2] = v >> 8, p[3] = v;
+}
+
 static bool queue_request(struct conn *c, uint64_t now)
 {
     uint32_t tag;
@@ -103,10 +108,7 @@ static bool queue_request(struct conn *c, uint64_t now)
     }
     p = c->out + c->out_len;
     memcpy(p, request_template, frame_len);
-    p[8] = tag >> 24;
-    p[9] = tag >> 16;
-    p[10] = tag >> 8;
-    p[11] = tag;
+    put_be32(p + 8, tag);
     c->out_len += frame_len;
     c->sent_at[tag] = now;
     return true;
@@ -114,6 +116,8 @@ static bool queue_request(struct conn *c, uint64_t now)
 
 static void flush(struct client *cl, struct conn *c, int ep)
 {
+    struct epoll_event ev = {.events = EPOLLIN, .data.ptr = c};
+
     while (c->out_off < c->out_len) {
         ssize_t n = send(c->fd, c->out + c->out_off, c->out_len - c->out_off,
                          MSG_DONTWAIT | MSG_NOSIGNAL);
@@ -127,13 +131,9 @@ static void flush(struct client *cl, struct conn *c, int ep)
         }
         c->out_off += n;
     }
-    {
-        struct epoll_event ev = {.events = EPOLLIN, .data.ptr = c};
-
-        if (c->out_off < c->out_len)
-            ev.events |= EPOLLOUT;
-        epoll_ctl(ep, EPOLL_CTL_MOD, c->fd, &ev);
-    }
+    if (c->out_off < c->out_len)
+        ev.events |= EPOLLOUT;
+    epoll_ctl(ep, EPOLL_CTL_MOD, c->fd, &ev);
 }
 
 static uint32_t be32(const uint8_t *p)
@@ -229,10 +229,8 @@ static void *client_run(void *arg)
             }
             if (got && !c->dead) {
                 last_progress = now;
-                if (now < t_end) {
-                    while (queue_request(c, now))
-                        ;
-                }
+                while (now < t_end && queue_request(c, now))
+                    ;
                 flush(cl, c, ep);
             }
             if (c->dead) {
@@ -402,14 +400,8 @@ int main(int argc, char **argv)
         return EXIT_SETUP;
     }
     memset(request_template, 0, frame_len);
-    request_template[0] = opt.size >> 24;
-    request_template[1] = opt.size >> 16;
-    request_template[2] = opt.size >> 8;
-    request_template[3] = opt.size;
-    request_template[4] = opt.work_us >> 24;
-    request_template[5] = opt.work_us >> 16;
-    request_template[6] = opt.work_us >> 8;
-    request_template[7] = opt.work_us;
+    put_be32(request_template, (uint32_t) opt.size);
+    put_be32(request_template + 4, (uint32_t) opt.work_us);
     for (size_t i = 12; i < frame_len; i++)
         request_template[i] = (uint8_t) (i * 31 + 7);
 

@@ -40,6 +40,7 @@ def test_help_lists_every_flag_with_default():
     (["--root", "/nope"], "--root /nope: No such file or directory"),
     (["--port", "99999"], "--port 99999"),
     (["--port", "http"], "--port http"),
+    (["--port", "0"], "--port 0: expected a number in 1..65535"),  # as every server
     (["--model", "fibers"], "--model fibers"),
     (["--threads", "0"], "--threads 0"),
     (["--cache-size", "12Q"], "--cache-size 12Q"),
@@ -59,7 +60,8 @@ def test_help_lists_every_flag_with_default():
     (["--mime-types", "/"], "--mime-types /"),
 ])
 def test_unusable_argument_named(docroot, args, named):
-    r = httpd("--root", docroot.root, "--port", "0", *args)
+    from testlib import free_port
+    r = httpd("--root", docroot.root, "--port", str(free_port()), *args)
     assert r.returncode != 0
     assert named in r.stderr, r.stderr
 

@@ -1,4 +1,5 @@
-# Helpers every user-space server links: listener set-up, argument parsing.
+# Helpers every user-space server links: listener set-up (the command line
+# is the runtime's, user/rt/rt-cli.c).
 KTCP_USER_COMMON := $(BUILD)/user/common/ktcp-net.o
 
 $(BUILD)/user/common/%.o: user/common/%.c user/common/ktcp-net.h

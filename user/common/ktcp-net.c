@@ -65,22 +65,3 @@ einval:
     close(fd);
     return -EINVAL;
 }
-
-long ktcp_parse_long(const char *prog,
-                     const char *flag,
-                     const char *s,
-                     long min,
-                     long max)
-{
-    char *end;
-    long v;
-
-    errno = 0;
-    v = strtol(s, &end, 10);
-    if (errno || *s == '\0' || *end != '\0' || v < min || v > max) {
-        fprintf(stderr, "%s: %s %s: expected a number in %ld..%ld\n", prog,
-                flag, s, min, max);
-        exit(2);
-    }
-    return v;
-}

@@ -14,13 +14,3 @@ int ktcp_listen_tcp(const char *bind_addr,
                     int port,
                     int backlog,
                     bool reuseport);
-
-/*
- * A command-line number in [min, max]; anything else exits 2 after
- * "PROG: FLAG VALUE: expected a number in MIN..MAX" on stderr.
- */
-long ktcp_parse_long(const char *prog,
-                     const char *flag,
-                     const char *s,
-                     long min,
-                     long max);

@@ -41,7 +41,7 @@ static void reopen_log(const char *path, const char *why)
 static void reload(int argc, char **argv, struct settings *running)
 {
     struct settings n;
-    if (httpd_load_settings(argc, argv, &n) != PARSE_OK) {
+    if (httpd_load_settings(argc, argv, &n) != RT_CLI_OK) {
         fprintf(stderr, "ktcp-httpd: SIGHUP: kept the running settings\n");
         return;
     }
@@ -114,7 +114,7 @@ static bool load_mime_types(const struct settings *s)
                         s->mime_types);
             return true;
         }
-        return httpd_bad_arg("--mime-types", s->mime_types, strerror(errno));
+        return rt_cli_bad("--mime-types", s->mime_types, strerror(errno));
     }
     char *text = malloc(HTTP_MIME_FILE_MAX);
     size_t len = text ? fread(text, 1, HTTP_MIME_FILE_MAX, f) : 0;
@@ -131,8 +131,8 @@ static bool load_mime_types(const struct settings *s)
     if (!table.types) {
         free(text);
         free(store);
-        return httpd_bad_arg("--mime-types", s->mime_types,
-                             ok ? strerror(ENOMEM) : "read error");
+        return rt_cli_bad("--mime-types", s->mime_types,
+                          ok ? strerror(ENOMEM) : "read error");
     }
     http_mime_table_parse(&table, HTTP_MIME_TABLE_MAX, store,
                           HTTP_MIME_STORE_SIZE(len), text, len);
@@ -152,7 +152,7 @@ static bool resolve_user(const char *name)
     errno = 0;
     struct passwd *pw = getpwnam(name);
     if (!pw) {
-        httpd_bad_arg("--user", name, errno ? strerror(errno) : "no such user");
+        rt_cli_bad("--user", name, errno ? strerror(errno) : "no such user");
         return false;
     }
     if (pw->pw_uid == 0) {
@@ -164,8 +164,7 @@ static bool resolve_user(const char *name)
         return true;
     }
     if (pw->pw_gid == 0) {
-        httpd_bad_arg("--user", name,
-                      "has group root: name an unprivileged user");
+        rt_cli_bad("--user", name, "has group root: name an unprivileged user");
         return false;
     }
     serve_uid = pw->pw_uid;
@@ -209,9 +208,9 @@ int main(int argc, char **argv)
     static struct settings s;
 
     switch (httpd_load_settings(argc, argv, &s)) {
-    case PARSE_OK:
+    case RT_CLI_OK:
         break;
-    case PARSE_EXIT:
+    case RT_CLI_EXIT:
         return 0;
     default:
         return 2;
@@ -233,13 +232,13 @@ int main(int argc, char **argv)
         return 2;
     httpd_cfg.root_fd = open(s.root, O_PATH | O_DIRECTORY | O_CLOEXEC);
     if (httpd_cfg.root_fd < 0) {
-        httpd_bad_arg("--root", s.root, strerror(errno));
+        rt_cli_bad("--root", s.root, strerror(errno));
         return 2;
     }
     if (s.access_log) {
         int err = httpd_log_open(s.access_log);
         if (err < 0) {
-            httpd_bad_arg("--access-log", s.access_log, strerror(-err));
+            rt_cli_bad("--access-log", s.access_log, strerror(-err));
             return 2;
         }
     }
@@ -292,7 +291,7 @@ int main(int argc, char **argv)
     if (serve_user)
         snprintf(as, sizeof(as), " as %s", serve_user);
     fprintf(stderr, "ktcp-httpd: serving %s on %s%s (model %s, %d worker%s)\n",
-            s.root, where, as, httpd_model_names[s.rt.model],
+            s.root, where, as, rt_model_name(s.rt.model),
             s.rt.model == RT_MODEL_THREADS ? 1 : s.rt.workers,
             s.rt.model != RT_MODEL_THREADS && s.rt.workers > 1 ? "s" : "");
 

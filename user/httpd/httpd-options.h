@@ -27,19 +27,11 @@ struct settings {
     bool dotfiles;
 };
 
-enum parse_result { PARSE_OK, PARSE_EXIT, PARSE_ERROR };
-
 /* Defaults, then --config's file, then the command line, into s. A
- * message naming what is wrong is on stderr after PARSE_ERROR; PARSE_EXIT:
- * --help or --version was answered. */
-enum parse_result httpd_load_settings(int argc,
-                                      char **argv,
-                                      struct settings *s);
-
-/* "ktcp-httpd: OPT VAL: WHY" on stderr; returns false. */
-bool httpd_bad_arg(const char *opt, const char *val, const char *why);
-
-/* --model's names, indexed by enum rt_model. */
-extern const char *const httpd_model_names[3];
+ * message naming what is wrong is on stderr after RT_CLI_ERROR;
+ * RT_CLI_EXIT: --help or --version was answered. Never exits. */
+enum rt_cli_result httpd_load_settings(int argc,
+                                       char **argv,
+                                       struct settings *s);
 
 #endif /* KTCP_HTTPD_OPTIONS_H */

@@ -19,11 +19,15 @@ static int nworkers; /* workerN_messages lines in the counters file */
 
 enum { OPT_MAX_MSG = 256 };
 
-static void option(int key, const char *arg)
+static bool option(void *data, int key, const char *arg, bool from_file)
 {
-    if (key == OPT_MAX_MSG)
-        msg_max = (uint32_t) rt_cli_number("--max-msg", arg, MSG_REQ_HDR_LEN,
-                                           MSG_MAX_MAX);
+    long v;
+
+    (void) data, (void) key, (void) from_file; /* --max-msg alone */
+    if (!rt_cli_long("--max-msg", arg, MSG_REQ_HDR_LEN, MSG_MAX_MAX, &v))
+        return false;
+    msg_max = (uint32_t) v;
+    return true;
 }
 
 static void more_counters(FILE *f)
@@ -52,7 +56,7 @@ void msg_parse(struct rt_cli *cli,
     static const struct rt_cli_opt opts[] = {
         {"max-msg", OPT_MAX_MSG, "BYTES",
          "largest body accepted; a longer frame closes its\n"
-         "                             connection (default 65536)"},
+         "connection (default 65536)"},
         {0},
     };
     static const struct rt_cli_counter counters[] = {

@@ -1,6 +1,9 @@
 /* rt-cli.c — what every server on the runtime does around it: the command
  * line with the flags they all share (one spelling, one meaning, one
- * default), the main thread's signal loop, and the counters file.
+ * default, one message for a bad value) and the program's own, parsed by
+ * one parser that never exits (rt_cli_apply: ktcp-httpd runs it again on a
+ * --config file at each SIGHUP); the main thread's signal loop; and the
+ * counters file.
  *
  * Signals are blocked in every thread and taken synchronously by the main
  * thread (sigwaitinfo), so no handler ever runs inside a connection's code.
@@ -16,12 +19,13 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "ktcp-net.h"
 #include "ktcp-version.h"
 #include "rt-internal.h"
 
 static const char *const model_names[] = {"threads", "epoll", "mn"};
 static const char *prog = "ktcp";
+/* What messages start with: prog, or the file rt_cli_apply reads. */
+static const char *msg_prefix = "ktcp";
 
 int rt_worker_id(void)
 {
@@ -29,9 +33,49 @@ int rt_worker_id(void)
     return w ? w->id : -1;
 }
 
-long rt_cli_number(const char *flag, const char *arg, long min, long max)
+const char *rt_model_name(enum rt_model m)
 {
-    return ktcp_parse_long(prog, flag, arg, min, max);
+    return (unsigned) m < 3 ? model_names[m] : "?";
+}
+
+bool rt_cli_bad(const char *flag, const char *arg, const char *why)
+{
+    fprintf(stderr, "%s: %s %s: %s\n", msg_prefix, flag, arg, why);
+    return false;
+}
+
+bool rt_cli_long(const char *flag,
+                 const char *arg,
+                 long min,
+                 long max,
+                 long *out)
+{
+    char *end, why[80];
+    long v;
+
+    errno = 0;
+    v = strtol(arg, &end, 10);
+    if (errno || *arg == '\0' || *end != '\0' || v < min || v > max) {
+        snprintf(why, sizeof(why), "expected a number in %ld..%ld", min, max);
+        return rt_cli_bad(flag, arg, why);
+    }
+    *out = v;
+    return true;
+}
+
+/* An int flag in [min, max] into *out. */
+static bool int_flag(const char *flag,
+                     const char *arg,
+                     long min,
+                     long max,
+                     int *out)
+{
+    long v;
+
+    if (!rt_cli_long(flag, arg, min, max, &v))
+        return false;
+    *out = (int) v;
+    return true;
 }
 
 /* The flags every server shares, in --help's order: one line each drives
@@ -39,45 +83,54 @@ long rt_cli_number(const char *flag, const char *arg, long min, long max)
  * from the rt_config at def; the program's own flags come after
  * --backlog. */
 enum { OPT_BACKLOG = 1 << 20, OPT_VERSION, OPT_MAX_PER_IP, NO_DEFAULT = -1 };
-#define HELP_INDENT "\n                             "
 static const struct shared_flag {
     int key; /* the short letter, or OPT_* for a long-only flag */
     const char *name, *arg, *help;
-    int def; /* offsetof(struct rt_config, the default), or NO_DEFAULT */
+    int def;      /* offsetof(struct rt_config, the default), or NO_DEFAULT */
+    unsigned bit; /* RT_CLI_* for rt_cli.not_taken, or 0: always taken */
 } shared_flags[] = {
     {'b', "bind", "ADDR",
-     "numeric IPv4/IPv6 address to listen on" HELP_INDENT
-     "(default: every address, IPv6 and IPv4)",
-     NO_DEFAULT},
+     "numeric IPv4/IPv6 address to listen on (default:\n"
+     "every address, IPv6 and IPv4; 127.0.0.1 keeps a\n"
+     "server started by hand on this machine; a socket\n"
+     "passed by systemd replaces --bind and --port)",
+     NO_DEFAULT, 0},
     {'p', "port", "PORT", "TCP port (default %d)",
-     offsetof(struct rt_config, port)},
+     offsetof(struct rt_config, port), 0},
     {'t', "threads", "N",
-     "worker threads of the epoll and mn models" HELP_INDENT
+     "worker threads of the epoll and mn models\n"
      "(default: one per core)",
-     NO_DEFAULT},
-    {'m', "model", "MODEL", "threads | epoll | mn (default: %s)", NO_DEFAULT},
+     NO_DEFAULT, 0},
+    {'m', "model", "MODEL", "threads | epoll | mn (default: %s)", NO_DEFAULT,
+     0},
     {'i', "idle-timeout-ms", "MS",
-     "close a client idle this long; 0 = never (default %d)",
-     offsetof(struct rt_config, idle_timeout_ms)},
+     "close a client that sends nothing this long, or\n"
+     "stalls this long inside a request or a reply it\n"
+     "does not read; 0 = never (default %d)",
+     offsetof(struct rt_config, idle_timeout_ms), 0},
     {'c', "max-conns", "N",
-     "clients served at once; more are closed at accept;" HELP_INDENT
-     "0 = no limit (default %d)",
-     offsetof(struct rt_config, max_conns)},
-    {OPT_MAX_PER_IP, "max-conns-per-ip", "N",
-     "clients served at once from one address (IPv4 and" HELP_INDENT
-     "IPv4-mapped IPv6 count as one); more are closed at" HELP_INDENT
+     "clients served at once; more are refused at\n"
      "accept; 0 = no limit (default %d)",
-     offsetof(struct rt_config, max_conns_per_ip)},
+     offsetof(struct rt_config, max_conns), 0},
+    {OPT_MAX_PER_IP, "max-conns-per-ip", "N",
+     "clients served at once from one address (IPv4 and\n"
+     "IPv4-mapped IPv6 count as one); more are refused\n"
+     "at accept; 0 = no limit (default %d)",
+     offsetof(struct rt_config, max_conns_per_ip), 0},
     {OPT_BACKLOG, "backlog", "N", "listen backlog (default %d)",
-     offsetof(struct rt_config, backlog)},
+     offsetof(struct rt_config, backlog), 0},
     {'s', "stats-file", "PATH",
-     "where SIGUSR1 and exit write the counters (default: stderr)", NO_DEFAULT},
-    {OPT_VERSION, "version", NULL, "print the version and exit", NO_DEFAULT},
-    {'h', "help", NULL, "this text", NO_DEFAULT},
+     "where SIGUSR1 and exit write the counters\n(default: stderr)", NO_DEFAULT,
+     RT_CLI_STATS_FILE},
+    {OPT_VERSION, "version", NULL, "print the version and exit", NO_DEFAULT, 0},
+    {'h', "help", NULL, "this text", NO_DEFAULT, 0},
 };
 #define NSHARED (sizeof(shared_flags) / sizeof(shared_flags[0]))
+#define HELP_COLUMN 29
 
-/* "  -x, --long ARG" or "      --long ARG", padded to the help column. */
+/* "  -x, --long ARG" or "      --long ARG", padded to the help column (a
+ * longer one on a line of its own), then the help, each of its lines
+ * beginning at the help column. */
 static void usage_flag(FILE *f, int key, const char *name, const char *arg)
 {
     char head[64];
@@ -85,30 +138,49 @@ static void usage_flag(FILE *f, int key, const char *name, const char *arg)
     snprintf(head, sizeof(head), "%c%c%c --%s%s%s", letter ? '-' : ' ',
              letter ? key : ' ', letter ? ',' : ' ', name, arg ? " " : "",
              arg ? arg : "");
-    fprintf(f, "  %-25s  ", head);
+    if (strlen(head) > HELP_COLUMN - 4)
+        fprintf(f, "  %s\n%*s", head, HELP_COLUMN, "");
+    else
+        fprintf(f, "  %-*s  ", HELP_COLUMN - 4, head);
+}
+
+static void usage_help(FILE *f, const char *help)
+{
+    for (; *help; help++) {
+        fputc(*help, f);
+        if (*help == '\n')
+            fprintf(f, "%*s", HELP_COLUMN, "");
+    }
+    fputc('\n', f);
 }
 
 static void usage(FILE *f, const struct rt_cli *cli, const struct rt_config *d)
 {
+    char line[512];
+
     fprintf(f, "Usage: %s [OPTION]...\n%s\n\n", prog, cli->description);
     for (size_t i = 0; i < NSHARED; i++) {
         const struct shared_flag *s = &shared_flags[i];
-        if (s->key == 'm' && cli->one_model)
+        if ((s->key == 'm' && cli->one_model) || (s->bit & cli->not_taken))
             continue;
+        const char *help = s->key == 't' && cli->one_model
+                               ? "worker threads (default: one per core)"
+                               : s->help;
         usage_flag(f, s->key, s->name, s->arg);
-        if (s->key == 't' && cli->one_model)
-            fputs("worker threads (default: one per core)", f);
-        else if (s->key == 'm')
-            fprintf(f, s->help, model_names[d->model]);
+        if (s->key == 'm')
+            snprintf(line, sizeof(line), help, model_names[d->model]);
         else if (s->def != NO_DEFAULT)
-            fprintf(f, s->help, *(const int *) ((const char *) d + s->def));
+            snprintf(line, sizeof(line), help,
+                     *(const int *) ((const char *) d + s->def));
         else
-            fputs(s->help, f);
-        fputc('\n', f);
+            snprintf(line, sizeof(line), "%s", help);
+        usage_help(f, line);
         for (const struct rt_cli_opt *o = cli->opts;
              s->key == OPT_BACKLOG && o && o->name; o++) {
+            if (!o->help)
+                continue;
             usage_flag(f, o->key, o->name, o->arg);
-            fprintf(f, "%s\n", o->help);
+            usage_help(f, o->help);
         }
     }
     if (cli->footer)
@@ -118,42 +190,81 @@ static void usage(FILE *f, const struct rt_cli *cli, const struct rt_config *d)
             "on a bad argument.\n");
 }
 
-static void parse_model(const struct rt_cli *cli,
+static bool parse_model(const struct rt_cli *cli,
                         struct rt_config *cfg,
                         const char *s)
 {
     bool number = s[0] >= '0' && s[0] <= '9';
     if (cli->one_model) {
-        fprintf(stderr,
-                "%s: -m/--model %s: this server has one model (%s)%s%s\n", prog,
-                s, cli->one_model, number && cli->m_hint ? "; " : "",
-                number && cli->m_hint ? cli->m_hint : "");
-        exit(2);
+        fprintf(
+            stderr, "%s: -m/--model %s: this server has one model (%s)%s%s\n",
+            msg_prefix, s, cli->one_model, number && cli->m_hint ? "; " : "",
+            number && cli->m_hint ? cli->m_hint : "");
+        return false;
     }
     for (size_t i = 0; i < sizeof(model_names) / sizeof(model_names[0]); i++)
         if (!strcmp(s, model_names[i])) {
             cfg->model = (enum rt_model) i;
-            return;
+            return true;
         }
     if (number && cli->m_hint)
         fprintf(stderr, "%s: -m %s: -m is --model now (as everywhere); %s\n",
-                prog, s, cli->m_hint);
+                msg_prefix, s, cli->m_hint);
     else
-        fprintf(stderr, "%s: --model %s: expected threads, epoll or mn\n", prog,
-                s);
-    exit(2);
+        rt_cli_bad("--model", s, "expected threads, epoll or mn");
+    return false;
 }
 
-void rt_cli_parse(struct rt_cli *cli,
-                  struct rt_config *cfg,
-                  int argc,
-                  char **argv)
+/* One shared flag (c, getopt's answer) into cfg and cli. */
+static bool shared_flag(struct rt_cli *cli,
+                        struct rt_config *cfg,
+                        int c,
+                        const char *arg)
 {
-    enum { NOWN = 16 };
+    switch (c) {
+    case 'b':
+        cfg->bind = arg;
+        return true;
+    case 'p':
+        return int_flag("--port", arg, 1, 65535, &cfg->port);
+    case 't':
+        if (!int_flag("--threads", arg, 1, 256, &cli->threads))
+            return false;
+        if (!cli->one_model)
+            cfg->workers = cli->threads;
+        return true;
+    case 'm':
+        return parse_model(cli, cfg, arg);
+    case 'i':
+        return int_flag("--idle-timeout-ms", arg, 0, INT_MAX,
+                        &cfg->idle_timeout_ms);
+    case 'c':
+        return int_flag("--max-conns", arg, 0, INT_MAX, &cfg->max_conns);
+    case OPT_MAX_PER_IP:
+        return int_flag("--max-conns-per-ip", arg, 0, INT_MAX,
+                        &cfg->max_conns_per_ip);
+    case OPT_BACKLOG:
+        return int_flag("--backlog", arg, 1, 65535, &cfg->backlog);
+    case 's':
+        cli->stats_file = arg;
+        return true;
+    }
+    return false;
+}
+
+enum rt_cli_result rt_cli_apply(struct rt_cli *cli,
+                                struct rt_config *cfg,
+                                int argc,
+                                char **argv,
+                                unsigned flags)
+{
+    enum { NOWN = 24 };
     struct option longopts[NSHARED + NOWN + 1];
-    char shorts[2 * NSHARED + 1], *sp = shorts;
+    char shorts[2 * (NSHARED + NOWN) + 1], *sp = shorts;
     size_t n = 0;
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    bool from_file = flags & RT_CLI_FROM_FILE;
+    enum rt_cli_result r = RT_CLI_OK;
     int c;
 
     prog = cfg->name;
@@ -163,72 +274,79 @@ void rt_cli_parse(struct rt_cli *cli,
     const struct rt_config defaults = *cfg;
     for (size_t i = 0; i < NSHARED; i++) {
         const struct shared_flag *s = &shared_flags[i];
-        int has_arg = s->arg ? required_argument : no_argument;
-        longopts[n++] = (struct option){s->name, has_arg, NULL, s->key};
-        if (s->key < 256) {
-            *sp++ = (char) s->key;
-            if (s->arg)
-                *sp++ = ':';
-        }
+        longopts[n++] = (struct option){
+            s->name, s->arg ? required_argument : no_argument, NULL, s->key};
+        if (s->key < 256)
+            sp += sprintf(sp, "%c%s", s->key, s->arg ? ":" : "");
     }
-    *sp = '\0';
-    for (const struct rt_cli_opt *o = cli->opts;
-         o && o->name && n < NSHARED + NOWN; o++)
+    for (const struct rt_cli_opt *o = cli->opts; o && o->name; o++) {
+        if (n == NSHARED + NOWN) {
+            fprintf(stderr, "%s: more than %d flags of its own\n", prog, NOWN);
+            return RT_CLI_ERROR;
+        }
         longopts[n++] = (struct option){
             o->name, o->arg ? required_argument : no_argument, NULL, o->key};
+        if (o->key < 256 && !strchr(shorts, o->key))
+            sp += sprintf(sp, "%c%s", o->key, o->arg ? ":" : "");
+    }
     memset(&longopts[n], 0, sizeof(longopts[n]));
 
-    while ((c = getopt_long(argc, argv, shorts, longopts, NULL)) != -1) {
-        switch (c) {
-        case 'b':
-            cfg->bind = optarg;
-            break;
-        case 'p':
-            cfg->port = (int) rt_cli_number("--port", optarg, 1, 65535);
-            break;
-        case 't':
-            cli->threads = (int) rt_cli_number("--threads", optarg, 1, 256);
-            if (!cli->one_model)
-                cfg->workers = cli->threads;
-            break;
-        case 'm':
-            parse_model(cli, cfg, optarg);
-            break;
-        case 'i':
-            cfg->idle_timeout_ms =
-                (int) rt_cli_number("--idle-timeout-ms", optarg, 0, INT_MAX);
-            break;
-        case 'c':
-            cfg->max_conns =
-                (int) rt_cli_number("--max-conns", optarg, 0, INT_MAX);
-            break;
-        case OPT_MAX_PER_IP:
-            cfg->max_conns_per_ip =
-                (int) rt_cli_number("--max-conns-per-ip", optarg, 0, INT_MAX);
-            break;
-        case OPT_BACKLOG:
-            cfg->backlog = (int) rt_cli_number("--backlog", optarg, 1, 65535);
-            break;
-        case 's':
-            cli->stats_file = optarg;
-            break;
-        case OPT_VERSION:
+    msg_prefix = from_file ? argv[0] : prog;
+    optind = 0; /* glibc: start afresh, also for a second list */
+    while (r == RT_CLI_OK &&
+           (c = getopt_long(argc, argv, shorts, longopts, NULL)) != -1) {
+        const struct shared_flag *s = NULL;
+        for (size_t i = 0; i < NSHARED && !s; i++)
+            if (shared_flags[i].key == c)
+                s = &shared_flags[i];
+        if (s && (s->bit & cli->not_taken)) {
+            char letter[4] = "";
+            if (c < 256)
+                snprintf(letter, sizeof(letter), "-%c/", c);
+            fprintf(stderr, "%s: %s--%s: not taken by %s%s%s\n", msg_prefix,
+                    letter, s->name, prog, cli->not_taken_why ? ": " : "",
+                    cli->not_taken_why ? cli->not_taken_why : "");
+            r = RT_CLI_ERROR;
+        } else if (from_file && (c == 'h' || c == OPT_VERSION)) {
+            fprintf(stderr, "%s: --%s is not a setting\n", msg_prefix, s->name);
+            r = RT_CLI_ERROR;
+        } else if (c == OPT_VERSION) {
             ktcp_print_version(prog);
-            exit(0);
-        case 'h':
+            r = RT_CLI_EXIT;
+        } else if (c == 'h') {
             usage(stdout, cli, &defaults);
-            exit(0);
-        default:
-            if (c >= 256 && cli->option) {
-                cli->option(c, optarg);
-                break;
-            }
-            usage(stderr, cli, &defaults);
-            exit(2);
+            r = RT_CLI_EXIT;
+        } else if (s) {
+            r = shared_flag(cli, cfg, c, optarg) ? RT_CLI_OK : RT_CLI_ERROR;
+        } else if (c != '?' && c != ':' && cli->option) {
+            r = cli->option(cli->data, c, optarg, from_file) ? RT_CLI_OK
+                                                             : RT_CLI_ERROR;
+        } else {
+            if (!from_file)
+                usage(stderr, cli, &defaults);
+            r = RT_CLI_ERROR;
         }
     }
-    if (optind < argc) {
-        fprintf(stderr, "%s: unexpected argument '%s'\n", prog, argv[optind]);
+    if (r == RT_CLI_OK && optind < argc) {
+        fprintf(stderr, "%s: unexpected argument '%s'\n", msg_prefix,
+                argv[optind]);
+        r = RT_CLI_ERROR;
+    }
+    msg_prefix = prog;
+    return r;
+}
+
+void rt_cli_parse(struct rt_cli *cli,
+                  struct rt_config *cfg,
+                  int argc,
+                  char **argv)
+{
+    switch (rt_cli_apply(cli, cfg, argc, argv, 0)) {
+    case RT_CLI_OK:
+        return;
+    case RT_CLI_EXIT:
+        exit(0);
+    default:
         exit(2);
     }
 }
@@ -281,7 +399,7 @@ int rt_cli_serve(struct rt_cli *cli, struct rt_config *cfg)
     }
     fprintf(stderr, "%s: listening on port %d, %s model, %d threads\n", prog,
             cfg->port,
-            cli->one_model ? cli->one_model : model_names[cfg->model],
+            cli->one_model ? cli->one_model : rt_model_name(cfg->model),
             cli->one_model ? cli->threads : cfg->workers);
     for (;;) {
         int sig = sigwaitinfo(&sigs, NULL);

@@ -185,11 +185,13 @@ ssize_t rt_sendfile(struct rt_conn *c,
  *
  * The flags every server on the runtime takes alike, with one meaning and
  * one default (docs/operating.md): -b/--bind, -p/--port, -t/--threads,
- * -m/--model, -i/--idle-timeout-ms, -c/--max-conns, --backlog,
- * -s/--stats-file, --version, -h/--help; a program adds its own long flags.
- * rt_cli_serve is the rest of main(): signals taken by the main thread
- * (SIGTERM/SIGINT stop, SIGUSR1 writes the counters, SIGHUP is ignored:
- * every setting is a flag), the start and the stop. */
+ * -m/--model, -i/--idle-timeout-ms, -c/--max-conns, --max-conns-per-ip,
+ * --backlog, -s/--stats-file, --version, -h/--help; a program adds its own
+ * flags to the same table and --help. rt_cli_serve is the rest of main():
+ * signals taken by the main thread (SIGTERM/SIGINT stop, SIGUSR1 writes
+ * the counters, SIGHUP is ignored: every setting is a flag), the start and
+ * the stop. A program with a signal loop of its own (ktcp-httpd) uses the
+ * parser alone. */
 #include <stdio.h>
 
 /* The shared defaults, for a struct rt_config initialiser (workers: one
@@ -198,12 +200,14 @@ ssize_t rt_sendfile(struct rt_conn *c,
     .model = RT_MODEL_EPOLL, .backlog = 1024, .idle_timeout_ms = 30000, \
     .max_conns = 10000
 
-/* One of the program's own flags: long only, key >= 256. */
+/* One of the program's own flags. */
 struct rt_cli_opt {
     const char *name;
-    int key;
-    const char *arg;  /* the argument's name in --help; NULL: none */
-    const char *help; /* --help's text, lines after the first indented */
+    int key;         /* a short letter not shared, or >= 256: long only */
+    const char *arg; /* the argument's name in --help; NULL: none */
+    /* --help's text, its lines (at most 50 columns) split by '\n'; NULL:
+     * not listed (another spelling of a listed flag) */
+    const char *help;
 };
 
 /* A line of the counters file: name and the rt_count index summed. */
@@ -211,6 +215,9 @@ struct rt_cli_counter {
     const char *name;
     int which;
 };
+
+/* Shared flags a program may not take (rt_cli.not_taken). */
+#define RT_CLI_STATS_FILE 1u
 
 struct rt_cli {
     const char *description; /* --help's paragraph under Usage */
@@ -223,8 +230,16 @@ struct rt_cli {
      * the connections as the program set cfg->model and cfg->workers. */
     const char *one_model;
     int threads;
+    /* Shared flags (RT_CLI_*) left out of --help and refused, naming
+     * not_taken_why ("its counters are served at --status-path"). */
+    unsigned not_taken;
+    const char *not_taken_why;
     const struct rt_cli_opt *opts; /* ended by {0}; NULL: none */
-    void (*option)(int key, const char *arg);
+    /* One of opts given: false after saying why arg is wrong (rt_cli_bad,
+     * rt_cli_long). data is the field below; from_file as rt_cli_apply's
+     * RT_CLI_FROM_FILE. */
+    bool (*option)(void *data, int key, const char *arg, bool from_file);
+    void *data;
     /* the counters file: "accepted" and "active", these, then more() */
     const struct rt_cli_counter *counters; /* ended by {0} */
     void (*more)(FILE *f);
@@ -236,14 +251,43 @@ struct rt_cli {
     const char *stats_file; /* -s, or NULL: stderr */
 };
 
-/* Parse argv into cfg and cli. Exits 0 after --help or --version, 2 on a
- * bad argument (with the reason on stderr). */
+enum rt_cli_result {
+    RT_CLI_OK,
+    RT_CLI_EXIT,  /* --help or --version answered on stdout */
+    RT_CLI_ERROR, /* the reason is on stderr */
+};
+/* rt_cli_apply's flags. FROM_FILE: argv holds settings read from a file,
+ * argv[0] is what messages start with ("ktcp-httpd: --config FILE", as
+ * getopt's own use it), --help and --version are refused and a bad flag
+ * prints no usage. */
+#define RT_CLI_FROM_FILE 1u
+
+/* Apply argv's flags to cfg and cli (and the program's own through
+ * cli->option), over what they hold: the defaults --help shows. Prints
+ * and returns; exits nothing. */
+enum rt_cli_result rt_cli_apply(struct rt_cli *cli,
+                                struct rt_config *cfg,
+                                int argc,
+                                char **argv,
+                                unsigned flags);
+/* rt_cli_apply of the command line, then exit 0 after --help or
+ * --version, 2 on a bad argument. */
 void rt_cli_parse(struct rt_cli *cli,
                   struct rt_config *cfg,
                   int argc,
                   char **argv);
-/* A flag's number in [min, max], or exit 2 naming the flag. */
-long rt_cli_number(const char *flag, const char *arg, long min, long max);
+/* "PREFIX: FLAG ARG: WHY" on stderr, PREFIX the program's name or, inside
+ * rt_cli_apply from a file, the file's argv[0]; returns false. */
+bool rt_cli_bad(const char *flag, const char *arg, const char *why);
+/* A flag's number in [min, max] into *out, or rt_cli_bad's "expected a
+ * number in MIN..MAX" and false. */
+bool rt_cli_long(const char *flag,
+                 const char *arg,
+                 long min,
+                 long max,
+                 long *out);
+/* --model's name of m. */
+const char *rt_model_name(enum rt_model m);
 /* Start, serve until SIGTERM/SIGINT, stop, write the counters: main()'s
  * exit status. */
 int rt_cli_serve(struct rt_cli *cli, struct rt_config *cfg);

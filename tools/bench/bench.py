@@ -101,6 +101,16 @@ def loadavg():
         return " ".join(f.read().split()[:3])
 
 
+def tool_version(name):
+    """'htstress 0.2.0 (<git>)' from build/<name> --version, or ''."""
+    try:
+        r = subprocess.run([os.path.join(eng.BUILD, name), "--version"], capture_output=True,
+                           text=True, timeout=10)
+        return r.stdout.strip()
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+
+
 def conditions(env, vm_mode=None):
     cpu = ""
     with open("/proc/cpuinfo") as f:
@@ -127,6 +137,7 @@ def conditions(env, vm_mode=None):
         "memory_mib": mem_kib // 1024,
         "nginx": nginx_v,
         "python": platform.python_version(),
+        "htstress": tool_version("htstress"),
         "loadavg_start": loadavg(),
         "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
         "loopback": "127.0.0.1",

@@ -32,8 +32,8 @@ HTTP_WORKLOADS = {
 
 # Each profile, per environment. "engines" None = every available engine.
 PROFILES = {
-    # Host: 11 HTTP points x 5 engines (lwan given) x 3 rounds x 1.5 s, ~300 s
-    # with overheads. VM: fewer points (TCG loads a module per run and
+    # Host: 11 HTTP points x 5 engines (lwan given) x 3 rounds x 1.5 s, 250 s
+    # of runs, ~350 s with the rest and the overheads. VM: fewer points (TCG loads a module per run and
     # drops TIME-WAIT after it), so the guest's three rounds fit the boot
     # and the ~400 s the host phase leaves.
     "full": {
@@ -56,13 +56,13 @@ PROFILES = {
     },
     # <= 3 min with make's own start: the VM boot alone takes 40-95 s under
     # emulation on a loaded host, so the guest gets one point per suite.
-    # Three rounds fit by short runs (0.5 s host, 1 s guest) and by leaving
+    # Three rounds fit by short runs (0.3 s host, 1 s guest) and by leaving
     # the 1 MiB, listing and gzip workloads to the full profile: the host
-    # phase took 27 s with lwan and 0.3 s runs, load average 5-7.
+    # phase took 27 s with lwan, at load average 5-7.
     "quick": {
         "host": {
             "rounds": 3,
-            "sweep": [10, 100], "close_sweep": [10], "single_c": None, "duration": 0.5,
+            "sweep": [10, 100], "close_sweep": [10], "single_c": None, "duration": 0.3,
             "timeout_ms": 5000, "echo_clients": [100], "echo_total": 5000,
             "lat_count": 5000, "lat_duration": 1.0,
             "memory_conns": 10000, "engines": None, "budget_s": 50,

@@ -740,14 +740,20 @@ def bench_section(docs):
         L += memory_table(er, tag)
         notok = [r for r in er if r.get("status") != "ok"]
         skipped = d.get("skipped_engines") or []
-        if notok or skipped:
+        checks = [(name, wl, why) for name, bad in (d.get("checks") or {}).items()
+                  for wl, why in bad.items()]
+        if notok or skipped or checks:
             L.append(f"Not measured ({env}):")
             L.append("")
             for s in skipped:
                 L.append(f"- **{s['engine']}** skipped: {s['reason']}")
             for r in notok:
+                why = " ".join(str(r.get("reason", "")).split())
                 L.append(f"- {r['suite']} {r['workload']} c={r['concurrency']} "
-                         f"**{r['engine']}**: {status_text(r, 200)}")
+                         f"**{r['engine']}**: {r['status']}" + (f": {why}" if why else ""))
+            for name, wl, why in checks:
+                L.append(f"- **{name}** does not serve `{wl}` correctly, its runs are not "
+                         f"counted: {why}")
             L.append("")
     L.append(END)
     return "\n".join(L)

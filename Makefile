@@ -143,11 +143,18 @@ bench-kcm: deps user
 
 # make bench: every engine beside nginx, host then one VM boot, <= 15 min
 # (bench-quick <= 3 min); results/<timestamp>/ (see BENCHMARKS.md).
-.PHONY: bench-quick
+# BENCH_FLAGS passes options on (e.g. --no-vm for the host phase alone).
+# make bench-publish RESULTS=results/<timestamp>: that run's figures to
+# docs/bench/bench-<env>.json and its plots to docs/bench/, and the tables
+# of BENCHMARKS.md regenerated from them.
+.PHONY: bench-quick bench-publish
 bench: deps all
-	$(PYTHON) tools/bench/bench.py --profile full
+	$(PYTHON) tools/bench/bench.py --profile full $(BENCH_FLAGS)
 bench-quick: deps all
-	$(PYTHON) tools/bench/bench.py --profile quick
+	$(PYTHON) tools/bench/bench.py --profile quick $(BENCH_FLAGS)
+bench-publish:
+	@test -n "$(RESULTS)" || { echo "make bench-publish RESULTS=results/<timestamp>"; exit 2; }
+	$(PYTHON) tools/bench/bench.py --publish $(RESULTS)
 
 # make bench-cost: user-space instructions (callgrind) and system calls
 # (strace) per request, counted for each engine and workload on the host,

@@ -1,12 +1,16 @@
 """The comparison harness (tools/bench) in its smoke profile: host only,
 ktcp-httpd-epoll beside a private nginx, one keep-alive workload for half a
-second, and 200 idle connections for the memory check. Checks that
-results.json, results.md and the PNGs are written and agree with each other:
-every ratio is recomputed from the figures in the JSON."""
+second in two rounds, and 200 idle connections for the memory check. Checks
+that results.json, results.md and the PNGs are written and agree with each
+other: every median and ratio is recomputed from the rounds in the JSON, and
+--publish turns the folder into docs/bench/bench-host.json and the tables
+between BENCHMARKS.md's bench markers (in copies)."""
+import hashlib
 import json
 import os
 import re
 import shutil
+import statistics
 import subprocess
 import sys
 import time
@@ -44,8 +48,33 @@ def smoke(tmp_path_factory):
 def test_progress_line_per_run(smoke):
     _, doc, stdout = smoke
     lines = [line for line in stdout.splitlines() if line.startswith("bench [")]
-    assert len(lines) == len(doc["runs"])
+    assert len(lines) == sum(len(r["by_round"]) for r in doc["runs"])
     assert all("ETA" in line or "skipped" in line for line in lines)
+
+
+def test_rounds_alternate(smoke):
+    """The smoke profile's two rounds: nginx first in round 1, the other
+    engine first in round 2 (the order rotates by one each round)."""
+    _, _, stdout = smoke
+    order = re.findall(r"http small-keepalive c=10 (r\d/2) (\S+):", stdout)
+    assert order == [("r1/2", "nginx"), ("r1/2", "ktcp-httpd-epoll"),
+                     ("r2/2", "ktcp-httpd-epoll"), ("r2/2", "nginx")], stdout
+
+
+def test_plan_rotates_the_engines_each_round():
+    import plan
+    runs = plan.build("full", "host", ["nginx", "a", "b"], ["ktcp-echo"])
+    pt = [(r["round"], r["engine"]) for r in runs
+          if r["workload"] == "small-keepalive" and r["concurrency"] == 10]
+    assert pt == [(1, "nginx"), (1, "a"), (1, "b"), (2, "a"), (2, "b"), (2, "nginx"),
+                  (3, "b"), (3, "nginx"), (3, "a")]
+    assert {r["rounds_planned"] for r in runs if r["suite"] in ("http", "echo")} == {3}
+    assert all("round" not in r for r in runs if r["suite"] in ("lat", "memory"))
+    # the quick profile runs lwan beside nginx, keep-alive sweep and per request
+    runs = plan.build("quick", "host", ["nginx", "lwan", "ktcp-httpd-epoll"], ["ktcp-echo"])
+    for wl in ("small-keepalive", "small-close"):
+        for name in ("nginx", "lwan"):
+            assert len([r for r in runs if r["workload"] == wl and r["engine"] == name]) >= 3
 
 
 def test_json_runs_and_ratios(smoke):
@@ -57,12 +86,24 @@ def test_json_runs_and_ratios(smoke):
     for r in http.values():
         assert r["status"] == "ok", r
         assert r["workload"] == "small-keepalive" and r["keep_alive"] and r["file_size"] == 13
-        raw = r["raw"]
-        assert r["value"] == raw["req_per_s"] > 0
-        assert raw["good"] > 0 and raw["mode"] == "keep-alive"
-        assert raw["requests"] == raw["good"] + raw["bad"] + raw["errors"]["total"]
-        assert r["bytes_per_response"] == pytest.approx(raw["bytes_read"] / raw["good"])
-    nginx = http["nginx"]["value"]
+        # every round kept, the figure their median
+        assert r["rounds_planned"] == r["rounds_ok"] == len(r["by_round"]) == 2
+        assert [x["round"] for x in r["by_round"]] == [1, 2]
+        assert r["values"] == [x["value"] for x in r["by_round"]]
+        for x in r["by_round"]:
+            raw = x["raw"]
+            assert x["status"] == "ok" and x["value"] == raw["req_per_s"] > 0
+            assert raw["good"] > 0 and raw["mode"] == "keep-alive"
+            assert raw["requests"] == raw["good"] + raw["bad"] + raw["errors"]["total"]
+        assert r["value"] == pytest.approx(statistics.median(r["values"]))
+        assert r["min"] == min(r["values"]) <= r["value"] <= r["max"] == max(r["values"])
+        assert r["spread_pct"] == pytest.approx(
+            100 * max(r["max"] - r["value"], r["value"] - r["min"]) / r["value"])
+        # the table's other fields come from a round that ran
+        assert r["raw"] in [x["raw"] for x in r["by_round"]]
+        assert r["bytes_per_response"] == pytest.approx(r["raw"]["bytes_read"] /
+                                                        r["raw"]["good"])
+    nginx = http["nginx"]
     for r in doc["runs"]:
         if r["status"] != "ok":
             continue
@@ -70,10 +111,16 @@ def test_json_runs_and_ratios(smoke):
                     p["suite"] == r["suite"] and p["workload"] == r["workload"] and
                     p["concurrency"] == r["concurrency"] and p["env"] == r["env"])
         assert r["peer_value"] == peer["value"]
+        # median over the peer's median; the range of the same-round ratios
         assert r["ratio"] == pytest.approx(r["value"] / peer["value"], rel=1e-9)
-    assert http["ktcp-httpd-epoll"]["ratio"] == pytest.approx(
-        http["ktcp-httpd-epoll"]["value"] / nginx)
-    assert http["nginx"]["ratio"] == 1.0
+        per = [a / b for a, b in zip(r["values"], peer["values"])]
+        assert r["ratio_rounds"] == pytest.approx(per)
+        assert r["ratio_min"] == pytest.approx(min(per))
+        assert r["ratio_max"] == pytest.approx(max(per))
+    epoll = http["ktcp-httpd-epoll"]
+    assert epoll["ratio"] == pytest.approx(
+        statistics.median(epoll["values"]) / statistics.median(nginx["values"]))
+    assert nginx["ratio"] == 1.0
 
 
 def test_memory_check(smoke):
@@ -83,6 +130,7 @@ def test_memory_check(smoke):
     for r in mem.values():
         m = r["raw"]
         assert r["status"] == "ok"
+        assert len(r["by_round"]) == 1 and r["values"] == [r["value"]]
         assert m["connections_asked"] == 200 and m["connections_idle"] == 200, m
         assert r["value"] == pytest.approx(m["rss_kib"] / 1024)
         assert m["rss_kib"] > 0 and m["hwm_kib"] >= m["rss_kib"]
@@ -98,11 +146,12 @@ def test_markdown_carries_figures_ratios_and_conditions(smoke):
     assert cond["loadavg_start"] in md
     for r in doc["runs"]:
         if r["suite"] == "http":
-            v = f"{r['value']:,.0f}"
+            v = f"{r['value']:,.0f} ±{r['spread_pct']:.0f}%"
             if r["engine"] == "nginx":
                 assert f"| nginx | {v} |" in md
             else:
-                assert f"| {r['engine']} | {v} (×{r['ratio']:.2f}) |" in md
+                assert f"| {r['engine']} | {v} (×{r['ratio']:.2f}, {r['ratio_min']:.2f}–" \
+                       f"{r['ratio_max']:.2f}) |" in md
         # the every-run table: environment, workload, concurrency, ratio
         row = re.search(rf"\| {r['env']} \| {r['suite']} \| {r['workload']} \| "
                         rf"{re.escape(r['engine'])} \| {r['concurrency']} \|[^\n]*"
@@ -119,6 +168,104 @@ def test_pngs_written_and_linked(smoke):
     for name in linked:
         data = (out / name).read_bytes()
         assert data[:8] == PNG_MAGIC and len(data) > 5000, name
+
+
+def _sha(path):
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
+
+
+def test_publish_writes_json_and_fills_the_markers(smoke, tmp_path):
+    """--publish: docs-dir/bench-host.json with every point's rounds,
+    median, spread, ratio and the run's conditions, the plots copied, and a
+    copy of BENCHMARKS.md whose bench markers hold the tables made from
+    that JSON, the prose outside them unchanged (the real file untouched)."""
+    out, doc, _ = smoke
+    real = os.path.join(TOP, "BENCHMARKS.md")
+    before = _sha(real)
+    md = tmp_path / "BENCHMARKS.md"
+    shutil.copy(real, md)
+    text = md.read_text()
+    i, j = text.index("<!-- bench:begin -->"), text.index("<!-- bench:end -->")
+    docs = tmp_path / "docs"
+    r = subprocess.run([sys.executable, BENCH, "--publish", str(out), "--docs-dir", str(docs),
+                        "--bench-md", str(md)], capture_output=True, text=True, timeout=60,
+                       cwd=TOP)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert _sha(real) == before
+    assert not (docs / "bench-vm.json").exists()  # the smoke run has no VM phase
+    pub = json.loads((docs / "bench-host.json").read_text())
+    assert (docs / "bench-host.json").stat().st_size < 20000  # no tool output
+    cond = pub["conditions"]
+    assert cond["kernel"] == os.uname().release and cond["cores"] == os.cpu_count()
+    assert cond["loadavg_start"] and cond["loadavg_end"] and cond["nginx"]
+    assert pub["meta"]["profile"] == "smoke" and pub["meta"]["git"] and pub["meta"]["started"]
+    assert pub["source"] == out.name
+    pts = {(p["suite"], p["engine"]): p for p in pub["points"]}
+    assert set(pts) == {(r["suite"], r["engine"]) for r in doc["runs"]}
+    for p in pub["points"]:
+        assert "raw" not in p or p["suite"] in ("memory", "lat")
+        assert p["env"] == "host" and p["kernel"] == cond["kernel"]
+        assert len(p["values"]) == len(p["by_round"]) == p["rounds_planned"]
+        assert p["min"] <= p["value"] <= p["max"]
+        assert p["value"] == pytest.approx(statistics.median(p["values"]), rel=1e-5)
+        peer = pts[(p["suite"], p["peer"])]
+        assert p["ratio"] == pytest.approx(p["value"] / peer["value"], rel=1e-4)
+    assert len(pts[("http", "ktcp-httpd-epoll")]["values"]) == 2
+    assert pts[("memory", "nginx")]["raw"]["connections_idle"] == 200
+    for name in ("latency-http.png", "memory.png"):
+        assert (docs / name).read_bytes() == (out / name).read_bytes()
+    new = md.read_text()
+    assert new[:i] == text[:i]
+    assert new.endswith(text[j + len("<!-- bench:end -->"):])
+    section = new[i:new.index("<!-- bench:end -->")]
+    for p in pub["points"]:
+        if p["suite"] == "http":
+            v = f"{p['value']:,.0f} ±{p['spread_pct']:.0f}%"
+            assert (f"| nginx | {v} |" if p["engine"] == "nginx" else
+                    f"| {p['engine']} | {v} (×{p['ratio']:.2f}, ") in section, p
+    assert f"| host | `results/{out.name}` | `{pub['meta']['git']}` |" in section
+    assert cond["kernel"] in section and cond["loadavg_start"] in section
+    assert "median of 2 rounds" in section
+    # publishing again from the same JSON gives the same file
+    r = subprocess.run([sys.executable, BENCH, "--publish", str(out), "--docs-dir", str(docs),
+                        "--bench-md", str(md)], capture_output=True, text=True, timeout=60,
+                       cwd=TOP)
+    assert r.returncode == 0 and md.read_text() == new
+
+
+def test_merge_rounds_failures_and_skips():
+    """A crash in any round is the point's result; a skipped round only
+    lowers the count; a point with every round skipped is skipped."""
+    import report
+
+    def rec(engine, k, status, value=None, reason=""):
+        return {"env": "host", "suite": "http", "workload": "w", "concurrency": 1,
+                "engine": engine, "round": k, "rounds_planned": 3, "status": status,
+                "value": value, "reason": reason, "unit": "req/s", "elapsed_s": 1.0}
+
+    recs = [rec("nginx", 1, "ok", 100.0), rec("x", 1, "ok", 90.0), rec("y", 1, "ok", 5.0),
+            rec("x", 2, "ok", 200.0), rec("y", 2, "crashed", None, "killed by SIGSEGV"),
+            rec("nginx", 2, "ok", 110.0), rec("y", 3, "ok", 6.0),
+            rec("nginx", 3, "skipped", None, "over the budget"),
+            rec("x", 3, "ok", 120.0)]
+    recs.append(dict(rec("z", 1, "skipped", None, "over the budget")))
+    runs = {r["engine"]: r for r in report.merge_rounds(recs)}
+    assert list(runs) == ["nginx", "x", "y", "z"]
+    n, x, y, z = runs["nginx"], runs["x"], runs["y"], runs["z"]
+    assert n["status"] == "ok" and n["values"] == [100.0, 110.0, None] and n["rounds_ok"] == 2
+    assert n["value"] == 105.0 and "2 of 3 rounds" in n["note"]
+    assert x["values"] == [90.0, 200.0, 120.0] and x["value"] == 120.0
+    assert (x["min"], x["max"]) == (90.0, 200.0)
+    assert x["spread_pct"] == pytest.approx(100 * 80 / 120)
+    assert y["status"] == "crashed" and y["reason"] == "round 2 of 3: killed by SIGSEGV"
+    assert y["values"] == [5.0, None, 6.0]
+    assert z["status"] == "skipped" and z["value"] is None
+    report.add_ratios(list(runs.values()))
+    assert x["ratio"] == pytest.approx(120 / 105)
+    assert x["ratio_rounds"] == pytest.approx([0.9, 200 / 110])  # round 3: no peer
+    assert y["ratio"] is None and z["ratio"] is None
+    assert report.cell(y) == "crashed"
 
 
 def test_ratio_needs_a_peer_in_the_same_environment():

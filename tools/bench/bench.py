@@ -2,6 +2,7 @@
 """ktcp bench: every engine beside nginx on the same workloads, in one run.
 
     tools/bench/bench.py [--profile full|quick|smoke] [--out DIR] [--no-vm] [--no-host]
+    tools/bench/bench.py --publish results/<ts> [--docs-dir DIR] [--bench-md FILE]
     tools/bench/bench.py --profile echo|kcm [--out DIR]
 
 The host phase runs here (ktcp-httpd in each model, ktcp-echo, nginx, lwan
@@ -10,6 +11,16 @@ inside with --phase vm (khttpd.ko in each mode, kecho.ko in each wq_mode,
 the user-space engines and nginx, all inside the guest). Each phase writes
 <out>/<env>.json; the host then merges them into results.json, results.md
 and the PNG plots (tools/bench/report.py).
+
+Each HTTP and echo point runs the profile's rounds (full, quick: 3), the
+engines alternating within each round and the order rotated by one from
+round to round (plan.rotated); a record keeps every round and its figure is
+their median, its ratio the median over the peer's median at the point.
+
+--publish writes a results folder's figures, without the tools' raw output,
+to docs/bench/bench-<env>.json, copies its plots to docs/bench/, and
+regenerates the tables of BENCHMARKS.md between its bench markers from
+every docs/bench/bench-<env>.json (report.publish).
 
 Every run is bounded by count and time; a run that would overrun the
 profile's budget is skipped and listed as such, never waited for. An
@@ -90,6 +101,16 @@ def loadavg():
         return " ".join(f.read().split()[:3])
 
 
+def tool_version(name):
+    """'htstress 0.2.0 (<git>)' from build/<name> --version, or ''."""
+    try:
+        r = subprocess.run([os.path.join(eng.BUILD, name), "--version"], capture_output=True,
+                           text=True, timeout=10)
+        return r.stdout.strip()
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+
+
 def conditions(env, vm_mode=None):
     cpu = ""
     with open("/proc/cpuinfo") as f:
@@ -115,10 +136,15 @@ def conditions(env, vm_mode=None):
         "cpu": cpu,
         "memory_mib": mem_kib // 1024,
         "nginx": nginx_v,
+        "python": platform.python_version(),
+        "htstress": tool_version("htstress"),
         "loadavg_start": loadavg(),
         "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
         "loopback": "127.0.0.1",
     }
+    lwan = eng.lwan_path()
+    if lwan:
+        c["lwan"] = lwan
     if vm_mode:
         c["vm_mode"] = vm_mode
     return c
@@ -344,7 +370,8 @@ def run_one(run, rec, e, env, ctx, samples_dir, ports, ensure):
                 rec["time_wait_before"] = host_wait_time_wait(e.port)
             rec.update(run_http(run, e.port))
     elif run["suite"] == "echo":
-        path = os.path.join(samples_dir, f"{env}-{name}-c{run['concurrency']}.txt")
+        rnd = f"-r{run['round']}" if run.get("rounds_planned", 1) > 1 else ""
+        path = os.path.join(samples_dir, f"{env}-{name}-c{run['concurrency']}{rnd}.txt")
         rec.update(run_echo(run, e.port, path))
     elif run["suite"] == "lat":
         rec.update(run_lat(run, e.port if e else None))
@@ -432,13 +459,15 @@ def run_phase(env, profile, out, budget_s):
         rec = dict(run)
         rec["env"] = env
         name = run["engine"]
+        rnd = f" r{run['round']}/{run['rounds_planned']}" if run.get("rounds_planned", 1) > 1 \
+            else ""
         now = time.monotonic()
         over = sum(overheads) / len(overheads) if overheads else 0.5
         if now + run["planned_s"] + over > deadline:
             rec.update(status="skipped", reason=f"over the {profile} time budget")
             results.append(rec)
             log(f"bench [{i + 1:3d}/{n}] {env} {run['suite']} {run['workload']} "
-                f"c={run['concurrency']} {name}: skipped (time budget)")
+                f"c={run['concurrency']}{rnd} {name}: skipped (time budget)")
             continue
         t0 = time.monotonic()
         server = name if run["suite"] != "lat" else run.get("server")
@@ -480,7 +509,8 @@ def run_phase(env, profile, out, budget_s):
             peer = plan.PEERS[run["suite"]]
             pv = next((r.get("value") for r in results if r["engine"] == peer and
                        r["suite"] == run["suite"] and r["workload"] == run["workload"] and
-                       r["concurrency"] == run["concurrency"] and r.get("status") == "ok"), None)
+                       r["concurrency"] == run["concurrency"] and
+                       r.get("round") == run.get("round") and r.get("status") == "ok"), None)
             if pv and name != peer:
                 fig += f" (x{v / pv:.2f} {peer})"
             if rec.get("note"):
@@ -488,7 +518,7 @@ def run_phase(env, profile, out, budget_s):
         else:
             fig = f"{rec['status']}: {rec.get('reason', '')}"
         log(f"bench [{i + 1:3d}/{n}] {env} {run['suite']} {run['workload']} "
-            f"c={run['concurrency']} {name}: {fig} | {fmt_s(time.monotonic() - start)} "
+            f"c={run['concurrency']}{rnd} {name}: {fig} | {fmt_s(time.monotonic() - start)} "
             f"elapsed, ETA {fmt_s(eta)}")
 
     for e in by_name.values():
@@ -503,7 +533,9 @@ def run_phase(env, profile, out, budget_s):
     cond["loadavg_end"] = loadavg()
     cond["seconds"] = round(time.monotonic() - start, 1)
     cond["checks"] = ctx.checks
-    doc = {"env": env, "conditions": cond, "runs": results, "skipped": skipped}
+    import report
+    doc = {"env": env, "conditions": cond, "runs": report.merge_rounds(results),
+           "skipped": skipped}
     with open(os.path.join(out, f"{env}.json"), "w") as f:
         json.dump(doc, f, indent=1)
     subprocess.run(["rm", "-rf", ctx.tmp], timeout=60)
@@ -603,9 +635,21 @@ def main():
     ap.add_argument("--out", help="results folder (default results/<timestamp>)")
     ap.add_argument("--no-vm", action="store_true", help="host phase only")
     ap.add_argument("--no-host", action="store_true", help="VM phase only")
+    ap.add_argument("--publish", metavar="RESULTS",
+                    help="write RESULTS' figures to docs/bench/bench-<env>.json, copy its plots "
+                         "to docs/bench/, regenerate the tables of BENCHMARKS.md; then exit")
+    ap.add_argument("--docs-dir", default=os.path.join(TOP, "docs", "bench"),
+                    help="where --publish writes (default docs/bench)")
+    ap.add_argument("--bench-md", default=os.path.join(TOP, "BENCHMARKS.md"),
+                    help="the file whose bench markers --publish fills (default BENCHMARKS.md)")
     ap.add_argument("--phase", choices=["vm"], help=argparse.SUPPRESS)
     ap.add_argument("--deadline", type=float, help=argparse.SUPPRESS)
     a = ap.parse_args()
+    if a.publish:
+        import report
+        for p in report.publish(a.publish, a.docs_dir, a.bench_md):
+            log(f"bench: publish: wrote {os.path.relpath(p, os.getcwd())}")
+        return 0
     if a.profile in EXPERIMENTS:
         return run_experiment(a.profile, a.out, a.phase)
     prof = plan.PROFILES[a.profile]

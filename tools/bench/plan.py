@@ -1,11 +1,19 @@
-"""What each profile measures: workloads, concurrencies, durations, counts.
+"""What each profile measures: workloads, concurrencies, durations, counts,
+rounds.
 
 A run is a dict: suite (http | echo | lat | memory), workload, engine name,
 concurrency, and what the runner needs. Every run is bounded: HTTP runs by
 duration (plus one request timeout for what is in flight), echo runs by
 clients x rounds, lat runs by count and duration, the memory check by a
 connection count and a time budget; the runner adds a hard subprocess
-timeout to each."""
+timeout to each.
+
+Rounds: each HTTP and echo point runs `rounds` times (full and quick: 3),
+the engines alternating within a round and the order rotating by one from
+round to round (round 1: peer first, round 2: the second engine first, ...),
+so no engine always runs first or last after a given one. An engine's figure
+is the median of its rounds, its ratio the median over the peer's median at
+the same point (tools/bench/report.py). lat and memory points run once."""
 
 SMALL_BODY = b"Hello, ktcp!\n"  # 13 bytes
 BIG_SIZE = 1 << 20
@@ -24,16 +32,23 @@ HTTP_WORKLOADS = {
 
 # Each profile, per environment. "engines" None = every available engine.
 PROFILES = {
+    # Host: 11 HTTP points x 5 engines (lwan given) x 3 rounds x 1.5 s, 250 s
+    # of runs, ~350 s with the rest and the overheads. VM: fewer points (TCG loads a module per run and
+    # drops TIME-WAIT after it), so the guest's three rounds fit the boot
+    # and the ~400 s the host phase leaves.
     "full": {
         "host": {
-            "sweep": [1, 10, 100, 1000], "single_c": 10, "duration": 4.0, "timeout_ms": 5000,
+            "rounds": 3,
+            "sweep": [1, 10, 100, 1000], "single_c": 10, "duration": 1.5, "timeout_ms": 5000,
             "echo_clients": [1, 10, 100, 1000], "echo_total": 60000,
             "lat_count": 20000, "lat_duration": 2.0,
             "memory_conns": 10000, "engines": None, "budget_s": 400,
         },
         "vm": {
-            "sweep": [1, 10, 100, 1000], "single_c": 10, "duration": 2.0, "timeout_ms": 10000,
-            "echo_clients": [1, 10, 100, 1000], "echo_total": 400,
+            "rounds": 3,
+            "sweep": [1, 100, 1000], "close_sweep": [100, 1000], "single_c": 10,
+            "duration": 1.0, "timeout_ms": 10000,
+            "echo_clients": [1, 100, 1000], "echo_total": 300,
             "lat_count": 1000, "lat_duration": 1.5,
             "memory_conns": 0, "engines": None,
         },
@@ -41,26 +56,33 @@ PROFILES = {
     },
     # <= 3 min with make's own start: the VM boot alone takes 40-95 s under
     # emulation on a loaded host, so the guest gets one point per suite.
+    # Three rounds fit by short runs (0.3 s host, 1 s guest) and by leaving
+    # the 1 MiB, listing and gzip workloads to the full profile: the host
+    # phase took 27 s with lwan, at load average 5-7.
     "quick": {
         "host": {
-            "sweep": [10, 100], "close_sweep": [10], "single_c": 10, "duration": 0.8,
-            "timeout_ms": 5000, "echo_clients": [10, 100], "echo_total": 5000,
+            "rounds": 3,
+            "sweep": [10, 100], "close_sweep": [10], "single_c": None, "duration": 0.3,
+            "timeout_ms": 5000, "echo_clients": [100], "echo_total": 5000,
             "lat_count": 5000, "lat_duration": 1.0,
             "memory_conns": 10000, "engines": None, "budget_s": 50,
         },
         "vm": {
-            "sweep": [10], "single_c": None, "duration": 1.5, "timeout_ms": 10000,
+            "rounds": 3,
+            "sweep": [10], "single_c": None, "duration": 1.0, "timeout_ms": 10000,
             "workloads": ["small-keepalive"],
-            "echo_clients": [100], "echo_total": 300, "lat_count": 300, "lat_duration": 1.0,
+            "echo_clients": [100], "echo_total": 200, "lat_count": 300, "lat_duration": 1.0,
             "lat_modes": ["tcp-loopback"], "memory_conns": 0,
             "engines": ["nginx", "ktcp-httpd-epoll", "khttpd-unbound", "ktcp-echo",
                         "kecho-unbound", "lwan"],
         },
         "total_budget_s": 165,
     },
-    # For tests/test_bench.py: host only, one engine beside nginx, seconds.
+    # For tests/test_bench.py: host only, one engine beside nginx, two
+    # rounds, seconds.
     "smoke": {
         "host": {
+            "rounds": 2,
             "sweep": [10], "close_sweep": [], "single_c": None, "duration": 0.5,
             "timeout_ms": 2000, "workloads": ["small-keepalive"],
             "echo_clients": [], "echo_total": 0, "lat_count": 0, "lat_duration": 0,
@@ -73,12 +95,24 @@ PROFILES = {
 PEERS = {"http": "nginx", "memory": "nginx", "echo": "ktcp-echo", "lat": "tcp-loopback"}
 
 
+def rotated(names, k):
+    """The engine order of round k (0-based): names rotated left by k, so
+    round 0 runs the peer (first in names) first."""
+    if not names:
+        return []
+    k %= len(names)
+    return names[k:] + names[:k]
+
+
 def build(profile, env, http_names, echo_names):
-    """The ordered run list. At each point every engine runs back to back
-    (the peer first), so a ratio compares figures taken seconds apart on
-    this noisy machine, not minutes."""
+    """The ordered run list. At each point the engines run back to back,
+    alternating round by round (rotated()), so a ratio compares figures
+    taken seconds apart on this noisy machine, not minutes, and each
+    engine's median comes from rounds interleaved with the peer's. Every
+    HTTP and echo run carries its round (1-based) and the point's rounds."""
     p = PROFILES[profile][env]
     wanted = p.get("engines")
+    nrounds = p.get("rounds", 1)
 
     def keep(names):
         return [n for n in names if wanted is None or n in wanted]
@@ -95,19 +129,23 @@ def build(profile, env, http_names, echo_names):
         else:
             levels = [p["single_c"]] if p["single_c"] else []
         for c in levels:
-            for name in http_names:
-                runs.append({"suite": "http", "workload": wl, "engine": name, "concurrency": c,
-                             "keep_alive": ka, "path": path, "file_size": size,
-                             "headers": headers, "label": label,
-                             "duration": p["duration"], "timeout_ms": p["timeout_ms"],
-                             "planned_s": p["duration"]})
+            for k in range(nrounds):
+                for name in rotated(http_names, k):
+                    runs.append({"suite": "http", "workload": wl, "engine": name,
+                                 "concurrency": c, "keep_alive": ka, "path": path,
+                                 "file_size": size, "headers": headers, "label": label,
+                                 "duration": p["duration"], "timeout_ms": p["timeout_ms"],
+                                 "planned_s": p["duration"], "round": k + 1,
+                                 "rounds_planned": nrounds})
     for c in p["echo_clients"]:
         rounds = max(1, p["echo_total"] // c)
-        for name in echo_names:
-            runs.append({"suite": "echo", "workload": "echo", "engine": name, "concurrency": c,
-                         "rounds": rounds, "min_len": 1, "max_len": 1024,
-                         "label": f"echo, {c} clients x {rounds} rounds, 1..1024 B",
-                         "planned_s": 2.0 if env == "host" else 4.0})
+        for k in range(nrounds):
+            for name in rotated(echo_names, k):
+                runs.append({"suite": "echo", "workload": "echo", "engine": name,
+                             "concurrency": c, "rounds": rounds, "min_len": 1, "max_len": 1024,
+                             "label": f"echo, {c} clients x {rounds} rounds, 1..1024 B",
+                             "planned_s": 2.0 if env == "host" else 4.0, "round": k + 1,
+                             "rounds_planned": nrounds})
     if p["lat_count"]:
         for name, mode, pin in (("tcp-loopback", "tcp", True), ("pipe", "pipe", True),
                                 ("unix", "unix", True), ("tcp-unpinned", "tcp", False)):

@@ -1,20 +1,38 @@
 """Merge the phases of one bench run (<out>/host.json, <out>/vm.json) into
-results.json, results.md and PNG plots.
+results.json, results.md and PNG plots; publish a run to docs/bench/ and
+BENCHMARKS.md.
 
 Every figure gets its ratio to the peer measured in the same environment at
 the same point (plan.PEERS): nginx for HTTP and memory, ktcp-echo for the
-echo bench (nginx does not echo), the TCP loopback floor for lat."""
+echo bench (nginx does not echo), the TCP loopback floor for lat.
+
+A point measured in rounds (merge_rounds) keeps every round: its figure is
+the median of the rounds that succeeded, its spread the largest distance
+of a round from that median in % of it (shown as ±), its ratio the median
+over the peer's median, and ratio_min/ratio_max the range of the per-round
+ratios (each round against the peer's figure of the same round)."""
 import json
 import os
+import shutil
+import statistics
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import plan  # noqa: E402
 
-import matplotlib  # noqa: E402
+# matplotlib is imported by make_plots() only: the VM phase imports this
+# module to merge its rounds, and the import costs seconds under emulation.
+plt = None
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
+
+def _pyplot():
+    global plt
+    if plt is None:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot
+        plt = matplotlib.pyplot
+    return plt
 
 ENV_ORDER = ("host", "vm")
 ENGINE_ORDER = ["nginx", "lwan", "ktcp-httpd-threads", "ktcp-httpd-epoll", "ktcp-httpd-mn",
@@ -39,19 +57,94 @@ def point(r):
     return (r["env"], r["suite"], r["workload"], r["concurrency"])
 
 
+# What a round's record holds beside the run's plan (kept per round).
+ROUND_KEYS = ("status", "reason", "note", "value", "unit", "raw", "latency_us", "errors",
+              "mib_per_s", "bytes_per_response", "samples", "time_wait_before",
+              "time_wait_dropped", "elapsed_s", "aim_mib")
+
+
+def merge_rounds(records):
+    """One record per point and engine from the records of its rounds, in
+    the order each point first appears. by_round keeps every round (its
+    status, figure, tool output), values the rounds' figures (None for a
+    round that did not succeed). value is the median of the rounds that
+    succeeded, min/max their range, spread_pct the largest distance of a
+    round from the median in % of it; the fields a table shows besides
+    (latency, errors, the tool's output) come from the round nearest the
+    median. A crash, failure or error in any round is the point's result
+    (status and reason of the first such round); skipped rounds (time
+    budget) only lower rounds_ok. A record without a round is round 1 of 1."""
+    groups = {}
+    for r in records:
+        key = (r["env"], r["suite"], r["workload"], r["engine"], r["concurrency"])
+        groups.setdefault(key, []).append(r)
+    out = []
+    for rs in groups.values():
+        rs = sorted(rs, key=lambda r: r.get("round", 1))
+        agg = {k: v for k, v in rs[0].items() if k not in ROUND_KEYS and k != "round"}
+        agg["rounds_planned"] = rs[0].get("rounds_planned", 1)
+        agg["by_round"] = [dict({k: r[k] for k in ROUND_KEYS if k in r}, round=r.get("round", 1))
+                           for r in rs]
+        ok = [r for r in rs if r.get("status") == "ok"]
+        bad = [r for r in rs if r.get("status") not in ("ok", "skipped")]
+        agg["values"] = [r["value"] if r.get("status") == "ok" else None for r in rs]
+        agg["rounds_ok"] = len(ok)
+        agg["elapsed_s"] = round(sum(r.get("elapsed_s", 0) for r in rs), 3)
+        if ok:
+            vals = [r["value"] for r in ok]
+            med = statistics.median(vals)
+            rep = min(ok, key=lambda r: (abs(r["value"] - med), r["value"]))
+            agg.update({k: rep[k] for k in ROUND_KEYS if k in rep and k != "elapsed_s"})
+            agg.update(value=med, min=min(vals), max=max(vals),
+                       spread_pct=100 * max(max(vals) - med, med - min(vals)) / med if med
+                       else 0.0)
+            if len(ok) > 1 and all("mib_per_s" in r for r in ok):
+                agg["mib_per_s"] = statistics.median(r["mib_per_s"] for r in ok)
+        else:
+            agg.update(value=None, min=None, max=None, spread_pct=None,
+                       unit=next((r["unit"] for r in rs if "unit" in r), ""))
+        if bad:
+            b = bad[0]
+            why = b.get("reason", "")
+            if len(rs) > 1:
+                why = f"round {b.get('round', 1)} of {len(rs)}: {why}"
+            agg.update(status=b["status"], reason=why)
+        elif ok:
+            agg["status"] = "ok"
+            if len(ok) < len(rs):
+                agg["note"] = (agg.get("note", "") + "; " if agg.get("note") else "") + \
+                    f"{len(ok)} of {len(rs)} rounds (time budget)"
+        else:
+            agg.update(status="skipped", reason=rs[0].get("reason", "skipped"))
+        out.append(agg)
+    return out
+
+
 def add_ratios(runs):
-    """ratio = value / value of the peer at the same point, both ok."""
+    """ratio = value / value of the peer at the same point, both ok: for
+    points in rounds, the median over the peer's median. ratio_rounds are
+    the per-round ratios (a round against the peer's same round, both ok),
+    ratio_min/ratio_max their range."""
     peers = {}
     for r in runs:
         if r.get("status") == "ok" and r["engine"] == plan.PEERS[r["suite"]]:
-            peers[point(r)] = r["value"]
+            peers[point(r)] = r
     for r in runs:
         peer = plan.PEERS[r["suite"]]
         r["peer"] = peer
-        pv = peers.get(point(r))
+        p = peers.get(point(r))
+        pv = p["value"] if p else None
+        r["ratio_rounds"], r["ratio_min"], r["ratio_max"] = [], None, None
         if r.get("status") == "ok" and pv:
             r["peer_value"] = pv
             r["ratio"] = r["value"] / pv
+            mine = {x["round"]: x for x in r.get("by_round", [])}
+            for x in p.get("by_round", []):
+                y = mine.get(x["round"])
+                if y and x.get("status") == y.get("status") == "ok" and x["value"]:
+                    r["ratio_rounds"].append(y["value"] / x["value"])
+            if r["ratio_rounds"]:
+                r["ratio_min"], r["ratio_max"] = min(r["ratio_rounds"]), max(r["ratio_rounds"])
         else:
             r["peer_value"] = None
             r["ratio"] = None
@@ -80,14 +173,29 @@ def status_text(r, width=60):
     return f"error: {why}" if why else "error"
 
 
+def spread_text(r):
+    """' ±4%' for a figure from two rounds or more, else ''."""
+    if r.get("rounds_ok", 1) > 1 and r.get("spread_pct") is not None:
+        return f" ±{r['spread_pct']:.0f}%"
+    return ""
+
+
+def ratio_text(r):
+    """'×1.23' and, from two rounds or more, the per-round range: '×1.23, 1.10–1.31'."""
+    s = f"×{r['ratio']:.2f}"
+    if len(r.get("ratio_rounds") or []) > 1:
+        s += f", {r['ratio_min']:.2f}–{r['ratio_max']:.2f}"
+    return s
+
+
 def cell(r, with_ratio=True):
     if r is None:
         return "-"
     if r.get("status") != "ok":
         return status_text(r)
-    s = fmt_v(r["value"])
+    s = fmt_v(r["value"]) + spread_text(r)
     if with_ratio and r.get("ratio") is not None and r["engine"] != r["peer"]:
-        s += f" (×{r['ratio']:.2f})"
+        s += f" ({ratio_text(r)})"
     return s
 
 
@@ -126,6 +234,24 @@ def write(out, meta):
 
 # ---------------------------------------------------------------- Markdown
 
+HOW_TO_READ = (
+    "Ratios (×) compare with the peer measured in the same environment at the same point, "
+    "seconds apart: HTTP and memory against **nginx**, the echo bench against **ktcp-echo** "
+    "(nginx does not echo), lat against the **TCP loopback** floor. An HTTP or echo point "
+    "runs in rounds, the engines alternating within each round (the order rotated by one "
+    "each round); a figure is the median of its rounds ± the largest distance of a round "
+    "from that median (in % of it), its ratio the median over the peer's median, followed "
+    "by the range of the per-round ratios (each round against the peer's same round). "
+    "lat and memory points run once. Throughput: higher is better; latency and memory: "
+    "lower is better. Load generators run on the same cores as the servers (127.0.0.1).")
+
+
+def rounds_of(rs):
+    """', median of 3 rounds' when the records ran in rounds."""
+    n = max((r.get("rounds_planned", 1) for r in rs), default=1)
+    return f", median of {n} rounds" if n > 1 else ""
+
+
 def markdown(result, docs, runs, plots):
     meta = result["meta"]
     L = [f"# ktcp bench — {meta['started']} (profile `{meta['profile']}`)", ""]
@@ -133,11 +259,7 @@ def markdown(result, docs, runs, plots):
              f"{meta['seconds']:.0f} s wall clock; host load average "
              f"{meta['host_loadavg_start']} at the start, {meta['host_loadavg_end']} at the end.")
     L.append("")
-    L.append("Ratios (×) compare with the peer measured in the same environment at the same "
-             "point, seconds apart: HTTP and memory against **nginx**, the echo bench against "
-             "**ktcp-echo** (nginx does not echo), lat against the **TCP loopback** floor. "
-             "Throughput: higher is better; latency and memory: lower is better. Load "
-             "generators run on the same cores as the servers (127.0.0.1).")
+    L.append(HOW_TO_READ)
     L.append("")
     L.append("## Conditions")
     L.append("")
@@ -183,9 +305,9 @@ def markdown(result, docs, runs, plots):
             L.append("")
     L.append("## Every run")
     L.append("")
-    L.append("| env | suite | workload | engine | conc. | keep-alive | file | value | unit | "
-             "× peer | p50 µs | p99 µs | errors | seconds |")
-    L.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    L.append("| env | suite | workload | engine | conc. | keep-alive | file | value (median) | "
+             "rounds | unit | × peer | per-round × | p50 µs | p99 µs | errors | seconds |")
+    L.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in runs:
         lat = r.get("latency_us") or {}
         ka = {True: "yes", False: "no"}.get(r.get("keep_alive"), "")
@@ -195,8 +317,11 @@ def markdown(result, docs, runs, plots):
                                          f"{size >> 20} MiB")
         ratio = f"{r['ratio']:.3f} {r['peer']}" if r.get("ratio") is not None else "-"
         val = fmt_v(r.get("value")) if r.get("status") == "ok" else status_text(r)
+        vals = ", ".join("-" if v is None else fmt_v(v) for v in r.get("values", []))
+        per = ", ".join(f"{x:.2f}" for x in r.get("ratio_rounds") or [])
         L.append(f"| {r['env']} | {r['suite']} | {r['workload']} | {r['engine']} | "
-                 f"{r['concurrency']} | {ka} | {size} | {val} | {r.get('unit', '')} | {ratio} | "
+                 f"{r['concurrency']} | {ka} | {size} | {val} | {vals} | {r.get('unit', '')} | "
+                 f"{ratio} | {per} | "
                  f"{fmt_v(lat.get('p50'))} | {fmt_v(lat.get('p99'))} | {r.get('errors', '')} | "
                  f"{r.get('elapsed_s', '')} |")
     L.append("")
@@ -216,7 +341,8 @@ def http_tables(er, tag):
             continue
         levels = sorted({r["concurrency"] for r in rs})
         label = plan.HTTP_WORKLOADS[wl][4]
-        L.append(f"### HTTP {label}: req/s (× nginx) — {tag}, {rs[0]['duration']} s per run")
+        L.append(f"### HTTP {label}: req/s (× nginx) — {tag}, {rs[0]['duration']} s per "
+                 f"run{rounds_of(rs)}")
         L.append("")
         L.append("| engine | " + " | ".join(f"{c} conn." for c in levels) + " | p99 µs at "
                  f"{levels[-1]} |")
@@ -233,7 +359,7 @@ def http_tables(er, tag):
         c = rs[0]["concurrency"]
         wls = [w for w in plan.HTTP_WORKLOADS if any(r["workload"] == w for r in rs)]
         L.append(f"### HTTP other workloads: req/s (× nginx) — {tag}, keep-alive, {c} "
-                 f"connections, {rs[0]['duration']} s per run")
+                 f"connections, {rs[0]['duration']} s per run{rounds_of(rs)}")
         L.append("")
         L.append("| engine | " + " | ".join(plan.HTTP_WORKLOADS[w][4] for w in wls) + " |")
         L.append("|---|" + "---|" * len(wls))
@@ -257,8 +383,8 @@ def echo_table(er, tag):
         return []
     levels = sorted({r["concurrency"] for r in rs})
     L = [f"### Echo bench: req/s (× ktcp-echo) — {tag}, clients released together, "
-         "1..1024-byte messages", "",
-         "| engine | " + " | ".join(f"{c} clients × {next(r['rounds'] for r in rs if r['concurrency'] == c)} rounds"
+         f"1..1024-byte messages{rounds_of(rs)}", "",
+         "| engine | " + " | ".join(f"{c} clients × {next(r['rounds'] for r in rs if r['concurrency'] == c)} messages"
                                    for c in levels) + f" | p99 µs at {levels[-1]} |",
          "|---|" + "---|" * (len(levels) + 1)]
     for name in engines_of(rs):
@@ -351,7 +477,13 @@ def sweep_plot(out, docs, runs, suite, workload, name, title, ylabel, plots,
     for ax, env in zip(axes, envs):
         er = [r for r in rs if r["env"] == env]
         for eng in engines_of(er):
-            pts = sorted((r["concurrency"], r["value"]) for r in er if r["engine"] == eng)
+            pts = sorted((r["concurrency"], r["value"], r.get("min"), r.get("max"))
+                         for r in er if r["engine"] == eng)
+            if all(p[2] is not None and p[3] is not None for p in pts):
+                # the rounds' range around the median
+                ax.errorbar([p[0] for p in pts], [p[1] for p in pts],
+                            yerr=[[p[1] - p[2] for p in pts], [p[3] - p[1] for p in pts]],
+                            fmt="none", ecolor=COLORS.get(eng), capsize=3, alpha=0.6)
             ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=eng,
                     color=COLORS.get(eng), linewidth=2.4 if eng == "nginx" else 1.5,
                     linestyle="--" if eng == "nginx" else "-")
@@ -494,6 +626,7 @@ def memory_plot(out, docs, runs, plots):
 
 
 def make_plots(out, docs, runs):
+    _pyplot()
     plots = []
     sweep_plot(out, docs, runs, "http", "small-keepalive", "throughput-small-keepalive.png",
                "HTTP 13-byte file, keep-alive: req/s against concurrency", "req/s (log)", plots)
@@ -509,6 +642,168 @@ def make_plots(out, docs, runs):
     memory_plot(out, docs, runs, plots)
     return plots
 
+
+# ---------------------------------------------------------------- publish
+
+BEGIN = "<!-- bench:begin -->"
+END = "<!-- bench:end -->"
+PLOT_NAMES = ("throughput-small-keepalive.png", "throughput-small-close.png",
+              "throughput-other.png", "throughput-echo.png", "latency-http.png",
+              "latency-echo-cdf.png", "memory.png")
+# What a published point keeps of a merged record (the tools' raw output
+# stays in results/, except lat's and the memory check's, which are small
+# and which their tables show).
+POINT_KEYS = ("env", "kernel", "suite", "workload", "label", "engine", "concurrency",
+              "keep_alive", "file_size", "duration", "rounds", "count", "unit", "status",
+              "reason", "note", "rounds_planned", "rounds_ok", "values", "value", "min", "max",
+              "spread_pct", "peer", "peer_value", "ratio", "ratio_rounds", "ratio_min",
+              "ratio_max", "errors", "mib_per_s", "bytes_per_response", "elapsed_s", "aim_mib")
+LATENCY_KEYS = ("min", "p50", "p90", "p99", "p99_9", "max")
+
+
+def _round(v):
+    if isinstance(v, float):
+        return float(f"{v:.6g}")
+    if isinstance(v, list):
+        return [_round(x) for x in v]
+    if isinstance(v, dict):
+        return {k: _round(x) for k, x in v.items()}
+    return v
+
+
+def slim(r, kernel):
+    """A merged record as published: the figures of every round, the
+    median, spread and ratio, without the tools' output."""
+    p = {k: r[k] for k in POINT_KEYS if k in r}
+    p["kernel"] = kernel
+    p["by_round"] = [{k: x[k] for k in ("round", "status", "value", "reason") if k in x}
+                     for x in r.get("by_round", [])]
+    if r.get("latency_us"):
+        p["latency_us"] = {k: r["latency_us"][k] for k in LATENCY_KEYS if k in r["latency_us"]}
+    if r["suite"] in ("memory", "lat") and r.get("raw"):
+        p["raw"] = r["raw"]
+    return _round(p)
+
+
+def dump_published(doc):
+    """JSON with one point per line: small, and a new run's diff reads
+    point by point."""
+    head = {k: v for k, v in doc.items() if k != "points"}
+    text = json.dumps(head, indent=1)[:-2]
+    pts = ",\n".join("  " + json.dumps(p, ensure_ascii=False) for p in doc["points"])
+    return text + ',\n "points": [\n' + pts + "\n ]\n}\n"
+
+
+def published_docs(docs_dir):
+    docs = {}
+    for env in ENV_ORDER:
+        path = os.path.join(docs_dir, f"bench-{env}.json")
+        if os.path.exists(path):
+            with open(path) as f:
+                docs[env] = json.load(f)
+    return docs
+
+
+def bench_section(docs):
+    """The tables of BENCHMARKS.md's make-bench section, from the published
+    documents (env -> bench-<env>.json)."""
+    L = [BEGIN,
+         "<!-- Generated by tools/bench/bench.py --publish (make bench-publish) from "
+         "docs/bench/bench-<env>.json; edit the prose outside the bench markers. -->", ""]
+    if not docs:
+        L += ["No run published yet: `make bench`, then "
+              "`make bench-publish RESULTS=results/<timestamp>`.", "", END]
+        return "\n".join(L)
+    L += [HOW_TO_READ, ""]
+    L.append("| env | run | git | started | profile | wall clock | where | kernel | cores | "
+             "memory | nginx | load average, start → end |")
+    L.append("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for env, d in docs.items():
+        m, c = d["meta"], d["conditions"]
+        where = c["where"] + (f", {c['vm_mode']}" if c.get("vm_mode") else "")
+        load = f"{c['loadavg_start']} → {c.get('loadavg_end', '?')}"
+        if c.get("host_loadavg_start"):
+            load += (f" (host {c['host_loadavg_start']} → "
+                     f"{c.get('host_loadavg_end', '?')})")
+        L.append(f"| {env} | `results/{d['source']}` | `{m.get('git', '?')}` | {m['started']} | "
+                 f"{m['profile']} | {m['seconds']:.0f} s | {where} | {c['kernel']} | "
+                 f"{c['cores']} ({c['cpu']}) | {c['memory_mib']:,} MiB | "
+                 f"{c.get('nginx', '?')} | {load} |")
+    L.append("")
+    for env, d in docs.items():
+        c = d["conditions"]
+        er = d["points"]
+        tag = f"{env}, kernel {c['kernel']}, {c['cores']} cores"
+        L += http_tables(er, tag)
+        L += echo_table(er, tag)
+        L += lat_table(er, tag)
+        L += memory_table(er, tag)
+        notok = [r for r in er if r.get("status") != "ok"]
+        skipped = d.get("skipped_engines") or []
+        checks = [(name, wl, why) for name, bad in (d.get("checks") or {}).items()
+                  for wl, why in bad.items()]
+        if notok or skipped or checks:
+            L.append(f"Not measured ({env}):")
+            L.append("")
+            for s in skipped:
+                L.append(f"- **{s['engine']}** skipped: {s['reason']}")
+            for r in notok:
+                why = " ".join(str(r.get("reason", "")).split())
+                L.append(f"- {r['suite']} {r['workload']} c={r['concurrency']} "
+                         f"**{r['engine']}**: {r['status']}" + (f": {why}" if why else ""))
+            for name, wl, why in checks:
+                L.append(f"- **{name}** does not serve `{wl}` correctly, its runs are not "
+                         f"counted: {why}")
+            L.append("")
+    L.append(END)
+    return "\n".join(L)
+
+
+def fill_markers(path, section):
+    with open(path) as f:
+        text = f.read()
+    i, j = text.find(BEGIN), text.find(END)
+    if i < 0 or j < i:
+        raise SystemExit(f"{path}: no {BEGIN} ... {END} markers")
+    with open(path, "w") as f:
+        f.write(text[:i] + section + text[j + len(END):])
+
+
+def publish(results_dir, docs_dir, bench_md):
+    """Write results_dir's figures to docs_dir/bench-<env>.json (one per
+    environment the run measured), copy its plots to docs_dir and fill
+    bench_md's markers from every docs_dir/bench-<env>.json. Returns the
+    paths written."""
+    with open(os.path.join(results_dir, "results.json")) as f:
+        result = json.load(f)
+    runs = result["runs"]
+    add_ratios(runs)
+    meta = result["meta"]
+    os.makedirs(docs_dir, exist_ok=True)
+    written = []
+    for env, cond in result["conditions"].items():
+        cond = {k: v for k, v in cond.items() if k != "checks"}
+        doc = {"schema": "ktcp-bench-published/1", "env": env,
+               "source": os.path.basename(os.path.normpath(results_dir)),
+               "meta": {k: meta.get(k) for k in ("profile", "command", "git", "started",
+                                                  "seconds", "host_loadavg_start",
+                                                  "host_loadavg_end")},
+               "conditions": cond, "peers": plan.PEERS,
+               "checks": result["conditions"][env].get("checks") or {},
+               "skipped_engines": result.get("skipped_engines", {}).get(env, []),
+               "points": [slim(r, cond["kernel"]) for r in runs if r["env"] == env]}
+        path = os.path.join(docs_dir, f"bench-{env}.json")
+        with open(path, "w") as f:
+            f.write(dump_published(doc))
+        written.append(path)
+    for name in PLOT_NAMES:
+        src = os.path.join(results_dir, name)
+        if os.path.exists(src):
+            shutil.copy(src, os.path.join(docs_dir, name))
+            written.append(os.path.join(docs_dir, name))
+    fill_markers(bench_md, bench_section(published_docs(docs_dir)))
+    written.append(bench_md)
+    return written
 
 if __name__ == "__main__":
     out = sys.argv[1]

@@ -12,6 +12,13 @@ import testlib  # noqa: F401  (tools/ on sys.path)
 from engines import Unsupported
 
 
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "release_kernel: a kernel test for the release kernels only (slab "
+        "figures, packaging): make check runs these on release 6.12 when the rest of "
+        "6.12's kernel suites run on the debug kernel (make check-debug deselects them)")
+
+
 def _unsupported_is_a_skip():
     try:
         return (yield)

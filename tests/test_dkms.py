@@ -26,6 +26,9 @@ from testlib import ROOT, free_port, require_kind, run, wait_port
 
 VERSION = open(os.path.join(ROOT, "VERSION")).read().strip()
 
+# packaging, not the modules' code paths: on the release kernels only
+pytestmark = pytest.mark.release_kernel
+
 
 def sh(cmd, check=True):
     r = subprocess.run(cmd, shell=True, capture_output=True, text=True, timeout=1200)

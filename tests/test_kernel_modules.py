@@ -111,6 +111,7 @@ def test_kecho_unload_with_100_live_connections():
         echo.stop()
 
 
+@pytest.mark.release_kernel
 def test_kecho_slab_does_not_grow_over_10000_connections():
     skip_on_debug_kernel()
     echo = KernelEcho("unbound").start()

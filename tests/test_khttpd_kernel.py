@@ -500,6 +500,7 @@ def record(line):
         f.write(f"{os.uname().release}: {line}\n")
 
 
+@pytest.mark.release_kernel
 @pytest.mark.parametrize("big", [False, True], ids=["small-heads", "24k-heads"])
 def test_idle_connections_hold_no_request_buffer(docroot, big):
     """An idle keep-alive connection with nothing buffered holds no request
@@ -577,6 +578,7 @@ def test_unload_mid_download_of_50_connections(docroot, mode):
 
 
 
+@pytest.mark.release_kernel
 def test_slab_growth_bounded_by_cache(docroot):
     """100,000 requests over 1,000 keep-alive connections (100 each,
     pipelined): slab memory ends within the cache bound of where it started.

@@ -203,7 +203,10 @@ def test_evicted_entry_held_by_a_slow_reader_stays_counted(http_engine):
     put(http_engine.root, f"{d}/pin.bin", pin)
     for i in range(400):
         put(http_engine.root, f"{d}/t{i:03d}.txt", b"%03d\n" % i * 100)
-    with http_engine.spawn(cache_size=limit, status_path="/st") as srv:
+    # a stalled reader is closed after one idle timeout: longer than the
+    # 400 requests below take on the slowest (debug) kernel under emulation
+    with http_engine.spawn(cache_size=limit, status_path="/st",
+                           idle_timeout_ms=300000) as srv:
         slow = socket.socket()
         slow.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
         slow.connect(("127.0.0.1", srv.port))
@@ -215,6 +218,7 @@ def test_evicted_entry_held_by_a_slow_reader_stays_counted(http_engine):
             assert get(srv.port, f"/{d}/t{i:03d}.txt").status == 200
         held = srv.counters()
         assert held["cache_evictions"] > 0
+        assert held["active"] >= 1, held  # the slow reader is still held
         slow.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\1\0\0\0\0\0\0\0")
         slow.close()  # reset: the server drops the response and its entry
         deadline = time.monotonic() + 15

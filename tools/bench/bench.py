@@ -552,9 +552,17 @@ def run_vm(profile, out, deadline_epoch):
     left = deadline_epoch - time.time()
     if left < 90:
         return f"not enough of the time budget left for a VM boot ({left:.0f} s)"
-    for ko in (eng.module_path("kecho"), eng.DROP_KO):
+    # the modules of the kernel the guest boots, not of this host's
+    series = os.environ.get("KERNEL", "6.1")
+    r = subprocess.run([os.path.join(TOP, "scripts", "kernels"), "release", series],
+                       capture_output=True, text=True, timeout=30)
+    release = r.stdout.strip()
+    if r.returncode or not release:
+        return f"no kernel {series} for the VM (scripts/deps installs it)"
+    for name in ("kecho", "drop_tcp_socket"):
+        ko = os.path.join(eng.BUILD, "modules", release, "kernel", name, name + ".ko")
         if not os.path.exists(ko):
-            return f"{os.path.relpath(ko, TOP)} not built (make modules)"
+            return f"{os.path.relpath(ko, TOP)} not built (make modules KERNEL={series})"
     stage = tempfile.mkdtemp(prefix="bench-vm-", dir=os.path.join(TOP, "build"))
     argv = [os.path.join(TOP, "scripts", "vm"), "--timeout", str(int(left + 60)), "--",
             os.path.join(TOP, ".venv", "bin", "python"), os.path.abspath(__file__),

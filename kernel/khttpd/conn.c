@@ -234,8 +234,8 @@ static struct khttpd_req *khttpd_req_get(void)
 static void khttpd_req_put(struct khttpd_conn *conn)
 {
 	if (conn->req) {
-		khttpd_trace_end(
-			conn); /* a response cut short: what was sent */
+		/* A response cut short: trace what was sent. */
+		khttpd_trace_end(conn);
 		khttpd_out_reset(&conn->req->out);
 		kmem_cache_free(khttpd_req_cache, conn->req);
 		conn->req = NULL;

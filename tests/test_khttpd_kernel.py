@@ -620,7 +620,8 @@ def test_slab_growth_bounded_by_cache(docroot):
         growth = slab_bytes() - before
         assert growth < bound + (1 << 20), f"slab grew {growth} bytes"
     with open("/proc/slabinfo") as f:
-        assert "khttpd_conn" not in f.read()
+        caches = f.read()
+    assert "khttpd_conn" not in caches and "khttpd_req" not in caches
 
 
 def test_counters_move(docroot):

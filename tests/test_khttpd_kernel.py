@@ -438,9 +438,13 @@ def test_slow_header_gets_408(docroot):
 
 def test_max_conns_answers_503(docroot):
     with Khttpd(docroot, max_conns=2) as k:
-        # The readiness probe's connection gone first: else it can be one of
-        # the two counted below and leave while the third arrives.
-        wait_active(0, timeout=10)
+        # The readiness probe's connection accepted and gone first: else it
+        # can be one of the two counted below (active 0 is also what the
+        # count reads before the accept thread took the probe at all).
+        deadline = time.monotonic() + 10
+        while not (stats()["accepted"] >= 1 and stats()["active"] == 0):
+            assert time.monotonic() < deadline, "readiness probe never settled"
+            time.sleep(0.05)
         held = [socket.create_connection(("127.0.0.1", k.port)) for _ in range(2)]
         # Both held connections accepted before the third arrives; on a
         # loaded host the accept thread can lag.

@@ -70,7 +70,10 @@ struct kecho_conn {
 	struct ktcp_conn c;
 	unsigned int out_off, out_len; /* pending echo in buf */
 	bool peer_closed;
-	u8 buf[KECHO_BUF_SIZE];
+	/* KECHO_BUF_SIZE bytes, taken when there is something to read and
+	 * given back once it is echoed: an idle connection holds no buffer.
+	 */
+	u8 *buf;
 };
 
 static struct ktcp_server kecho_server;
@@ -111,8 +114,7 @@ static void kecho_step(struct ktcp_conn *c)
 	int err;
 
 	while (budget--) {
-		struct kvec vec = { .iov_base = conn->buf,
-				    .iov_len = KECHO_BUF_SIZE };
+		struct kvec vec = { .iov_len = KECHO_BUF_SIZE };
 		struct msghdr msg = { .msg_flags = MSG_DONTWAIT };
 		int n;
 
@@ -124,10 +126,22 @@ static void kecho_step(struct ktcp_conn *c)
 		if (conn->peer_closed)
 			goto close; /* everything the client sent went back */
 
+		if (!conn->buf) {
+			conn->buf = kmalloc(KECHO_BUF_SIZE, GFP_KERNEL);
+			if (!conn->buf) {
+				err = -ENOMEM;
+				goto error;
+			}
+		}
+		vec.iov_base = conn->buf;
 		n = kernel_recvmsg(c->sock, &msg, &vec, 1, vec.iov_len,
 				   MSG_DONTWAIT);
-		if (n == -EAGAIN)
+		if (n == -EAGAIN) {
+			/* Everything echoed, nothing to read: idle. */
+			kfree(conn->buf);
+			conn->buf = NULL;
 			goto wait;
+		}
 		if (n < 0) {
 			err = n;
 			goto error;
@@ -162,6 +176,9 @@ close:
 
 static void kecho_destroy(struct ktcp_conn *c)
 {
+	struct kecho_conn *conn = container_of(c, struct kecho_conn, c);
+
+	kfree(conn->buf);
 	kernel_sock_shutdown(c->sock, SHUT_RDWR);
 }
 

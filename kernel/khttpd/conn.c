@@ -94,7 +94,7 @@ static int khttpd_send(struct khttpd_conn *conn)
 
 	for (;;) {
 		ret = khttpd_out_flush(conn, &pieces);
-		if (ret < 0 || !conn->out.listing)
+		if (ret < 0 || !conn->req->out.listing)
 			return ret;
 		if (pieces-- == 0)
 			return -EINPROGRESS;
@@ -124,7 +124,7 @@ static void khttpd_send_error_close(struct khttpd_conn *conn, int status)
 
 static void khttpd_answer(struct khttpd_conn *conn, size_t head_len)
 {
-	const struct http_request *req = &conn->parser.req;
+	const struct http_request *req = &conn->req->parser.req;
 	struct http_plan_input in = {
 		.req = req,
 		.buf = conn->rbuf + conn->rstart,
@@ -134,7 +134,7 @@ static void khttpd_answer(struct khttpd_conn *conn, size_t head_len)
 		.gzip = khttpd_gzip_enabled,
 		.now = ktime_get_real_seconds(),
 	};
-	const struct http_plan *p = &conn->plan;
+	const struct http_plan *p = &conn->req->plan;
 
 	bool ok;
 
@@ -152,13 +152,13 @@ static void khttpd_answer(struct khttpd_conn *conn, size_t head_len)
 				conn->body_left = req->content_length;
 			} else {
 				conn->body_chunked = true;
-				http_chunked_init(&conn->chunked,
+				http_chunked_init(&conn->req->chunked,
 						  HTTP_SERVER_MAX_BODY,
 						  HTTP_SERVER_MAX_TRAILERS);
 			}
 		}
 	}
-	http_parser_reset(&conn->parser);
+	http_parser_reset(&conn->req->parser);
 	conn->state = KHTTPD_SEND;
 }
 
@@ -210,11 +210,48 @@ static bool khttpd_nothing_to_read(struct khttpd_conn *conn)
 	       !READ_ONCE(sk->sk_err);
 }
 
+/* The request's part of the connection, taken when a request's first byte
+ * arrives; a slab cache of its own, so an idle connection is small.
+ */
+static struct kmem_cache *khttpd_req_cache;
+
+static struct khttpd_req *khttpd_req_get(void)
+{
+	struct http_limits limits = HTTP_SERVER_LIMITS;
+	struct khttpd_req *r = kmem_cache_alloc(khttpd_req_cache, GFP_KERNEL);
+
+	if (!r)
+		return NULL;
+	/* hbuf, last, is written before it is read: left as it is. */
+	memset(r, 0, offsetof(struct khttpd_req, hbuf));
+	http_parser_init(&r->parser, &limits);
+	http_parser_set_header_store(&r->parser, r->headers,
+				     HTTP_SERVER_MAX_STORED_HEADERS);
+	return r;
+}
+
+/* Give back the request buffer and the request's part; once, here only. */
+static void khttpd_req_put(struct khttpd_conn *conn)
+{
+	if (conn->req) {
+		/* A response cut short: trace what was sent. */
+		khttpd_trace_end(conn);
+		khttpd_out_reset(&conn->req->out);
+		kmem_cache_free(khttpd_req_cache, conn->req);
+		conn->req = NULL;
+	}
+	kfree(conn->rbuf);
+	conn->rbuf = NULL;
+	conn->rcap = 0;
+}
+
 /*
- * The request buffer exists only while a request is in flight: an idle
- * keep-alive connection with nothing buffered gives it back (however far
- * a long head grew it) and takes a fresh one when bytes arrive; a pipeline
- * keeps its buffer. 0, -EAGAIN (idle, nothing to read) or -ENOMEM.
+ * The request buffer and the request's part exist only while a request is
+ * in flight: an idle keep-alive connection with nothing buffered gives both
+ * back (however far a long head grew the buffer) and takes fresh ones when
+ * bytes arrive; a pipeline keeps them. 0, -EAGAIN (idle, nothing to read)
+ * or -ENOMEM (the step closes the connection: no memory for a request is
+ * no memory for its error response either).
  */
 static int khttpd_rbuf_for_read(struct khttpd_conn *conn)
 {
@@ -223,16 +260,19 @@ static int khttpd_rbuf_for_read(struct khttpd_conn *conn)
 	conn->rstart = 0;
 	conn->rlen = 0;
 	if (khttpd_nothing_to_read(conn)) {
-		kfree(conn->rbuf);
-		conn->rbuf = NULL;
-		conn->rcap = 0;
+		khttpd_req_put(conn);
 		return -EAGAIN;
 	}
 	if (conn->rbuf)
 		return 0;
-	conn->rbuf = kmalloc(HTTP_SERVER_REQ_BUF_INITIAL, GFP_KERNEL);
-	if (!conn->rbuf)
+	conn->req = khttpd_req_get();
+	if (!conn->req)
 		return -ENOMEM;
+	conn->rbuf = kmalloc(HTTP_SERVER_REQ_BUF_INITIAL, GFP_KERNEL);
+	if (!conn->rbuf) {
+		khttpd_req_put(conn);
+		return -ENOMEM;
+	}
 	conn->rcap = HTTP_SERVER_REQ_BUF_INITIAL;
 	return 0;
 }
@@ -244,7 +284,7 @@ static int khttpd_read_head(struct khttpd_conn *conn)
 	int n;
 
 	if (conn->rlen > conn->rstart) {
-		int pr = http_parse_request(&conn->parser,
+		int pr = http_parse_request(&conn->req->parser,
 					    conn->rbuf + conn->rstart,
 					    conn->rlen - conn->rstart,
 					    &head_len);
@@ -315,7 +355,7 @@ static int khttpd_drain_body(struct khttpd_conn *conn)
 	} else if (conn->body_chunked) {
 		while (conn->rstart < conn->rlen) {
 			size_t used, off, len;
-			int r = http_chunked_decode(&conn->chunked,
+			int r = http_chunked_decode(&conn->req->chunked,
 						    conn->rbuf + conn->rstart,
 						    conn->rlen - conn->rstart,
 						    &used, &off, &len);
@@ -375,7 +415,7 @@ static int khttpd_linger(struct khttpd_conn *conn)
 static int khttpd_response_done(struct khttpd_conn *conn)
 {
 	khttpd_trace_end(conn);
-	khttpd_out_reset(&conn->out);
+	khttpd_out_reset(&conn->req->out);
 	ktcp_conn_touch(&conn->c);
 	if (conn->close_after && !conn->linger)
 		return -ESHUTDOWN;
@@ -495,23 +535,15 @@ static void khttpd_conn_step(struct ktcp_conn *c)
 
 static void khttpd_conn_destroy(struct ktcp_conn *c)
 {
-	struct khttpd_conn *conn = container_of(c, struct khttpd_conn, c);
-
-	khttpd_trace_end(conn); /* a response cut short: what was sent */
-	khttpd_out_reset(&conn->out);
-	kfree(conn->rbuf);
+	khttpd_req_put(container_of(c, struct khttpd_conn, c));
 }
 
 static int khttpd_conn_init(struct ktcp_conn *c)
 {
 	struct khttpd_conn *conn = container_of(c, struct khttpd_conn, c);
-	struct http_limits limits = HTTP_SERVER_LIMITS;
 
 	/* No request buffer yet: khttpd_rbuf_for_read() takes one. */
 	conn->state = KHTTPD_READ_HEAD;
-	http_parser_init(&conn->parser, &limits);
-	http_parser_set_header_store(&conn->parser, conn->headers,
-				     HTTP_SERVER_MAX_STORED_HEADERS);
 	return 0;
 }
 
@@ -525,12 +557,30 @@ static const struct ktcp_server_ops khttpd_ops = {
 	.refuse = khttpd_refuse,
 };
 
+/* What stays of an idle connection: the request's part is not in it. */
+static_assert(sizeof(struct khttpd_conn) <= 512);
+
 int khttpd_conns_start(const struct ktcp_server_params *p)
 {
-	return ktcp_server_start(&khttpd_server, &khttpd_ops, p);
+	int err;
+
+	khttpd_req_cache = kmem_cache_create("khttpd_req",
+					     sizeof(struct khttpd_req), 0, 0,
+					     NULL);
+	if (!khttpd_req_cache)
+		return -ENOMEM;
+	err = ktcp_server_start(&khttpd_server, &khttpd_ops, p);
+	if (err < 0) {
+		kmem_cache_destroy(khttpd_req_cache);
+		khttpd_req_cache = NULL;
+	}
+	return err;
 }
 
 void khttpd_conns_stop(void)
 {
 	ktcp_server_stop(&khttpd_server);
+	/* Every connection is freed, and with it its request's part. */
+	kmem_cache_destroy(khttpd_req_cache);
+	khttpd_req_cache = NULL;
 }

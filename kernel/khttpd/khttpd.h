@@ -207,31 +207,42 @@ struct khttpd_out {
 	bool more; /* another request is already here: MSG_MORE at the end */
 };
 
+/*
+ * What a request needs only while it is parsed and answered: taken from a
+ * slab cache of its own when the first byte of a request arrives (with the
+ * request buffer), given back when its response is out and nothing more is
+ * buffered — an idle keep-alive connection holds only struct khttpd_conn.
+ */
+struct khttpd_req {
+	struct http_chunked_decoder chunked;
+	struct http_parser parser;
+	struct http_header headers[HTTP_SERVER_MAX_STORED_HEADERS];
+	struct khttpd_out out;
+	struct http_plan plan; /* the response going out (its error text) */
+	struct khttpd_trace_req *trace; /* the request being traced, if any */
+	/* Last: not cleared when taken, a response's head is built into it. */
+	char hbuf[HTTP_SERVER_HEAD_BUF];
+};
+
 struct khttpd_conn {
 	struct ktcp_conn c; /* the lifecycle's part: socket, timer, step */
 
 	/* Below: touched only by the connection's step (work or thread). */
 	enum khttpd_conn_state state;
 	bool close_after; /* close (lingering) once the response is out */
+	bool linger; /* closing: shut the write side and drop input first */
+	bool body_chunked;
 	unsigned long head_deadline; /* 0: no partial head */
 	unsigned long body_deadline;
 	unsigned long linger_deadline;
 	unsigned int linger_reads;
 
-	char *rbuf; /* NULL while idle with nothing buffered */
+	/* Both NULL while idle with nothing buffered, both set otherwise. */
+	char *rbuf;
+	struct khttpd_req *req;
 	u32 rstart, rlen, rcap; /* the current request is rbuf[rstart..rlen) */
 	u64 body_left; /* Content-Length body still to drop */
-	bool body_chunked;
-	struct http_chunked_decoder chunked;
-	struct http_parser parser;
-	struct http_header headers[HTTP_SERVER_MAX_STORED_HEADERS];
-
-	struct khttpd_out out;
-	struct http_plan plan; /* the response going out (its error text) */
-	bool linger; /* closing: shut the write side and drop input first */
 	u64 sent; /* bytes sent on this connection */
-	struct khttpd_trace_req *trace; /* the request being traced, if any */
-	char hbuf[HTTP_SERVER_HEAD_BUF];
 };
 
 /* ---- out.c ---- */

@@ -172,10 +172,10 @@ static void khttpd_listing_emit(struct khttpd_conn *conn,
 			n += sizeof(HTTP_LAST_CHUNK) - 1;
 		}
 	}
-	conn->out.mem = start;
-	conn->out.mem_off = 0;
-	conn->out.mem_len = n;
-	conn->out.listing_last = last;
+	conn->req->out.mem = start;
+	conn->req->out.mem_off = 0;
+	conn->req->out.mem_len = n;
+	conn->req->out.listing_last = last;
 	l->reset_pending = true;
 	l->finished = last;
 }
@@ -199,14 +199,14 @@ static int khttpd_listing_row(struct khttpd_listing *l, const char *name)
 
 int khttpd_listing_next(struct khttpd_conn *conn)
 {
-	struct khttpd_listing *l = conn->out.listing;
+	struct khttpd_listing *l = conn->req->out.listing;
 	const char *dir = l->dir_len ? l->rel : ".";
 	size_t dir_len = l->dir_len ? l->dir_len - 1 : 1;
 	int err;
 
 	if (l->finished) {
 		khttpd_listing_free(l);
-		conn->out.listing = NULL;
+		conn->req->out.listing = NULL;
 		return 0;
 	}
 	if (l->reset_pending) {

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT OR GPL-2.0
 /*
- * out.c — the output: a response's head (in conn->hbuf), its bytes in
+ * out.c — the output: a response's head (in req->hbuf), its bytes in
  * memory and its file pages, sent without blocking as far as the socket
  * takes them. Below the cache and the listing: what fills struct
  * khttpd_out (respond.c, listing.c) and what refills it (conn.c) are
@@ -61,7 +61,7 @@ static int khttpd_splice_actor(struct pipe_inode_info *pipe,
 
 static int khttpd_send_file_piece(struct khttpd_conn *conn)
 {
-	struct khttpd_out *o = &conn->out;
+	struct khttpd_out *o = &conn->req->out;
 	size_t piece = min_t(u64, o->file_left, KHTTPD_SPLICE_PIECE);
 	struct splice_desc sd = {
 		.total_len = piece,
@@ -86,7 +86,7 @@ static int khttpd_send_file_piece(struct khttpd_conn *conn)
 
 int khttpd_out_flush(struct khttpd_conn *conn, int *pieces)
 {
-	struct khttpd_out *o = &conn->out;
+	struct khttpd_out *o = &conn->req->out;
 	int ret;
 
 	for (;;) {
@@ -97,7 +97,7 @@ int khttpd_out_flush(struct khttpd_conn *conn, int *pieces)
 			int n = 0;
 
 			if (o->head_off < o->head_len) {
-				vec[n].iov_base = conn->hbuf + o->head_off;
+				vec[n].iov_base = conn->req->hbuf + o->head_off;
 				vec[n].iov_len = o->head_len - o->head_off;
 				total += vec[n++].iov_len;
 			}

@@ -2,9 +2,9 @@
 /*
  * respond.c — one request answered: core's planner decides, this file
  * fetches what it asks for (metadata and gzip copies from the cache) and
- * attaches the plan to the connection's output: the head in conn->hbuf,
- * then one body source — bytes in memory (a cached body or gzip copy,
- * held by a cache reference until sent; an error text in conn->plan),
+ * attaches the plan to the request's output: the head in req->hbuf, then
+ * one body source — bytes in memory (a cached body or gzip copy, held by a
+ * cache reference until sent; an error text in req->plan),
  * page-cache pages of an open file, or a listing rendered piece by piece.
  * conn.c sends it.
  */
@@ -57,7 +57,7 @@ static void khttpd_source_attach(struct khttpd_conn *conn,
 				 struct khttpd_out *src,
 				 const struct khttpd_gz *gz)
 {
-	struct khttpd_out *o = &conn->out;
+	struct khttpd_out *o = &conn->req->out;
 
 	if (p->head_only)
 		return;
@@ -90,23 +90,23 @@ static void khttpd_source_attach(struct khttpd_conn *conn,
 }
 
 /*
- * The planned head into conn->hbuf, counted by its status. No planned
+ * The planned head into conn->req->hbuf, counted by its status. No planned
  * head is longer than the buffer (http_plan.h); should one be, the plan
  * becomes a 500 and a close rather than no answer at all.
  */
 static bool khttpd_head(struct khttpd_conn *conn, struct http_plan *p)
 {
-	int n = http_plan_head(p, conn->hbuf, sizeof(conn->hbuf));
+	int n = http_plan_head(p, conn->req->hbuf, sizeof(conn->req->hbuf));
 
 	if (n < 0) {
 		http_plan_head_failed(p);
-		n = http_plan_head(p, conn->hbuf, sizeof(conn->hbuf));
+		n = http_plan_head(p, conn->req->hbuf, sizeof(conn->req->hbuf));
 	}
 	if (n < 0)
 		return false;
-	conn->out.head_off = 0;
-	conn->out.head_len = n;
-	conn->out.more = p->more;
+	conn->req->out.head_off = 0;
+	conn->req->out.head_len = n;
+	conn->req->out.more = p->more;
 	khttpd_count_status(p->status);
 	return true;
 }
@@ -128,7 +128,7 @@ static void khttpd_add_settings(struct http_plan_input *in)
  */
 static bool khttpd_finish(struct khttpd_conn *conn, enum http_plan_step step)
 {
-	struct http_plan *p = &conn->plan;
+	struct http_plan *p = &conn->req->plan;
 	const struct khttpd_gz *gz = NULL;
 	struct khttpd_out src = {};
 	bool ok;
@@ -162,7 +162,7 @@ bool khttpd_respond(struct khttpd_conn *conn, const struct http_plan_input *in)
 	bool ok;
 
 	khttpd_add_settings(&full);
-	ok = khttpd_finish(conn, http_plan_start(&conn->plan, &full, w));
+	ok = khttpd_finish(conn, http_plan_start(&conn->req->plan, &full, w));
 	kfree(w);
 	return ok;
 }
@@ -175,7 +175,7 @@ void khttpd_respond_error(struct khttpd_conn *conn, int status)
 		khttpd_error_pages_n ? kmalloc(sizeof(*w), GFP_KERNEL) : NULL;
 
 	khttpd_add_settings(&in);
-	khttpd_finish(conn,
-		      http_plan_no_request_page(&conn->plan, &in, w, status));
+	khttpd_finish(conn, http_plan_no_request_page(&conn->req->plan, &in, w,
+						      status));
 	kfree(w);
 }

@@ -51,16 +51,16 @@ void khttpd_trace_begin(struct khttpd_conn *conn,
 	t->method[mlen] = '\0';
 	memcpy(t->target, tlen ? base + req->target.off : "", tlen);
 	t->target[tlen] = '\0';
-	conn->trace = t;
+	conn->req->trace = t;
 }
 
 void khttpd_trace_end(struct khttpd_conn *conn)
 {
-	struct khttpd_trace_req *t = conn->trace;
+	struct khttpd_trace_req *t = conn->req ? conn->req->trace : NULL;
 
 	if (!t)
 		return;
-	conn->trace = NULL;
+	conn->req->trace = NULL;
 	trace_khttpd_request(conn->c.sock->sk, t->method, t->target,
 			     t->target_len, t->status,
 			     conn->sent - t->sent_at_start,

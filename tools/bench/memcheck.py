@@ -1,17 +1,47 @@
 """Memory check: N idle keep-alive connections held open against a server,
 its resident memory read from /proc/<pid>/status (VmRSS, VmHWM) before and
-while they are held.
+while they are held; with kernel=True (the VM, where kernel modules serve)
+also the kernel's slab memory (/proc/meminfo Slab, /proc/slabinfo), since a
+kernel server's connections live there and in nobody's RSS.
 
-Each connection sends one keep-alive GET and reads the whole response, so
-what the server holds is a served, idle keep-alive connection (no request in
-progress). Every step is bounded by the deadline; connections that did not
-complete are counted, never waited for forever."""
+Each connection sends one keep-alive GET and reads the whole response (an
+echo connection: one message and its echo), so what the server holds is a
+served, idle connection (no request in progress). Every step is bounded by
+the deadline; connections that did not complete are counted, never waited
+for forever."""
 import os
 import selectors
 import socket
 import time
 
 REQUEST = b"GET /small.txt HTTP/1.1\r\nHost: bench\r\n\r\n"
+ECHO_MESSAGE = b"idle echo connection\n"
+
+
+def meminfo_slab_kib():
+    """The Slab line of /proc/meminfo: every slab page, in KiB."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("Slab:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def slabinfo_kib():
+    """Bytes of allocated slab objects (/proc/slabinfo, root only), in KiB;
+    0 when it cannot be read."""
+    total = 0
+    try:
+        with open("/proc/slabinfo") as f:
+            for line in f.readlines()[2:]:
+                fields = line.split()
+                total += int(fields[1]) * int(fields[3])
+    except (OSError, ValueError, IndexError):
+        return 0
+    return total // 1024
 
 
 def proc_status_kib(pid):
@@ -50,7 +80,9 @@ def memory_kib(pids):
     return rss, hwm, pss
 
 
-def _response_complete(buf):
+def _response_complete(buf, echo=False):
+    if echo:
+        return len(buf) >= len(ECHO_MESSAGE)
     head_end = buf.find(b"\r\n\r\n")
     if head_end < 0:
         return False
@@ -62,9 +94,10 @@ def _response_complete(buf):
     return len(buf) >= head_end + 4 + length
 
 
-def open_idle(port, count, deadline, batch=500):
-    """Open `count` keep-alive connections, one request each; returns
-    (sockets that completed their response, failures by kind)."""
+def open_idle(port, count, deadline, batch=500, echo=False):
+    """Open `count` keep-alive connections, one request (echo: one message)
+    each; returns (sockets that completed their response, failures by
+    kind)."""
     sel = selectors.DefaultSelector()
     done, failed = [], {"connect": 0, "closed": 0, "timeout": 0}
     opened = 0
@@ -92,7 +125,7 @@ def open_idle(port, count, deadline, batch=500):
                         s.close()
                         del pending[s]
                         continue
-                    s.send(REQUEST)
+                    s.send(ECHO_MESSAGE if echo else REQUEST)
                     state[1] = True
                     sel.modify(s, selectors.EVENT_READ)
                     continue
@@ -107,7 +140,7 @@ def open_idle(port, count, deadline, batch=500):
                     del pending[s]
                     continue
                 state[0] += data
-                if _response_complete(state[0]):
+                if _response_complete(state[0], echo):
                     sel.unregister(s)
                     done.append(s)
                     del pending[s]
@@ -129,22 +162,28 @@ def still_open(socks):
     return len(socks) - readable
 
 
-def measure(engine, count, budget_s, settle_s=1.0):
-    """Returns the record for one engine (already started)."""
+def measure(engine, count, budget_s, settle_s=1.0, kernel=False, echo=False):
+    """Returns the record for one engine (already started). kernel: the
+    slab growth too, and the kernel's and the processes' growth per
+    connection together."""
     deadline = time.monotonic() + budget_s
     pids = engine.pids()
+    time.sleep(settle_s if kernel else 0)
     base_rss, _, base_pss = memory_kib(pids)
+    base_slab, base_objs = meminfo_slab_kib(), slabinfo_kib()
     t0 = time.monotonic()
-    socks, failed = open_idle(engine.port, count, deadline)
+    socks, failed = open_idle(engine.port, count, deadline, echo=echo)
     open_s = time.monotonic() - t0
     time.sleep(settle_s)
     pids = engine.pids()
     rss, hwm, pss = memory_kib(pids)
+    slab, objs = meminfo_slab_kib(), slabinfo_kib()
     alive = still_open(socks)
     for s in socks:
         s.close()
-    per_conn = (rss - base_rss) / max(1, len(socks))
-    return {
+    held = max(1, len(socks))
+    per_conn = (rss - base_rss) / held
+    rec = {
         "connections_asked": count,
         "connections_idle": alive,
         "failed": failed,
@@ -157,3 +196,19 @@ def measure(engine, count, budget_s, settle_s=1.0):
         "pss_kib": pss,
         "rss_per_conn_kib": round(per_conn, 3),
     }
+    if kernel:
+        # Per connection still held: one the server closed freed its part.
+        held = max(1, alive)
+        rec.update({
+            "slab_before_kib": base_slab,
+            "slab_kib": slab,
+            "slab_per_conn_kib": round((slab - base_slab) / held, 3),
+            "slabinfo_before_kib": base_objs,
+            "slabinfo_kib": objs,
+            "slabinfo_per_conn_kib": round((objs - base_objs) / held, 3),
+            # What a connection costs the machine: the server's kernel
+            # objects and the client's (the same for every engine), and the
+            # server processes' resident growth.
+            "total_per_conn_kib": round((slab - base_slab + rss - base_rss) / held, 3),
+        })
+    return rec

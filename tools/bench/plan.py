@@ -50,7 +50,7 @@ PROFILES = {
             "duration": 1.0, "timeout_ms": 10000,
             "echo_clients": [1, 100, 1000], "echo_total": 300,
             "lat_count": 1000, "lat_duration": 1.5,
-            "memory_conns": 0, "engines": None,
+            "memory_conns": 10000, "engines": None,
         },
         "total_budget_s": 900,
     },
@@ -77,6 +77,21 @@ PROFILES = {
                         "kecho-unbound", "lwan"],
         },
         "total_budget_s": 165,
+    },
+    # The memory check alone, on the host and in the VM: 10,000 idle
+    # connections per server, the guest's slab and the servers' RSS.
+    "memory": {
+        "host": {
+            "sweep": [], "close_sweep": [], "single_c": None, "duration": 0, "timeout_ms": 0,
+            "workloads": [], "echo_clients": [], "echo_total": 0, "lat_count": 0,
+            "lat_duration": 0, "memory_conns": 10000, "engines": None, "budget_s": 120,
+        },
+        "vm": {
+            "sweep": [], "close_sweep": [], "single_c": None, "duration": 0, "timeout_ms": 0,
+            "workloads": [], "echo_clients": [], "echo_total": 0, "lat_count": 0,
+            "lat_duration": 0, "memory_conns": 10000, "engines": None,
+        },
+        "total_budget_s": 900,
     },
     # For tests/test_bench.py: host only, one engine beside nginx, two
     # rounds, seconds.
@@ -119,6 +134,19 @@ def build(profile, env, http_names, echo_names):
 
     http_names, echo_names = keep(http_names), keep(echo_names)
     runs = []
+    if p["memory_conns"] and env == "vm":
+        # First, on a fresh guest: kernel and user servers side by side, the
+        # guest's slab growth (sockets, the modules' connections) plus the
+        # processes' RSS.
+        n = p["memory_conns"]
+        for name, echo in (("nginx", False), ("ktcp-httpd-epoll", False),
+                           ("khttpd-unbound", False), ("kecho-unbound", True)):
+            if name in (echo_names if echo else http_names):
+                runs.append({"suite": "memory", "workload": "idle", "engine": name,
+                             "concurrency": n, "echo": echo,
+                             "label": f"{n} idle " + ("echo connections (one message each)"
+                                                      if echo else "keep-alive connections"),
+                             "planned_s": 5.0 + n / 1000})
     workloads = p.get("workloads", list(HTTP_WORKLOADS))
     for wl in workloads:
         path, ka, size, headers, label = HTTP_WORKLOADS[wl]
@@ -163,7 +191,7 @@ def build(profile, env, http_names, echo_names):
                          "count": p["lat_count"], "duration": p["lat_duration"],
                          "label": f"lat echo against {name}, 1 B, unpinned",
                          "planned_s": p["lat_duration"]})
-    if p["memory_conns"]:
+    if p["memory_conns"] and env != "vm":
         for name in http_names:
             if name in ("nginx", "ktcp-httpd-epoll", "ktcp-httpd-mn"):
                 runs.append({"suite": "memory", "workload": "idle-keepalive", "engine": name,

@@ -420,8 +420,39 @@ def mem_cell(r):
     return s
 
 
+def kernel_memory_table(rs, tag):
+    """The VM's memory runs: kernel and user servers, slab and RSS."""
+    n = rs[0]["concurrency"]
+    L = [f"### Memory: {n} idle connections, kernel slab + server RSS — {tag}", "",
+         "Per connection held: the guest's /proc/meminfo Slab growth (the server's and the "
+         "client's sockets, a kernel server's connections) plus the server processes' VmRSS "
+         "growth; the client runs in the same guest, so its sockets count for every engine "
+         "alike. kecho: echo connections after one message each.", "",
+         "| engine | idle conns held | Slab growth | RSS growth | slab / conn | RSS / conn | "
+         "slab + RSS / conn (× nginx) | slabinfo objects / conn |",
+         "|---|---|---|---|---|---|---|---|"]
+    for r in sorted(rs, key=lambda r: order_key(r["engine"])):
+        if r.get("status") != "ok":
+            L.append(f"| {r['engine']} | {status_text(r)} | | | | | | |")
+            continue
+        m = r["raw"]
+        ratio = f" (×{r['ratio']:.2f})" if r.get("ratio") is not None and \
+            r["engine"] != r["peer"] else ""
+        L.append(f"| {r['engine']} | {m['connections_idle']} | "
+                 f"{(m['slab_kib'] - m['slab_before_kib']) / 1024:.1f} MiB | "
+                 f"{(m['rss_kib'] - m['rss_before_kib']) / 1024:.1f} MiB | "
+                 f"{m['slab_per_conn_kib']:.2f} KiB | {m['rss_per_conn_kib']:.2f} KiB | "
+                 f"{r['value']:.2f} KiB{ratio} | {m['slabinfo_per_conn_kib']:.2f} KiB |")
+    L.append("")
+    return L
+
+
 def memory_table(er, tag):
     rs = [r for r in er if r["suite"] == "memory"]
+    kernel = [r for r in rs if r["workload"] == "idle"]
+    rs = [r for r in rs if r["workload"] != "idle"]
+    if kernel:
+        return kernel_memory_table(kernel, tag)
     if not rs:
         return []
     n = rs[0]["concurrency"]
@@ -606,7 +637,8 @@ def echo_cdf(out, docs, runs, plots):
 
 
 def memory_plot(out, docs, runs, plots):
-    rs = [r for r in runs if r["suite"] == "memory" and r.get("status") == "ok"]
+    rs = [r for r in runs if r["suite"] == "memory" and r.get("status") == "ok" and
+          r["workload"] != "idle"]
     if not rs:
         return
     fig, ax = plt.subplots(figsize=(6.2, 4.2))

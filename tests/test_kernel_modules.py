@@ -138,6 +138,7 @@ def test_kecho_slab_does_not_grow_over_10000_connections():
         echo.stop()
 
 
+@pytest.mark.release_kernel
 def test_kecho_idle_connections_hold_no_buffer():
     """An idle echo connection (one message echoed) holds no receive buffer:
     beyond its two sockets (about 6.5 KiB of slab, not the server's doing)

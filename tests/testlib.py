@@ -28,7 +28,9 @@ def selected_kinds():
 def skip_on_debug_kernel():
     """Slab figures are measured on the release kernels: on the debug
     kernel KASAN's redzones and quarantine change them (and kmemleak checks
-    for leaks instead), and thousands of connections take many minutes."""
+    for leaks instead), and thousands of connections take many minutes.
+    A test that calls this is marked release_kernel too, so that make check
+    runs it on release 6.12 when 6.12's suites run on the debug kernel."""
     if "ktcp-debug" in os.uname().release:
         pytest.skip("a slab measurement: release kernels only (the debug kernel's "
                     "kmemleak checks leaks)")

@@ -51,15 +51,23 @@ static bool utf8_step(struct utf8_state *u, unsigned char c)
     return true;
 }
 
-/* Bytes that stand for themselves in a segment: printable ASCII but the
- * separator, '%', '\\', and what ends the path ('?', '#'). */
-static const uint8_t plain_byte[256] = {
-    [0x21 ... 0x22] = 1, /* ! " */
-    [0x24] = 1,          /* $ (not #) */
-    [0x26 ... 0x2e] = 1, /* & ' ( ) * + , - . (not %) */
-    [0x30 ... 0x3e] = 1, /* 0-9 : ; < = > (not /) */
-    [0x40 ... 0x5b] = 1, /* @ A-Z [ (not ?) */
-    [0x5d ... 0x7e] = 1, /* ] ^ _ ` a-z { | } ~ (not \\) */
+/* What each byte is to the plain path (normalize_plain): a byte that
+ * stands for itself in a segment (printable ASCII but the separator, '%',
+ * '\\' and what ends the path), '.', which does too but may not start a
+ * segment there, the separator, or an end of the path ('?', '#'). 0: only
+ * the general path takes it. */
+enum { PB_NONE = 0, PB_PLAIN, PB_DOT, PB_SLASH, PB_END };
+static const uint8_t plain_class[256] = {
+    [0x21 ... 0x22] = PB_PLAIN, /* ! " */
+    [0x23] = PB_END,            /* # */
+    [0x24] = PB_PLAIN,          /* $ (not %) */
+    [0x26 ... 0x2d] = PB_PLAIN, /* & ' ( ) * + , - */
+    [0x2e] = PB_DOT,            /* . */
+    [0x2f] = PB_SLASH,          /* / */
+    [0x30 ... 0x3e] = PB_PLAIN, /* 0-9 : ; < = > */
+    [0x3f] = PB_END,            /* ? */
+    [0x40 ... 0x5b] = PB_PLAIN, /* @ A-Z [ (not \\) */
+    [0x5d ... 0x7e] = PB_PLAIN, /* ] ^ _ ` a-z { | } ~ */
 };
 
 /* The query after path[end] when that is '?', up to any '#'. */
@@ -81,38 +89,45 @@ static void note_query(const char *path,
 
 /* The common case in one scan: "/seg/seg[/]" whose segments are plain
  * bytes, none empty and none starting with '.', then maybe '?' or '#'; it
- * normalizes to itself less the slashes at both ends. false: take the
- * general path (which starts over). */
+ * normalizes to itself less the slashes at both ends, and no segment of
+ * it is hidden (info->plain). false: take the general path (which starts
+ * over). */
 static bool normalize_plain(const char *path,
                             size_t path_len,
                             char *out,
                             size_t out_size,
                             struct http_path_info *info)
 {
-    bool seg_start = true;
-    size_t i, olen;
+    const unsigned char *b = (const unsigned char *) path;
+    bool slash = false; /* the path so far ends with a separator */
+    size_t i = 1, olen;
 
-    for (i = 1; i < path_len; i++) {
-        unsigned char c = (unsigned char) path[i];
-
-        if (plain_byte[c] && !(seg_start && c == '.')) {
-            seg_start = false;
-        } else if (c == '/' && !seg_start) {
-            seg_start = true;
-        } else if ((c == '?' || c == '#') && i > 1) {
+    while (i < path_len) {
+        /* a segment: a plain first byte, then plain bytes and dots */
+        if (plain_class[b[i]] != PB_PLAIN)
             break;
-        } else {
-            return false; /* "//", "/." segments, escapes, non-ASCII... */
-        }
+        for (i++; i < path_len && (unsigned) (plain_class[b[i]] - PB_PLAIN) <=
+                                      PB_DOT - PB_PLAIN;
+             i++)
+            ;
+        slash = false;
+        if (i == path_len || plain_class[b[i]] != PB_SLASH)
+            break;
+        slash = true;
+        i++;
     }
-    olen = i - 1 - (seg_start ? 1 : 0);
+    /* stopped at the end, or at what ends the path after a segment */
+    if (i < path_len && (plain_class[b[i]] != PB_END || i == 1))
+        return false; /* "//", "/." segments, escapes, non-ASCII... */
+    olen = i - 1 - (slash ? 1 : 0);
     if (olen == 0 || olen + 1 >= out_size)
         return false; /* the general path says how it does not fit */
     note_query(path, path_len, i, info);
     memcpy(out, path + 1, olen);
     out[olen] = '\0';
     info->len = olen;
-    info->trailing_slash = seg_start;
+    info->trailing_slash = slash;
+    info->plain = true;
     return true;
 }
 

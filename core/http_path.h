@@ -34,6 +34,9 @@ struct http_path_info {
     size_t query_off;
     size_t query_len;
     bool has_query;
+    /* taken by the one-scan path: no segment starts with '.', so none is
+     * hidden (http_path_hidden is false) */
+    bool plain;
 };
 
 int http_path_normalize(const char *path,

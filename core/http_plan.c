@@ -278,7 +278,7 @@ enum http_plan_step http_plan_start(struct http_plan *p,
     const struct http_request *req = in->req;
     int pr;
 
-    memset(p, 0, sizeof(*p));
+    memset(p, 0, offsetof(struct http_plan, etag));
     p->req = req;
     p->buf = in->buf;
     p->work = w;
@@ -313,7 +313,8 @@ enum http_plan_step http_plan_start(struct http_plan *p,
         return plan_error(p, http_path_error_status(pr));
     /* ".env", ".git/config": never looked up, so neither their existence
      * nor their permissions show */
-    if (!in->dotfiles && http_path_hidden(w->path, p->info.len))
+    if (!in->dotfiles && !p->info.plain &&
+        http_path_hidden(w->path, p->info.len))
         return plan_error(p, 404);
     p->path = w->path;
     p->path_len = p->info.len;

@@ -261,8 +261,6 @@ struct http_plan {
     const char *path; /* LOOKUP, FILE, LISTING: NUL-terminated, relative */
     size_t path_len;
     struct http_response_head head; /* built by http_plan_head */
-    char etag[HTTP_ETAG_MAX + 4];   /* the representation's validator */
-    char text[HTTP_PLAN_TEXT_MAX];  /* BODY_TEXT */
 
     /* ---- state between steps ---- */
     const struct http_request *req;
@@ -280,7 +278,12 @@ struct http_plan {
     const struct http_error_page *error_pages;
     size_t error_pages_n;
     const struct http_mime_table *mime;
-    struct http_resource res; /* the regular file being planned */
+
+    /* ---- scratch: each written before it is read, so http_plan_start
+     * zeroes the plan only up to here ---- */
+    char etag[HTTP_ETAG_MAX + 4];  /* the representation's validator */
+    char text[HTTP_PLAN_TEXT_MAX]; /* BODY_TEXT */
+    struct http_resource res;      /* the regular file being planned */
 };
 
 /* Dispatch a parsed request (in->req): method, expectations, connection

@@ -53,6 +53,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     REQUIRE(info.len < sizeof(out));
     check_clean(out, info.len);
     REQUIRE(info.is_root == (strcmp(out, ".") == 0));
+    /* the planner skips the hidden-path check for a plain path */
+    if (info.plain)
+        REQUIRE(!http_path_hidden(out, info.len));
     if (info.has_query)
         REQUIRE(info.query_off <= size &&
                 info.query_off + info.query_len <= size);

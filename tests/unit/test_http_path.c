@@ -182,9 +182,43 @@ static void test_hidden(void)
     CHECK(hidden("a/.well-known/x")); /* only at the root */
 }
 
+/* The one-scan path (info.plain) must give what the general one gives,
+ * and only for paths with no hidden segment. */
+static void check_plain(const char *in, bool plain)
+{
+    char out[256];
+    struct http_path_info info;
+
+    CHECK_INT(norm(in, out, sizeof(out), &info), HTTP_PATH_OK);
+    if (info.plain != plain)
+        fprintf(stderr, "path %s: plain %d\n", in, info.plain);
+    CHECK_INT(info.plain, plain);
+    if (info.plain)
+        CHECK(!hidden(out));
+}
+
+static void test_plain(void)
+{
+    check_plain("/small.txt", true);
+    check_plain("/a.b/c..d/", true);
+    check_plain("/a/?q=/.x", true);
+    check_plain("/a#f", true);
+    check_plain("/a/.b", false);
+    check_plain("/.well-known/x", false);
+    check_plain("/a//b", false);
+    check_plain("/a%41", false);
+    check_plain("/?q", false);
+    check_plain("/a/./b", false);
+    check_ok("/a.b/c..d/", "a.b/c..d", true);
+    check_ok("/a/?q=/.x", "a", true);
+    check_err("/a%00b", HTTP_PATH_ERR_NUL);
+    check_err("/a\\b", HTTP_PATH_ERR_BACKSLASH);
+}
+
 int main(void)
 {
     test_hidden();
+    test_plain();
     test_clean();
     test_query();
     test_traversal();

@@ -24,6 +24,10 @@
  * device replaces it.
  *
  * gzip copies: httpd-cache-gz.c, above this file. */
+/* liburcu's read-side lock inline (its LGPL-compatible static API): two
+ * loads and a store per lookup instead of two calls into the library and
+ * a TLS lookup through __tls_get_addr. */
+#define _LGPL_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -346,7 +350,8 @@ static int load(const char *rel,
 static bool still_fresh(struct httpd_file *f, const char *rel, uint64_t now)
 {
     uint64_t checked = atomic_load(&f->checked_ms);
-    if (now - checked < HTTPD_REVALIDATE_MS)
+    /* now is the loop's clock, which may trail another thread's */
+    if (now <= checked || now - checked < HTTPD_REVALIDATE_MS)
         return true;
     if (!atomic_compare_exchange_strong(&f->checked_ms, &checked, now))
         return true; /* another thread is checking right now */
@@ -365,7 +370,7 @@ static bool still_fresh(struct httpd_file *f, const char *rel, uint64_t now)
 static void touch(struct httpd_file *f, uint64_t now)
 {
     uint64_t used = atomic_load_explicit(&f->used_ms, memory_order_relaxed);
-    if (now - used < HTTP_SERVER_LRU_TOUCH_MS ||
+    if (now <= used || now - used < HTTP_SERVER_LRU_TOUCH_MS ||
         !atomic_compare_exchange_strong(&f->used_ms, &used, now))
         return;
     pthread_mutex_lock(&cache_lock);
@@ -382,7 +387,7 @@ int httpd_cache_get(const char *rel, size_t len, struct httpd_file **out)
     struct key key = {rel, len};
     struct cds_lfht_iter it;
     struct httpd_file *f = NULL;
-    uint64_t now = rt_now_ms();
+    uint64_t now = rt_loop_now_ms();
 
     urcu_memb_read_lock();
     cds_lfht_lookup(table_rcu, hash, match, &key, &it);

@@ -106,7 +106,7 @@ static __attribute__((noinline)) void conn_free(struct conn *cs)
 
 static uint64_t deadline_in(int ms)
 {
-    return rt_now_ms() + (uint64_t) ms;
+    return rt_loop_now_ms() + (uint64_t) ms;
 }
 
 /* Read into buf[len..cap) (blocking up to dl); notes whether it drained. */

@@ -90,6 +90,12 @@ uint64_t rt_now_ms(void)
     return (uint64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+__attribute__((noinline)) uint64_t rt_loop_now_ms(void)
+{
+    const struct rt_worker *w = tls_worker;
+    return w && w->id >= 0 ? w->loop_now_ms : rt_now_ms();
+}
+
 #define RT_IDLE_NEVER_MS (24ULL * 3600 * 1000)
 
 uint64_t rt_idle_deadline(uint64_t now_ms)

@@ -20,6 +20,7 @@
  * in use. An event that arrives while it runs turns RUNNING into NOTIFIED
  * and the park becomes a requeue: no wakeup is lost.
  */
+#define _LGPL_SOURCE /* liburcu's read-side lock inline (httpd-cache.c) */
 #include <errno.h>
 #include <poll.h>
 #include <stdio.h>
@@ -27,6 +28,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "rt-internal.h"
@@ -329,7 +331,7 @@ int rt_wait_coro(struct rt_coro *co,
 {
     if (idle && rt_stopping())
         return -ESHUTDOWN;
-    if (deadline_ms && rt_now_ms() >= deadline_ms)
+    if (deadline_ms && rt_loop_now_ms() >= deadline_ms)
         return -ETIMEDOUT;
     if ((events & POLLOUT) && !co->armed_out) {
         /* Writes rarely wait, so EPOLLOUT joins the registration only now;
@@ -475,6 +477,27 @@ static int accept_all(struct rt_worker *w, int lfd)
     }
 }
 
+/* How long the loop may sleep at time now: 0 with work queued or a
+ * deadline passed, else until the next deadline, at most max_sleep. */
+static int sleep_ms(struct rt_worker *w, uint64_t now, int max_sleep)
+{
+    int timeout = max_sleep;
+    if (!runq_empty(w))
+        return 0;
+    const struct rt_timer_entry *t = rt_timer_top(&w->timers);
+    if (t && t->deadline <= now)
+        return 0;
+    if (t && t->deadline - now < (uint64_t) max_sleep)
+        timeout = (int) (t->deadline - now);
+    if (w->accept_retry_ms) {
+        if (w->accept_retry_ms <= now)
+            return 0;
+        if (w->accept_retry_ms - now < (uint64_t) timeout)
+            timeout = (int) (w->accept_retry_ms - now);
+    }
+    return timeout;
+}
+
 static void *worker_main(void *arg)
 {
     struct rt_worker *w = arg;
@@ -494,26 +517,14 @@ static void *worker_main(void *arg)
             ran++;
         }
 
-        uint64_t now = rt_now_ms();
         /* mn workers sleep at most 100 ms: a stop or a kick reaches only
          * one sleeper of the shared set, the others notice on their own */
         int max_sleep = model_mn ? 100 : 1000;
-        int timeout = max_sleep;
-        if (!runq_empty(w)) {
-            timeout = 0;
-        } else {
-            const struct rt_timer_entry *t = rt_timer_top(&w->timers);
-            if (t && t->deadline <= now)
-                timeout = 0;
-            else if (t && t->deadline - now < (uint64_t) max_sleep)
-                timeout = (int) (t->deadline - now);
-        }
-        if (w->accept_retry_ms) {
-            if (w->accept_retry_ms <= now)
-                timeout = 0;
-            else if (w->accept_retry_ms - now < (uint64_t) timeout)
-                timeout = (int) (w->accept_retry_ms - now);
-        }
+        /* The clock of the wake-up is behind by the work just run; it is
+         * read again only when a timer, not max_sleep, bounds the sleep. */
+        int timeout = sleep_ms(w, w->loop_now_ms, max_sleep);
+        if (timeout > 0 && timeout < max_sleep)
+            timeout = sleep_ms(w, rt_now_ms(), max_sleep);
         if (saw_stop && timeout > 50)
             timeout = 50;
         if (timeout && model_mn)
@@ -527,7 +538,10 @@ static void *worker_main(void *arg)
          * and it frees its dead only after handling them (rt_coro_reap). */
         if (model_mn)
             urcu_memb_read_lock();
-        int n = epoll_wait(w->epfd, ev, RT_EVENTS, timeout);
+        /* epoll_pwait with no mask is epoll_wait, without glibc's
+         * cancellation bookkeeping (rt-io.c) */
+        int n = (int) syscall(SYS_epoll_pwait, w->epfd, ev, RT_EVENTS, timeout,
+                              NULL, 0);
         if (timeout && model_mn)
             atomic_fetch_sub(&shared_idle_workers, 1);
 
@@ -565,7 +579,7 @@ static void *worker_main(void *arg)
             }
         }
 
-        now = rt_now_ms();
+        uint64_t now = rt_now_ms();
         w->loop_now_ms = now;
         rt_coro_reap(now);
         cancel_inbox_drain(w);

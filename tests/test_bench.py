@@ -485,6 +485,11 @@ def test_cost_syscalls_per_request(cost_smoke):
     close = rows[("ktcp-httpd-epoll", "small-close")]["sys"]
     assert close["by_name"].get("accept4", 0) >= 0.9  # a connection per request
     assert close["by_name"].get("close", 0) >= 0.9
+    # one accept each: the level-triggered listener reports each connection,
+    # so no accept fails with EAGAIN; and no setsockopt, because accepted
+    # sockets inherit the listener's TCP_NODELAY
+    assert close["by_name"].get("accept4", 0) <= 1.1, close
+    assert close["by_name"].get("setsockopt", 0) < 0.1, close
     assert close["per_request"] > ka["per_request"]
     echo = rows[("ktcp-echo", "echo")]["sys"]
     assert 2 <= echo["per_request"] <= 8, echo

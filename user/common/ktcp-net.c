@@ -32,6 +32,10 @@ int ktcp_listen_tcp(const char *bind_addr,
     setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
     if (reuseport)
         setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one));
+    /* Heads leave with MSG_MORE and bodies with sendfile, so Nagle would
+     * only delay the last segment of each response. Linux copies the
+     * listener's TCP_NODELAY into every socket it accepts: no call per
+     * connection. */
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
     if (family == AF_INET6) {
         struct sockaddr_in6 *a = (struct sockaddr_in6 *) &ss;

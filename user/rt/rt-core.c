@@ -149,14 +149,6 @@ const char *rt_conn_peer(struct rt_conn *c)
     return c->peer[0] ? c->peer : "-";
 }
 
-void rt_tune_accepted(int fd)
-{
-    /* Heads leave with MSG_MORE and bodies with sendfile, so Nagle would
-     * only delay the last segment of each response. */
-    int one = 1;
-    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-}
-
 int rt_open_listener(const struct rt_config *cfg, bool reuseport)
 {
     int fd = ktcp_listen_tcp(cfg->bind, cfg->port,

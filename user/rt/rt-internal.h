@@ -172,7 +172,6 @@ void rt_conn_release(const struct rt_conn *c);
  * taken: then it has timed out. */
 bool rt_conn_still_sending(struct rt_conn *c);
 void rt_conn_set_peer(struct rt_conn *c, const struct sockaddr *sa);
-void rt_tune_accepted(int fd);
 int rt_open_listener(const struct rt_config *cfg, bool reuseport);
 /* Add the counters of the threads that are not coroutine workers. */
 void rt_counters_add_shared(uint64_t out[RT_NCOUNTERS]);

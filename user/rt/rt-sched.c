@@ -418,10 +418,43 @@ static void timers_stop_sweep(struct rt_worker *w)
 /* How long accepting pauses when the process is out of descriptors. */
 #define RT_ACCEPT_RETRY_MS 100
 
+/* The listener's place in the worker's epoll set. mn: edge-triggered in
+ * the shared set, drained at each edge (a level would wake every idle
+ * worker). epoll: the worker's own listener is level-triggered and each
+ * report takes one connection, as nginx does by default: an accept that
+ * would fail with EAGAIN is never made, and a queue of several is taken
+ * one per loop, between the other events. */
+static uint32_t listen_events(void)
+{
+    if (model_mn)
+        return EPOLLIN | EPOLLET;
+    return EPOLLIN | (rt_g.inherited ? EPOLLEXCLUSIVE : 0);
+}
+
+static int listen_arm(struct rt_worker *w, bool on)
+{
+    struct epoll_event ev = {.events = listen_events(),
+                             .data.ptr = &tag_listen};
+    int lfd = model_mn ? rt_g.listen_fds[0] : w->listen_fd;
+    return epoll_ctl(w->epfd, on ? EPOLL_CTL_ADD : EPOLL_CTL_DEL, lfd, &ev);
+}
+
+/* The worker saw the server stop: it accepts no more, and an epoll
+ * worker's listener leaves its set, whose level would spin the loop
+ * (an error only means it had left already, out of descriptors).
+ * Returns true, the new saw_stop. */
+static bool stop_seen(struct rt_worker *w, bool saw_stop)
+{
+    if (!saw_stop && !model_mn)
+        listen_arm(w, false);
+    return true;
+}
+
+/* Accept what is queued: everything (mn), or one connection (epoll). */
 static int accept_all(struct rt_worker *w, int lfd)
 {
     int queued = 0;
-    for (;;) {
+    for (int taken = 0; model_mn || taken < 1; taken++) {
         struct sockaddr_storage ss;
         socklen_t sl = sizeof(ss);
         int fd = accept4(lfd, (struct sockaddr *) &ss, &sl,
@@ -440,6 +473,9 @@ static int accept_all(struct rt_worker *w, int lfd)
                             "while it lasts)\n",
                             rt_name(), strerror(errno), RT_ACCEPT_RETRY_MS);
                 w->accept_retry_ms = rt_now_ms() + RT_ACCEPT_RETRY_MS;
+                /* a level-triggered listener would report at once again */
+                if (!model_mn)
+                    listen_arm(w, false);
             }
             return queued; /* EAGAIN, or the listener was shut down */
         }
@@ -449,7 +485,6 @@ static int accept_all(struct rt_worker *w, int lfd)
             close(fd);
             continue;
         }
-        rt_tune_accepted(fd);
         struct rt_coro *co = rt_coro_new(fd);
         if (!co) {
             rt_count(RT_C_ERRORS, 1);
@@ -475,6 +510,7 @@ static int accept_all(struct rt_worker *w, int lfd)
         runq_push(w, co);
         queued++;
     }
+    return queued;
 }
 
 /* How long the loop may sleep at time now: 0 with work queued or a
@@ -558,7 +594,7 @@ static void *worker_main(void *arg)
                     /* nothing to drain: another worker got it */
                 }
             } else if (p == &tag_stop) {
-                saw_stop = true;
+                saw_stop = stop_seen(w, saw_stop);
                 epoll_ctl(w->epfd, EPOLL_CTL_DEL, rt_g.stop_fd, NULL);
             } else {
                 queued += coro_wake(w, p, RT_WAKE_IO);
@@ -569,6 +605,8 @@ static void *worker_main(void *arg)
         if (w->accept_retry_ms && w->accept_retry_ms <= rt_now_ms() &&
             !saw_stop) {
             w->accept_retry_ms = 0;
+            if (!model_mn)
+                listen_arm(w, true);
             queued +=
                 accept_all(w, model_mn ? rt_g.listen_fds[0] : w->listen_fd);
         }
@@ -586,7 +624,7 @@ static void *worker_main(void *arg)
         rekey_inbox_drain(w);
         timers_expire(w, now);
         if (rt_stopping()) {
-            saw_stop = true;
+            saw_stop = stop_seen(w, saw_stop);
             timers_stop_sweep(w);
         }
         uint64_t round = atomic_load(&flush_round);
@@ -628,7 +666,7 @@ int rt_run_coro(const struct rt_config *cfg)
         shared_kick_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
         if (shared_epfd < 0 || shared_kick_fd < 0 ||
             epoll_add_tag(shared_epfd, rt_g.listen_fds[0], &tag_listen,
-                          EPOLLIN | EPOLLET) < 0 ||
+                          listen_events()) < 0 ||
             epoll_add_tag(shared_epfd, shared_kick_fd, &tag_kick,
                           EPOLLIN | EPOLLET) < 0 ||
             epoll_add_tag(shared_epfd, rt_g.stop_fd, &tag_stop, EPOLLIN) < 0)
@@ -648,9 +686,8 @@ int rt_run_coro(const struct rt_config *cfg)
         w->epfd = epoll_create1(EPOLL_CLOEXEC);
         w->listen_fd = rt_g.listen_fds[i];
         if (w->epfd < 0 ||
-            epoll_add_tag(w->epfd, w->listen_fd, &tag_listen,
-                          EPOLLIN | EPOLLET |
-                              (rt_g.inherited ? EPOLLEXCLUSIVE : 0)) < 0 ||
+            epoll_add_tag(w->epfd, w->listen_fd, &tag_listen, listen_events()) <
+                0 ||
             epoll_add_tag(w->epfd, rt_g.stop_fd, &tag_stop, EPOLLIN) < 0)
             return -errno;
     }

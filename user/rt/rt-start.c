@@ -3,6 +3,8 @@
  * thread summed. */
 #include <errno.h>
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,6 +55,9 @@ static int inherited_listener(const struct rt_config *cfg)
                 rt_name());
         return -EINVAL;
     }
+    /* accepted sockets inherit it (ktcp-net.c); not a TCP socket: moot */
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
     int fl = fcntl(fd, F_GETFL);
     if (cfg->model == RT_MODEL_THREADS)
         fl &= ~O_NONBLOCK;

@@ -180,7 +180,6 @@ static void *accept_main(void *arg)
             free(c);
             continue;
         }
-        rt_tune_accepted(fd);
         if (pool_hand_over(c))
             continue;
         if (pthread_create(&t, &attr, conn_thread, c) == 0)

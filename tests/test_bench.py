@@ -433,6 +433,24 @@ def test_cost_every_cell_measured(cost_smoke):
     assert doc["conditions"]["concurrency"] == 1
 
 
+def test_cost_cpu_split(cost_smoke):
+    out, _, rows = cost_smoke
+    for wl, n in (("small-keepalive", 25_000), ("small-close", 5_000)):
+        m = rows[("ktcp-httpd-epoll", wl)]["cpu"]
+        assert m["status"] == "ok", m
+        assert m["n"] == n and m["concurrency"] == 100
+        # the server's time is its user and kernel time; the client's is apart
+        assert m["per_request"] == pytest.approx(m["user"] + m["kernel"], rel=1e-6)
+        # (the split is in clock ticks: a small batch may see no user tick)
+        assert m["user"] >= 0 and m["kernel"] > 0 and m["client"] > 0, m
+        # a request takes microseconds, not nothing and not a millisecond
+        assert 0.5 < m["per_request"] + m["client"] < 1000, m
+        assert m["requests_per_s"] > 0
+    assert rows[("ktcp-echo", "echo")]["cpu"]["status"] == "skipped"
+    with open(out / "cost.md") as f:
+        assert "CPU time per request" in f.read()
+
+
 def test_cost_instructions_scale_between_n_and_2n(cost_smoke):
     _, _, rows = cost_smoke
     for key, row in rows.items():

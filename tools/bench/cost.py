@@ -2,7 +2,7 @@
 """make bench-cost: what one request costs each engine, counted, not timed.
 
     tools/bench/cost.py [--out DIR] [--scale S] [--engines A,B] [--workloads A,B]
-                        [--tools instr,sys] [--budget SEC]
+                        [--tools instr,sys,cpu] [--budget SEC]
     tools/bench/cost.py --publish results/<ts>   # copy cost.json, cost.png to docs/bench/
 
 Two counts per engine and workload, each from its own server run:
@@ -11,6 +11,15 @@ Two counts per engine and workload, each from its own server run:
   the kernel is not counted), the server under valgrind --tool=callgrind;
 - sys: system calls per request, the server under strace -f -c (attached
   for each batch, detached after it), by name and with their errors.
+
+- cpu: CPU time per request (small-keepalive and small-close only): the
+  server bare, the client unpaced with 100 connections; the server's
+  time from its CPU-time clock, split into user and kernel time in the
+  ratio /proc/PID/stat gives (clock ticks), and the client's (its
+  rusage). Not a
+  count, so it moves with the host's load, but far less than a request
+  rate: it says where a request's time goes, and the best throughput
+  ratio that time allows when client and server share the cores.
 
 The client (build/htstress; for ktcp-echo a paced echo client in this file)
 runs outside both tools: only the server is counted. Each count is taken
@@ -77,7 +86,7 @@ WORKLOADS = {
 HTTP_ORDER = ["small-keepalive", "small-close", "1mib", "304", "gzip"]
 ENGINE_ORDER = ["ktcp-httpd-threads", "ktcp-httpd-epoll", "ktcp-httpd-mn", "nginx", "lwan",
                 "ktcp-echo"]
-TOOLS = ("instr", "sys")
+TOOLS = ("instr", "sys", "cpu")
 WARMUP = 20  # requests before the batches: caches filled, first-use paths taken
 TOP_FUNCTIONS = 15
 
@@ -88,18 +97,20 @@ def log(msg):
 
 # ---------------------------------------------------------------- clients
 
-def http_batch(port, wl, n, headers):
-    """htstress, n requests on one connection (or n connections), paced;
-    returns (raw JSON, None) or (raw or None, why the batch is not clean)."""
+def http_batch(port, wl, n, headers, conc=1, paced=True):
+    """htstress, n requests on one connection (or n connections), paced
+    (or conc connections at once, as fast as the server answers: paced
+    False); returns (raw JSON, None) or (raw or None, why the batch is not
+    clean)."""
     w = WORKLOADS[wl]
-    argv = [os.path.join(eng.BUILD, "htstress"), "-n", str(n), "-c", "1", "-t", "1",
-            "-r", str(w["rate"]), "--timeout", "20000", "--json"]
+    argv = [os.path.join(eng.BUILD, "htstress"), "-n", str(n), "-c", str(conc), "-t", "1",
+            "--timeout", "20000", "--json"] + (["-r", str(w["rate"])] if paced else [])
     if w["keep_alive"]:
         argv.append("-k")
     for h in w.get("headers", []) + headers:
         argv += ["-H", h]
     argv.append(f"http://127.0.0.1:{port}{w['path']}")
-    raw, err, _ = bench.run_tool(argv, n / w["rate"] + 60)
+    raw, err, _ = bench.run_tool(argv, (n / w["rate"] if paced else 0) + 60)
     if raw is None:
         return None, f"htstress: {err}"
     want = "3xx" if w.get("conditional") else "2xx"
@@ -365,6 +376,50 @@ class Strace:
                 "file": path}, res, err
 
 
+def proc_cpu_us(pid):
+    """CPU time of every thread of pid so far, in microseconds: the total
+    from the process's CPU-time clock (exact), and utime, stime from
+    /proc/PID/stat (in clock ticks, 10 ms: only their ratio is used)."""
+    total = time.clock_gettime(((~pid) << 3) | 2) * 1e6  # CPUCLOCK_SCHED of pid
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return total, int(fields[11]), int(fields[12])
+
+
+class Cpu:
+    """The server runs bare and the client at full speed with CPU_CONC
+    connections: CPU time per request, the server's in user space and in
+    the kernel (its /proc/PID/stat) and the client's (its rusage). On two
+    cores shared by client and server a throughput run is bound by their
+    sum, so it says what a throughput ratio can be at best, and what share
+    of it is the server's own code."""
+    name = "cpu"
+    wrap = None
+    conc = 100
+    paced = False
+    workloads = {"small-keepalive": 100_000, "small-close": 20_000}
+
+    def __init__(self, ctx):
+        self.ctx = ctx
+
+    def unavailable(self):
+        return None
+
+    def batch(self, engine, client, tag):
+        pid = engine.proc.pid
+        t0, u0, s0 = proc_cpu_us(pid)
+        c0 = os.times()
+        w0 = time.monotonic()
+        res, err = client()
+        wall = time.monotonic() - w0
+        c1 = os.times()
+        t1, u1, s1 = proc_cpu_us(pid)
+        cu = (c1.children_user + c1.children_system - c0.children_user
+              - c0.children_system) * 1e6
+        return {"total": t1 - t0, "user_ticks": u1 - u0, "kernel_ticks": s1 - s0,
+                "client": cu, "wall": wall}, res, err
+
+
 # ---------------------------------------------------------------- annotate
 
 def function_costs(path):
@@ -484,7 +539,13 @@ def measure(e, tool, wls, ctx, deadline, results):
                 start_err = f"did not start: {ex}"
                 rec[tool.name] = {"status": "error", "reason": start_err}
                 continue
-        n = batch_sizes(wl, ctx.scale)
+        cpu_n = getattr(tool, "workloads", None)
+        if cpu_n is not None and wl not in cpu_n:
+            rec[tool.name] = {"status": "skipped",
+                              "reason": "cpu is measured on " + ", ".join(cpu_n)}
+            continue
+        n = (max(2, int(round(cpu_n[wl] * ctx.scale))) if cpu_n
+             else batch_sizes(wl, ctx.scale))
         w = WORKLOADS[wl]
         t0 = time.monotonic()
         out = {"n": n, "status": "ok"}
@@ -497,7 +558,9 @@ def measure(e, tool, wls, ctx, deadline, results):
                     return lambda: echo_batch(e.port, k, w["rate"], w["size"])
             else:
                 def client(k):
-                    return lambda: http_batch(e.port, wl, k, headers)
+                    return lambda: http_batch(e.port, wl, k, headers,
+                                              conc=getattr(tool, "conc", 1),
+                                              paced=getattr(tool, "paced", True))
             _, err = client(min(WARMUP, n))()
             if err:
                 raise Probe(f"warm-up: {err}")
@@ -526,6 +589,16 @@ def measure(e, tool, wls, ctx, deadline, results):
                         for k in sorted(set(b["errors"]) | set(c["errors"]))}
             if rb and rb.get("good"):
                 out["bytes_per_response"] = rb["bytes_read"] / rb["good"]
+            if tool.name == "cpu":
+                # the 2N batch less the N batch again; user and kernel in
+                # the ratio of their clock ticks over both batches
+                ut = a["user_ticks"] + b["user_ticks"]
+                kt = a["kernel_ticks"] + b["kernel_ticks"]
+                out["user"] = out["per_request"] * ut / max(1, ut + kt)
+                out["kernel"] = out["per_request"] - out["user"]
+                out["client"] = (b["client"] - a["client"]) / n
+                out["requests_per_s"] = (rb or {}).get("good", 2 * n) / b["wall"]
+                out["concurrency"] = tool.conc
             if tool.name == "sys":
                 names = set(a["calls"]) | set(b["calls"])
                 out["by_name"] = {k: (b["calls"].get(k, 0) - a["calls"].get(k, 0)) / n
@@ -533,7 +606,7 @@ def measure(e, tool, wls, ctx, deadline, results):
                 out["errors_per_request"] = {
                     k: (b["errors"].get(k, 0) - a["errors"].get(k, 0)) / n
                     for k in sorted(set(a["errors"]) | set(b["errors"]))}
-            elif wl in ctx.annotate:
+            elif tool.name == "instr" and wl in ctx.annotate:
                 fns = per_request_functions(a["file"], b["file"], n)
                 out["functions"] = fns["self"]
                 out["functions_inclusive"] = fns["inclusive"]
@@ -552,6 +625,9 @@ def measure(e, tool, wls, ctx, deadline, results):
         rec[tool.name] = out
         fig = (f"{out['per_request']:,.1f}/req (fixed {out['fixed']:,})" if out["status"] == "ok"
                else f"{out['status']}: {out.get('reason', '')[:160]}")
+        if tool.name == "cpu" and out["status"] == "ok":
+            fig = (f"{out['per_request']:.1f} us/req (user {out['user']:.1f}, kernel "
+                   f"{out['kernel']:.1f}; client {out['client']:.1f})")
         log(f"bench-cost: {tool.name:5s} {e.name:18s} {wl:15s} n={n}: {fig} "
             f"[{out['seconds']:.1f} s]")
     e.stop(check=False)
@@ -603,7 +679,8 @@ def run(args):
 
     wanted_e = set(args.engines.split(",")) if args.engines else None
     wanted_w = set(args.workloads.split(",")) if args.workloads else None
-    tools = [{"instr": Callgrind, "sys": Strace}[t](ctx) for t in args.tools.split(",")]
+    tools = [{"instr": Callgrind, "sys": Strace, "cpu": Cpu}[t](ctx)
+             for t in args.tools.split(",")]
     t_start = time.monotonic()
     deadline = t_start + args.budget
     cond = bench.conditions("host")
@@ -709,6 +786,31 @@ def table(doc, tool, title):
     return L
 
 
+def cpu_split(doc):
+    """The cpu tool's rows: where a request's CPU time goes, and the
+    throughput ratio to nginx that time allows when client and server
+    share the cores (nginx's sum over the engine's)."""
+    rows = [r for r in doc["rows"] if (r.get("cpu") or {}).get("status") == "ok"]
+    if not rows:
+        return []
+    L = ["### CPU time per request, microseconds (unpaced, "
+         f"{rows[0]['cpu'].get('concurrency')} connections; /proc/PID/stat and the "
+         "client's rusage)", "",
+         "| engine | workload | server user | server kernel | client | sum | "
+         "× nginx's sum (best throughput ratio) | req/s in the batch |",
+         "|---|---|---:|---:|---:|---:|---:|---:|"]
+    for r in rows:
+        c = r["cpu"]
+        total = c["user"] + c["kernel"] + c["client"]
+        p = next((x["cpu"] for x in rows
+                  if x["engine"] == PEER and x["workload"] == r["workload"]), None)
+        ratio = (f"×{(p['user'] + p['kernel'] + p['client']) / total:.2f}"
+                 if p and total > 0 and r["engine"] != PEER else "")
+        L.append(f"| {r['engine']} | {r['workload']} | {c['user']:.1f} | {c['kernel']:.1f} | "
+                 f"{c['client']:.1f} | {total:.1f} | {ratio} | {c['requests_per_s']:,.0f} |")
+    return L + [""]
+
+
 def cond_text(c):
     return (f"kernel {c['kernel']}, {c['cores']} cores ({c['cpu']}), load average "
             f"{c['loadavg_start']} → {c.get('loadavg_end', '?')}; one connection, one server "
@@ -727,6 +829,7 @@ def write_report(out, doc):
              for w in HTTP_ORDER + ["echo"]) + ".", ""]
     L += table(doc, "instr", "User-space instructions per request (callgrind Ir; × nginx)") + [""]
     L += table(doc, "sys", "System calls per request (strace -f -c; × nginx)") + [""]
+    L += cpu_split(doc)
     notes = [(r["engine"], r["workload"], t, r[t]["note"]) for r in doc["rows"] for t in TOOLS
              if r.get(t) and r[t].get("note")]
     if notes:
@@ -844,7 +947,8 @@ def main():
                     help="multiply every batch size N (default 1; tests use 0.05)")
     ap.add_argument("--engines", help="comma-separated engine names (default all)")
     ap.add_argument("--workloads", help="comma-separated workloads (default all)")
-    ap.add_argument("--tools", default="instr,sys", help="instr, sys or both (default both)")
+    ap.add_argument("--tools", default="instr,sys,cpu",
+                    help="comma-separated: instr, sys, cpu (default all three)")
     ap.add_argument("--annotate", default="small-keepalive,small-close",
                     help="workloads whose instructions are split by function "
                          "(default small-keepalive,small-close; '' for none)")

@@ -619,29 +619,38 @@ int http_plan_head(const struct http_plan *p, char *buf, size_t cap)
     return http_response_build(&b, &p->head);
 }
 
-/* A head http_head_memo_make keeps: a file's plain 200, whose fields
- * other than Date are the file's own and the disposition's. */
-static bool memo_kind(const struct http_plan *p)
+/* The kind of kept head p's is: a file's 200 (identity or its gzip copy)
+ * or 304, whose fields other than Date are the file's own, the kind's and
+ * the disposition's. */
+int http_head_memo_kind(const struct http_plan *p)
 {
     const struct http_response_head *h = &p->head;
 
-    return p->status == 200 &&
-           (p->body == HTTP_PLAN_BODY_CACHED ||
-            p->body == HTTP_PLAN_BODY_FILE) &&
-           h->date && h->date_len == HTTP_DATE_LEN && h->version == 11 &&
-           !h->server && h->content_type_safe && !h->chunked &&
-           !h->has_max_age && !h->has_content_range &&
-           !h->content_range_unsatisfied && !h->content_encoding &&
-           !h->location && !h->allow && !h->keep_alive_timeout_seconds;
+    if (!h->date || h->date_len != HTTP_DATE_LEN || h->version != 11 ||
+        h->server || !h->content_type_safe || h->chunked || h->has_max_age ||
+        h->has_content_range || h->content_range_unsatisfied || h->location ||
+        h->allow || h->keep_alive_timeout_seconds || !h->etag)
+        return HTTP_HEAD_MEMO_NONE;
+    if (p->status == 304 && p->body == HTTP_PLAN_BODY_NONE)
+        return HTTP_HEAD_MEMO_304;
+    if (p->status != 200)
+        return HTTP_HEAD_MEMO_NONE;
+    if (p->body == HTTP_PLAN_BODY_GZIP && h->content_encoding)
+        return HTTP_HEAD_MEMO_GZIP;
+    if ((p->body == HTTP_PLAN_BODY_CACHED || p->body == HTTP_PLAN_BODY_FILE) &&
+        !h->content_encoding)
+        return HTTP_HEAD_MEMO_200;
+    return HTTP_HEAD_MEMO_NONE;
 }
 
 bool http_head_memo_make(const struct http_plan *p, struct http_head_memo *m)
 {
     char buf[HTTP_HEAD_MEMO_MAX];
+    int kind = http_head_memo_kind(p);
     const char *date;
     int n;
 
-    if (!memo_kind(p))
+    if (kind == HTTP_HEAD_MEMO_NONE)
         return false;
     n = http_plan_head(p, buf, sizeof(buf));
     if (n <= 0)
@@ -659,10 +668,12 @@ bool http_head_memo_make(const struct http_plan *p, struct http_head_memo *m)
     m->content_length = p->head.content_length;
     m->keep_alive = p->head.keep_alive;
     m->vary = p->head.vary_accept_encoding;
+    m->kind = (int8_t) kind;
     return true;
 }
 
 int http_plan_head_memo(const struct http_plan *p,
+                        int kind,
                         const struct http_head_memo *m,
                         char *buf,
                         size_t cap)
@@ -670,7 +681,8 @@ int http_plan_head_memo(const struct http_plan *p,
     if (!m->len || m->len > cap || m->keep_alive != p->head.keep_alive ||
         m->vary != p->head.vary_accept_encoding ||
         m->content_type != p->head.content_type ||
-        m->content_length != p->head.content_length || !memo_kind(p))
+        m->content_length != p->head.content_length ||
+        kind == HTTP_HEAD_MEMO_NONE || m->kind != kind)
         return 0;
     memcpy(buf, m->head, m->len);
     memcpy(buf + m->date_off, p->head.date, HTTP_DATE_LEN);

@@ -346,33 +346,46 @@ void http_plan_head_failed(struct http_plan *p);
 
 /* ---- a file's head, kept ----
  *
- * The head of a file's plain 200 (its whole identity body: no range, no
- * condition met, no Content-Encoding, no Expires, which moves with the
- * clock) is a function of the file, of its Content-Type, of keep-alive and
- * of Vary; of the clock only through Date. An engine keeps one such head
- * per cached file and connection disposition: a later plan that fits it
- * gets the kept bytes with this second's Date written over the old,
- * instead of a head built field by field. A memo belongs to one resource
- * (one cache entry: its size, mtime and ETag never change); the engine
- * makes it once and publishes it to readers itself. */
+ * The head of a file's plain answer is a function of the file, of its
+ * Content-Type, of keep-alive and of Vary; of the clock only through Date.
+ * Three kinds are kept (http_head_memo_kind): the identity 200 (its whole
+ * body: no range, no Expires, which moves with the clock), the gzip 200
+ * (the cached gzip copy), and the 304 of a met condition. An engine keeps
+ * one head per cached file, kind and connection disposition: a later plan
+ * of the same kind gets the kept bytes with this second's Date written
+ * over the old, instead of a head built field by field. A memo belongs to
+ * one resource (one cache entry: its size, mtime and ETag never change);
+ * the engine makes it once and publishes it to readers itself. */
 #define HTTP_HEAD_MEMO_MAX 320
+enum http_head_memo_kind {
+    HTTP_HEAD_MEMO_NONE = -1, /* a head to build every time */
+    HTTP_HEAD_MEMO_200 = 0,
+    HTTP_HEAD_MEMO_GZIP,
+    HTTP_HEAD_MEMO_304,
+    HTTP_HEAD_MEMO_KINDS,
+};
 struct http_head_memo {
     const char *content_type; /* the plan's, compared by address */
     int64_t content_length;
     uint16_t len;      /* 0: none */
     uint16_t date_off; /* the Date value's HTTP_DATE_LEN bytes */
+    int8_t kind;       /* enum http_head_memo_kind */
     bool keep_alive;
     bool vary;
     char head[HTTP_HEAD_MEMO_MAX];
 };
 
+/* Which kind of kept head p's head is, or HTTP_HEAD_MEMO_NONE. */
+int http_head_memo_kind(const struct http_plan *p);
 /* Make m from p's head when p's head is one to keep; false (m untouched)
  * otherwise. */
 bool http_head_memo_make(const struct http_plan *p, struct http_head_memo *m);
-/* p's head from m into buf: its length, or 0 when m does not fit p (made
- * for another disposition, or p is not a plain 200) or buf is too short:
- * build the head with http_plan_head then. */
+/* p's head from m into buf, kind being http_head_memo_kind(p) (which the
+ * engine needs anyway to pick the memo): its length, or 0 when m does not
+ * fit p (made for another kind or disposition) or buf is too short: build
+ * the head with http_plan_head then. */
 int http_plan_head_memo(const struct http_plan *p,
+                        int kind,
                         const struct http_head_memo *m,
                         char *buf,
                         size_t cap);

@@ -274,6 +274,60 @@ def test_kept_heads_follow_the_clock_and_the_request(http_engine):
     assert r.header("Connection") == "keep-alive"
 
 
+def test_kept_304_and_gzip_heads_follow_the_clock_and_the_request(http_engine):
+    """The 304 and the gzip 200 heads are kept too, each apart from the
+    plain 200's: the same bytes but Date, which follows the clock, and the
+    connection's own disposition; the identity answer never gets the gzip
+    head, nor a 200 the 304's."""
+    import gzip
+    data = b"a kept head of each kind " * 40
+    name = f"kept-kinds-{http_engine.name}.txt"
+    put(http_engine.root, name, data)
+    target = "/" + name
+    gz = "Accept-Encoding: gzip\r\n"
+    with Conn(http_engine.port) as c:
+        c.send(f"GET {target} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+        r = c.read_response()
+        assert r.status == 200 and r.body == data
+        etag = r.header("ETag")
+        inm = f"If-None-Match: {etag}\r\n"
+        answers = []
+        for rnd in range(2):
+            for _ in range(3):
+                for extra in (inm, gz, ""):
+                    c.send(f"GET {target} HTTP/1.1\r\nHost: x\r\n{extra}\r\n".encode())
+                    answers.append((extra, c.read_response()))
+            if rnd == 0:
+                first = answers[-1][1].header("Date")
+                time.sleep(1.2)
+        for extra, r in answers:
+            assert r.header("Connection") == "keep-alive"
+            if extra == inm:
+                assert r.status == 304 and r.body == b"", r.status
+                assert r.header("ETag") == etag
+                assert r.header("Content-Length") is None
+                assert r.header("Content-Encoding") is None
+            elif extra == gz and r.header("Content-Encoding") == "gzip":
+                assert r.status == 200 and gzip.decompress(r.body) == data
+                assert r.header("Content-Length") == str(len(r.body))
+                assert r.header("ETag") != etag  # the gzip copy's own
+            else:
+                assert r.status == 200 and r.body == data
+                assert r.header("Content-Encoding") is None
+                assert r.header("Content-Length") == str(len(data))
+        last = answers[-1][1].header("Date")
+        assert last != first
+        for extra, r in answers[-3:]:
+            assert r.header("Date") == last or abs(
+                email_time(r.header("Date")) - time.time()) < 3
+    # another disposition: its own 304 and gzip heads
+    for extra in (f"If-None-Match: {etag}", "Accept-Encoding: gzip"):
+        k, v = extra.split(": ")
+        r = get(http_engine.port, target, [(k, v), ("Connection", "close")])
+        assert r.header("Connection") == "close"
+        assert r.status == (304 if k == "If-None-Match" else 200)
+
+
 def email_time(value):
     from email.utils import parsedate_to_datetime
     return parsedate_to_datetime(value).timestamp()

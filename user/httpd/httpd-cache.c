@@ -142,7 +142,11 @@ void httpd_obj_put(struct httpd_obj *o)
 
 static void file_free_rcu(struct rcu_head *head)
 {
-    free(caa_container_of(head, struct httpd_file, rcu));
+    struct httpd_file *f = caa_container_of(head, struct httpd_file, rcu);
+    for (int k = 0; k < HTTP_HEAD_MEMO_KINDS; k++)
+        for (int d = 0; d < 2; d++)
+            free(atomic_load_explicit(&f->memo[k][d], memory_order_relaxed));
+    free(f);
 }
 
 void httpd_cache_put(struct httpd_file *f)
@@ -339,7 +343,9 @@ static int load(const char *rel,
     }
     f->body = f->obj->body;
     f->meta.body_cached = f->body != NULL;
-    f->charge = ENTRY_OVERHEAD + sizeof(f->memo) + len;
+    /* every kept head it may come to hold, counted from the start */
+    f->charge = ENTRY_OVERHEAD +
+                HTTP_HEAD_MEMO_KINDS * 2 * sizeof(struct http_head_memo) + len;
     atomic_fetch_add(&cache_bytes_shared, f->charge);
     *out = f;
     return 0;

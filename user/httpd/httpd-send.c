@@ -1,35 +1,36 @@
 /* httpd-send.c — the output layer: a planned head, gathered with a body in
  * memory into one writev. Whether the bytes may wait in the socket for
  * more (MSG_MORE) is the caller's, from the plan. */
+#include <stdlib.h>
 #include <sys/uio.h>
 
 #include "httpd.h"
 
-/* p's head into r->hbuf: the kept head of r->file when it fits p, else
- * built (and kept, if p's is one to keep and none is yet). */
+/* p's head into r->hbuf: the kept head of r->file when it has one of p's
+ * kind, else built (and kept, if p's is one to keep and none is yet). */
 static int plan_head(struct httpd_req *r, const struct http_plan *p)
 {
-    struct httpd_memo *memo =
-        r->file ? &r->file->memo[p->head.keep_alive] : NULL;
-    int n;
-
-    if (!memo)
+    int kind = r->file ? http_head_memo_kind(p) : HTTP_HEAD_MEMO_NONE;
+    if (kind == HTTP_HEAD_MEMO_NONE)
         return http_plan_head(p, r->hbuf, r->hcap);
-    int state = atomic_load_explicit(&memo->state, memory_order_acquire);
-    if (state == HTTPD_MEMO_READY) {
-        n = http_plan_head_memo(p, &memo->m, r->hbuf, r->hcap);
+    struct http_head_memo *_Atomic *slot =
+        &r->file->memo[kind][p->head.keep_alive];
+    struct http_head_memo *m = atomic_load_explicit(slot, memory_order_acquire);
+    int n;
+    if (m) {
+        n = http_plan_head_memo(p, kind, m, r->hbuf, r->hcap);
         if (n > 0)
             return n;
     }
     n = http_plan_head(p, r->hbuf, r->hcap);
-    /* one maker; a plan whose head is not one to keep leaves it empty */
-    if (n > 0 && state == HTTPD_MEMO_EMPTY &&
-        atomic_compare_exchange_strong(&memo->state, &state, HTTPD_MEMO_MAKING))
-        atomic_store_explicit(&memo->state,
-                              http_head_memo_make(p, &memo->m)
-                                  ? HTTPD_MEMO_READY
-                                  : HTTPD_MEMO_EMPTY,
-                              memory_order_release);
+    if (n > 0 && !m) {
+        /* the first of its kind keeps it; of two at once, one wins */
+        struct http_head_memo *made = malloc(sizeof(*made));
+        struct http_head_memo *none = NULL;
+        if (made && (!http_head_memo_make(p, made) ||
+                     !atomic_compare_exchange_strong(slot, &none, made)))
+            free(made);
+    }
     return n;
 }
 

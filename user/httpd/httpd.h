@@ -132,17 +132,14 @@ struct httpd_file {
     _Atomic uint64_t checked_ms;
     _Atomic uint64_t used_ms;
     size_t charge; /* bytes counted against --cache-size */
-    /* the head of its plain 200, kept by the first response that fits
-     * (core's http_head_memo), one per disposition: [keep_alive] */
-    struct httpd_memo {
-        _Atomic int state; /* HTTPD_MEMO_* */
-        struct http_head_memo m;
-    } memo[2];
+    /* the heads of its plain answers (core's http_head_memo), one per
+     * kind and disposition, [kind][keep_alive]: NULL until the first
+     * response of that kind makes it, freed with the entry */
+    struct http_head_memo *_Atomic memo[HTTP_HEAD_MEMO_KINDS][2];
     size_t path_len;
     char path[];
 };
 
-enum { HTTPD_MEMO_EMPTY, HTTPD_MEMO_MAKING, HTTPD_MEMO_READY };
 
 int httpd_cache_init(void);
 /* 0 with *out referenced, or -errno (-ENOENT, -EXDEV/-ELOOP: leads out of

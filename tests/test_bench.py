@@ -451,6 +451,32 @@ def test_cost_cpu_split(cost_smoke):
         assert "CPU time per request" in f.read()
 
 
+def test_cost_publish_fills_the_markers(cost_smoke, tmp_path):
+    """--publish copies the run to the docs folder and regenerates the
+    tables between BENCHMARKS.md's cost markers, leaving the prose."""
+    out, doc, _ = cost_smoke
+    sys.path.insert(0, os.path.join(TOP, "tools", "bench"))
+    import cost
+    md = tmp_path / "BENCHMARKS.md"
+    md.write_text("before\n<!-- cost:begin -->\nold table\n<!-- cost:end -->\nafter\n")
+    docs = tmp_path / "docs"
+    cost.publish(str(out), str(docs), str(md))
+    text = md.read_text()
+    assert text.startswith("before\n<!-- cost:begin -->") and text.endswith(
+        "<!-- cost:end -->\nafter\n")
+    assert "old table" not in text
+    assert f"git `{doc['conditions']['git']}`" in text
+    ka = doc["rows"][0]
+    assert "| ktcp-httpd-epoll |" in text and "13 B keep-alive" in text
+    assert f"{ka['instr']['per_request']:,.0f}" in text
+    assert "CPU time per request" in text
+    for name in ("cost.json", "cost.md", "cost.png"):
+        assert (docs / name).exists()
+    # publishing again gives the same file
+    cost.publish(str(out), str(docs), str(md))
+    assert md.read_text() == text
+
+
 def test_cost_instructions_scale_between_n_and_2n(cost_smoke):
     _, _, rows = cost_smoke
     for key, row in rows.items():

@@ -585,7 +585,8 @@ enum field_id {
 #define FOLD32(l) (((l) & 0x40404040u) >> 1)
 
 /* Whether s[0..n) is lit (n = strlen(lit), 4 <= n <= 24), letters in any
- * case, everything else exactly. Only bytes inside s[0..n) are read. */
+ * case, everything else exactly, for any bytes in s. lit holds only
+ * lowercase letters, digits, '-' and ':'. Only s[0..n) is read. */
 static inline bool word_match(const char *s, const char *lit, size_t n)
 {
     if (n <= 8) {
@@ -705,7 +706,13 @@ static int act_on_header(struct http_parser *p,
         break;
     case F_CONNECTION:
         r->seen |= HTTP_SEEN_CONNECTION;
-        parse_connection(r, v, val_len);
+        /* the one-token values nearly every client sends, else the list */
+        if (val_len == 10 && word_match(v, "keep-alive", 10))
+            r->connection_keep_alive = true;
+        else if (val_len == 5 && word_match(v, "close", 5))
+            r->connection_close = true;
+        else
+            parse_connection(r, v, val_len);
         break;
     case F_KEEP_ALIVE:
         store_first(r, &r->keep_alive_field, HTTP_SEEN_KEEP_ALIVE, value);

@@ -115,26 +115,14 @@ static inline uint64_t swar_any_above(uint64_t x, uint64_t n)
     return ((x + SWAR_ONES * (0x7f - n)) | x) & SWAR_HIGHS;
 }
 
-/* For a word whose bytes are all below 0x80: the high bit of each byte
- * that is at least n (0 < n <= 0x80); no carry crosses bytes. */
-static inline uint64_t swar_at_least(uint64_t x, uint64_t n)
-{
-    return (x + SWAR_ONES * (0x80 - n)) & SWAR_HIGHS;
-}
-
-/* ... of each byte in [lo, hi] (hi < 0x7f), same condition. */
-static inline uint64_t swar_in(uint64_t x, uint64_t lo, uint64_t hi)
-{
-    return swar_at_least(x, lo) & ~swar_at_least(x, hi + 1);
-}
-
 /* tchar of RFC 9110 §5.6.2 as a table: the same set as http_is_tchar(),
  * one load per byte on the hot path. */
 static const uint8_t tchar_byte[256] = {
-    ['!'] = 1, ['#'] = 1, ['$'] = 1, ['%'] = 1, ['&'] = 1, ['\''] = 1,
-    ['*'] = 1, ['+'] = 1, ['-'] = 1, ['.'] = 1, ['^'] = 1, ['_'] = 1,
-    ['`'] = 1, ['|'] = 1, ['~'] = 1, ['0' ... '9'] = 1, ['A' ... 'Z'] = 1,
-    ['a' ... 'z'] = 1,
+    ['!'] = 1,         ['#'] = 1,         ['$'] = 1, ['%'] = 1,
+    ['&'] = 1,         ['\''] = 1,        ['*'] = 1, ['+'] = 1,
+    ['-'] = 1,         ['.'] = 1,         ['^'] = 1, ['_'] = 1,
+    ['`'] = 1,         ['|'] = 1,         ['~'] = 1, ['0' ... '9'] = 1,
+    ['A' ... 'Z'] = 1, ['a' ... 'z'] = 1,
 };
 
 static enum http_method method_from_token(const char *m, size_t len)
@@ -287,7 +275,8 @@ static inline bool value_word_plain(uint64_t x)
 {
     /* no byte below SP (HTAB included, so a word holding one is looked at
      * again byte by byte) and none equal to DEL */
-    return !(swar_any_below(x, 0x20) | swar_any_below(x ^ (SWAR_ONES * 0x7f), 1));
+    return !(swar_any_below(x, 0x20) |
+             swar_any_below(x ^ (SWAR_ONES * 0x7f), 1));
 }
 
 static bool value_bytes_ok(const char *h, size_t len)
@@ -581,8 +570,8 @@ enum field_id {
 /* Bits that turn the ASCII letters of a lowercase literal into both
  * cases: 0x20 where the literal has a letter (0x40 set), 0 at '-' and
  * ':', so those must match exactly. */
-#define FOLD64(l) (((l) & 0x4040404040404040ULL) >> 1)
-#define FOLD32(l) (((l) & 0x40404040u) >> 1)
+#define FOLD64(l) (((l) &0x4040404040404040ULL) >> 1)
+#define FOLD32(l) (((l) &0x40404040u) >> 1)
 
 /* Whether s[0..n) is lit (n = strlen(lit), 4 <= n <= 24), letters in any
  * case, everything else exactly, for any bytes in s. lit holds only
@@ -592,19 +581,19 @@ static inline bool word_match(const char *s, const char *lit, size_t n)
     if (n <= 8) {
         uint32_t a = load32(lit), b = load32(lit + n - 4);
 
-        return ((load32(s) | FOLD32(a)) == a) &
-               ((load32(s + n - 4) | FOLD32(b)) == b);
+        return (((load32(s) | FOLD32(a)) ^ a) |
+                ((load32(s + n - 4) | FOLD32(b)) ^ b)) == 0;
     } else {
         uint64_t a = load64(lit), b = load64(lit + n - 8);
-        bool m = ((load64(s) | FOLD64(a)) == a) &
-                 ((load64(s + n - 8) | FOLD64(b)) == b);
+        uint64_t d = ((load64(s) | FOLD64(a)) ^ a) |
+                     ((load64(s + n - 8) | FOLD64(b)) ^ b);
 
         if (n > 16) {
             uint64_t c = load64(lit + 8);
 
-            m &= (load64(s + 8) | FOLD64(c)) == c;
+            d |= (load64(s + 8) | FOLD64(c)) ^ c;
         }
-        return m;
+        return d == 0;
     }
 }
 
@@ -613,12 +602,12 @@ static inline bool word_match(const char *s, const char *lit, size_t n)
  * (without CRLF). A match means every name byte is a tchar and the colon
  * follows at once, which is what the byte-at-a-time scan would have found.
  */
-#define FIELD(lit, id)                                                  \
-    do {                                                                \
+#define FIELD(lit, id)                                                         \
+    do {                                                                       \
         if (avail >= sizeof(lit) - 1 && word_match(s, lit, sizeof(lit) - 1)) { \
-            *name_len = sizeof(lit) - 2;                                \
-            return id;                                                  \
-        }                                                               \
+            *name_len = sizeof(lit) - 2;                                       \
+            return id;                                                         \
+        }                                                                      \
     } while (0)
 
 static enum field_id known_field(const char *s, size_t avail, size_t *name_len)

@@ -17,16 +17,18 @@
 
 #include "http_parser.h"
 
-static const char small_head[] = "GET /small.txt HTTP/1.1\r\n"
-                                 "Host: 127.0.0.1:8080\r\n"
-                                 "\r\n";
+static const char small_head[] =
+    "GET /small.txt HTTP/1.1\r\n"
+    "Host: 127.0.0.1:8080\r\n"
+    "\r\n";
 
 static const char browser_head[] =
     "GET /index.html HTTP/1.1\r\n"
     "Host: 127.0.0.1:8080\r\n"
     "User-Agent: Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 "
     "Firefox/128.0\r\n"
-    "Accept: text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8\r\n"
+    "Accept: "
+    "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8\r\n"
     "Accept-Encoding: gzip, deflate, br\r\n"
     "Connection: keep-alive\r\n"
     "If-Modified-Since: Tue, 24 Nov 2026 03:54:02 GMT\r\n"

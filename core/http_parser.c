@@ -386,9 +386,17 @@ static int request_line(struct http_parser *p,
      * target, or with anything else, goes on byte by byte */
     while (i + 8 <= end) {
         uint64_t x = load64(buf + i);
+        uint64_t odd = swar_any_below(x, 0x21) | swar_any_above(x, 0x7e);
 
-        if (swar_any_below(x, 0x21) | swar_any_above(x, 0x7e))
+        if (odd) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ && \
+    __SIZEOF_LONG__ == 8
+            /* the lowest flag marks the first such byte: a borrow or a
+             * carry only runs towards higher bytes */
+            i += (size_t) __builtin_ctzl((unsigned long) odd) / 8;
+#endif
             break;
+        }
         i += 8;
     }
     while (i < end && buf[i] != ' ') {

@@ -4,9 +4,10 @@
  * header store, parse) so that callgrind can count the parser's
  * instructions without a server around it:
  *
- *   make perf-parser
- *   valgrind --tool=callgrind build/tests/perf/parse_cost small 1000
- *   valgrind --tool=callgrind build/tests/perf/parse_cost small 2000
+ *   gcc -O2 -std=gnu11 -Icore -o build/parse_cost tests/perf/parse_cost.c \
+ *       core/http_parser.c
+ *   valgrind --tool=callgrind build/parse_cost small 1000
+ *   valgrind --tool=callgrind build/parse_cost small 2000
  *
  * (difference / 1000 = instructions per request). "small" is the head
  * tools/htstress.c sends; "browser" is a head with the fields a browser or

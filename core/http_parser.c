@@ -82,8 +82,9 @@ static struct http_slice slice(size_t off, size_t len)
  * word in which some byte might break a rule is looked at again a byte at a
  * time, with the same tables as ever, so the words only make the common
  * case fast and never decide a rule alone. Every test below answers
- * "does any byte of the word ..." and does not depend on byte order; loads
- * go through memcpy, so alignment does not matter either. */
+ * "does any byte of the word ..." and does not depend on byte order (the
+ * one use of which byte it was is guarded); loads go through memcpy, so
+ * alignment does not matter either. */
 #define SWAR_ONES 0x0101010101010101ULL
 #define SWAR_HIGHS 0x8080808080808080ULL
 
@@ -249,10 +250,6 @@ static bool valid_host(const char *h, size_t len)
     return ok & host_bytes8(h + len - 8);
 }
 
-/* Whether no byte of h[0..len) is a control byte other than HTAB, or DEL
- * (value_ctl below); bytes from 0x80 up are obs-text and allowed. */
-static bool value_bytes_ok(const char *h, size_t len);
-
 /* Control bytes a field value may not hold: all but HTAB, and DEL. */
 static const uint8_t value_ctl[256] = {
     [0x00 ... 0x08] = 1,
@@ -279,6 +276,8 @@ static inline bool value_word_plain(uint64_t x)
              swar_any_below(x ^ (SWAR_ONES * 0x7f), 1));
 }
 
+/* Whether no byte of h[0..len) is a control byte other than HTAB, or DEL;
+ * bytes from 0x80 up are obs-text and allowed. */
 static bool value_bytes_ok(const char *h, size_t len)
 {
     size_t i;
@@ -578,8 +577,8 @@ enum field_id {
 /* Bits that turn the ASCII letters of a lowercase literal into both
  * cases: 0x20 where the literal has a letter (0x40 set), 0 at '-' and
  * ':', so those must match exactly. */
-#define FOLD64(l) (((l) &0x4040404040404040ULL) >> 1)
-#define FOLD32(l) (((l) &0x40404040u) >> 1)
+#define FOLD64(l) (((l) >> 1) & 0x2020202020202020ULL)
+#define FOLD32(l) (((l) >> 1) & 0x20202020u)
 
 /* Whether s[0..n) is lit (n = strlen(lit), 4 <= n <= 24), letters in any
  * case, everything else exactly, for any bytes in s. lit holds only

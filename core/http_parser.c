@@ -78,6 +78,54 @@ static struct http_slice slice(size_t off, size_t len)
     return s;
 }
 
+/* Word-at-a-time checks (SWAR). A head is scanned 8 bytes per step; a
+ * word in which some byte might break a rule is looked at again a byte at a
+ * time, with the same tables as ever, so the words only make the common
+ * case fast and never decide a rule alone. Every test below answers
+ * "does any byte of the word ..." and does not depend on byte order (the
+ * one use of which byte it was is guarded); loads go through memcpy, so
+ * alignment does not matter either. */
+#define SWAR_ONES 0x0101010101010101ULL
+#define SWAR_HIGHS 0x8080808080808080ULL
+
+static inline uint64_t load64(const char *p)
+{
+    uint64_t w;
+
+    memcpy(&w, p, sizeof(w));
+    return w;
+}
+
+static inline uint32_t load32(const char *p)
+{
+    uint32_t w;
+
+    memcpy(&w, p, sizeof(w));
+    return w;
+}
+
+/* Nonzero iff some byte of x is below n (0 < n <= 0x80). */
+static inline uint64_t swar_any_below(uint64_t x, uint64_t n)
+{
+    return (x - SWAR_ONES * n) & ~x & SWAR_HIGHS;
+}
+
+/* Nonzero iff some byte of x is above n (n < 0x80). */
+static inline uint64_t swar_any_above(uint64_t x, uint64_t n)
+{
+    return ((x + SWAR_ONES * (0x7f - n)) | x) & SWAR_HIGHS;
+}
+
+/* tchar of RFC 9110 §5.6.2 as a table: the same set as http_is_tchar(),
+ * one load per byte on the hot path. */
+static const uint8_t tchar_byte[256] = {
+    ['!'] = 1,         ['#'] = 1,         ['$'] = 1, ['%'] = 1,
+    ['&'] = 1,         ['\''] = 1,        ['*'] = 1, ['+'] = 1,
+    ['-'] = 1,         ['.'] = 1,         ['^'] = 1, ['_'] = 1,
+    ['`'] = 1,         ['|'] = 1,         ['~'] = 1, ['0' ... '9'] = 1,
+    ['A' ... 'Z'] = 1, ['a' ... 'z'] = 1,
+};
+
 static enum http_method method_from_token(const char *m, size_t len)
 {
     static const struct {
@@ -175,15 +223,31 @@ static const uint8_t host_byte[256] = {
     [0x7e] = 1,          /* ~ */
 };
 
+/* Whether h[0..8) is all host bytes, looked up one by one. */
+static inline unsigned host_bytes8(const char *h)
+{
+    const unsigned char *u = (const unsigned char *) h;
+
+    return host_byte[u[0]] & host_byte[u[1]] & host_byte[u[2]] &
+           host_byte[u[3]] & host_byte[u[4]] & host_byte[u[5]] &
+           host_byte[u[6]] & host_byte[u[7]];
+}
+
 static bool valid_host(const char *h, size_t len)
 {
+    unsigned ok = 1;
     size_t i;
 
-    for (i = 0; i < len; i++) {
-        if (!host_byte[(unsigned char) h[i]])
-            return false;
+    if (len < 8) {
+        for (i = 0; i < len; i++)
+            ok &= host_byte[(unsigned char) h[i]];
+        return ok;
     }
-    return true;
+    /* blocks of 8, the last one overlapping the one before; no early
+     * exit: a valid host is the case worth being fast for */
+    for (i = 0; i + 8 < len; i += 8)
+        ok &= host_bytes8(h + i);
+    return ok & host_bytes8(h + len - 8);
 }
 
 /* Control bytes a field value may not hold: all but HTAB, and DEL. */
@@ -192,6 +256,41 @@ static const uint8_t value_ctl[256] = {
     [0x0a ... 0x1f] = 1,
     [0x7f] = 1,
 };
+
+static bool value_bytes_plain(const char *h, size_t len)
+{
+    size_t i;
+
+    for (i = 0; i < len; i++) {
+        if (value_ctl[(unsigned char) h[i]])
+            return false;
+    }
+    return true;
+}
+
+static inline bool value_word_plain(uint64_t x)
+{
+    /* no byte below SP (HTAB included, so a word holding one is looked at
+     * again byte by byte) and none equal to DEL */
+    return !(swar_any_below(x, 0x20) |
+             swar_any_below(x ^ (SWAR_ONES * 0x7f), 1));
+}
+
+/* Whether no byte of h[0..len) is a control byte other than HTAB, or DEL;
+ * bytes from 0x80 up are obs-text and allowed. */
+static bool value_bytes_ok(const char *h, size_t len)
+{
+    size_t i;
+
+    if (len < 8)
+        return value_bytes_plain(h, len);
+    for (i = 0; i + 8 < len; i += 8) {
+        if (!value_word_plain(load64(h + i)) && !value_bytes_plain(h + i, 8))
+            return false;
+    }
+    i = len - 8;
+    return value_word_plain(load64(h + i)) || value_bytes_plain(h + i, 8);
+}
 
 static int parse_target(struct http_parser *p,
                         const char *buf,
@@ -260,8 +359,14 @@ static int request_line(struct http_parser *p,
     size_t i = start, m_end, t_start, t_end;
     const char *v;
 
-    while (i < end && http_is_tchar((unsigned char) buf[i]))
-        i++;
+    if (end - start >= 4 && load32(buf + start) == load32("GET ")) {
+        i = start + 3; /* nearly every request */
+        r->method = HTTP_METHOD_GET;
+    } else {
+        while (i < end && tchar_byte[(unsigned char) buf[i]])
+            i++;
+        r->method = HTTP_METHOD_OTHER;
+    }
     m_end = i;
     if (m_end == start)
         return (i < end && buf[i] == ' ') ? HTTP_PARSE_ERR_REQUEST_LINE
@@ -272,9 +377,27 @@ static int request_line(struct http_parser *p,
         return (buf[i] == '\t') ? HTTP_PARSE_ERR_REQUEST_LINE
                                 : HTTP_PARSE_ERR_METHOD;
     r->method_token = slice(start, m_end - start);
-    r->method = method_from_token(buf + start, m_end - start);
+    if (r->method != HTTP_METHOD_GET)
+        r->method = method_from_token(buf + start, m_end - start);
 
     t_start = ++i;
+    /* whole words of visible ASCII first; the word with the SP after the
+     * target, or with anything else, goes on byte by byte */
+    while (i + 8 <= end) {
+        uint64_t x = load64(buf + i);
+        uint64_t odd = swar_any_below(x, 0x21) | swar_any_above(x, 0x7e);
+
+        if (odd) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ && \
+    __SIZEOF_LONG__ == 8
+            /* the lowest flag marks the first such byte: a borrow or a
+             * carry only runs towards higher bytes */
+            i += (size_t) __builtin_ctzl((unsigned long) odd) / 8;
+#endif
+            break;
+        }
+        i += 8;
+    }
     while (i < end && buf[i] != ' ') {
         unsigned char c = (unsigned char) buf[i];
         /* a target is visible ASCII only; raw bytes >= 0x80 and controls
@@ -290,6 +413,10 @@ static int request_line(struct http_parser *p,
 
     i++; /* the single SP before the version */
     v = buf + i;
+    if (end - i == 8 && load64(v) == load64("HTTP/1.1")) {
+        r->version = HTTP_VERSION_1_1;
+        return parse_target(p, buf, t_start, t_end - t_start);
+    }
     if (end - i != 8 || memcmp(v, "HTTP/", 5) != 0 ||
         !http_is_digit((unsigned char) v[5]) || v[6] != '.' ||
         !http_is_digit((unsigned char) v[7]))
@@ -429,86 +556,182 @@ static void store_first(struct http_request *r,
     *field = value;
 }
 
-#define NAME_IS(lit) \
-    http_ascii_equal_nocase(buf + name_off, name_len, lit, sizeof(lit) - 1)
+/* Fields the parser acts on, and a few common ones it does not, which are
+ * recognised only to skip the byte-at-a-time name scan. */
+enum field_id {
+    F_OTHER = 0,
+    F_HOST,
+    F_RANGE,
+    F_EXPECT,
+    F_IF_RANGE,
+    F_CONNECTION,
+    F_KEEP_ALIVE,
+    F_IF_NONE_MATCH,
+    F_CONTENT_LENGTH,
+    F_ACCEPT_ENCODING,
+    F_IF_MODIFIED_SINCE,
+    F_TRANSFER_ENCODING,
+    F_PASSIVE, /* known, nothing to do: Accept, User-Agent, ... */
+};
+
+/* Bits that turn the ASCII letters of a lowercase literal into both
+ * cases: 0x20 where the literal has a letter (0x40 set), 0 at '-' and
+ * ':', so those must match exactly. */
+#define FOLD64(l) (((l) >> 1) & 0x2020202020202020ULL)
+#define FOLD32(l) (((l) >> 1) & 0x20202020u)
+
+/* Whether s[0..n) is lit (n = strlen(lit), 4 <= n <= 24), letters in any
+ * case, everything else exactly, for any bytes in s. lit holds only
+ * lowercase letters, digits, '-' and ':'. Only s[0..n) is read. */
+static inline bool word_match(const char *s, const char *lit, size_t n)
+{
+    if (n <= 8) {
+        uint32_t a = load32(lit), b = load32(lit + n - 4);
+
+        return (((load32(s) | FOLD32(a)) ^ a) |
+                ((load32(s + n - 4) | FOLD32(b)) ^ b)) == 0;
+    } else {
+        uint64_t a = load64(lit), b = load64(lit + n - 8);
+        uint64_t d = ((load64(s) | FOLD64(a)) ^ a) |
+                     ((load64(s + n - 8) | FOLD64(b)) ^ b);
+
+        if (n > 16) {
+            uint64_t c = load64(lit + 8);
+
+            d |= (load64(s + 8) | FOLD64(c)) ^ c;
+        }
+        return d == 0;
+    }
+}
+
+/* The name of a field line at s, with its colon, against the names above:
+ * the field's id and *name_len, or F_OTHER. avail is the line's length
+ * (without CRLF). A match means every name byte is a tchar and the colon
+ * follows at once, which is what the byte-at-a-time scan would have found.
+ */
+#define FIELD(lit, id)                                                         \
+    do {                                                                       \
+        if (avail >= sizeof(lit) - 1 && word_match(s, lit, sizeof(lit) - 1)) { \
+            *name_len = sizeof(lit) - 2;                                       \
+            return id;                                                         \
+        }                                                                      \
+    } while (0)
+
+static enum field_id known_field(const char *s, size_t avail, size_t *name_len)
+{
+    if (avail < 4)
+        return F_OTHER;
+    switch (s[0] | 0x20) {
+    case 'a':
+        FIELD("accept:", F_PASSIVE);
+        FIELD("accept-encoding:", F_ACCEPT_ENCODING);
+        FIELD("accept-language:", F_PASSIVE);
+        break;
+    case 'c':
+        FIELD("connection:", F_CONNECTION);
+        FIELD("content-length:", F_CONTENT_LENGTH);
+        FIELD("cache-control:", F_PASSIVE);
+        FIELD("cookie:", F_PASSIVE);
+        break;
+    case 'e':
+        FIELD("expect:", F_EXPECT);
+        break;
+    case 'h':
+        FIELD("host:", F_HOST);
+        break;
+    case 'i':
+        FIELD("if-modified-since:", F_IF_MODIFIED_SINCE);
+        FIELD("if-none-match:", F_IF_NONE_MATCH);
+        FIELD("if-range:", F_IF_RANGE);
+        break;
+    case 'k':
+        FIELD("keep-alive:", F_KEEP_ALIVE);
+        break;
+    case 'r':
+        FIELD("range:", F_RANGE);
+        FIELD("referer:", F_PASSIVE);
+        break;
+    case 't':
+        FIELD("transfer-encoding:", F_TRANSFER_ENCODING);
+        break;
+    case 'u':
+        FIELD("user-agent:", F_PASSIVE);
+        break;
+    default:
+        break;
+    }
+    return F_OTHER;
+}
+#undef FIELD
 
 static int act_on_header(struct http_parser *p,
                          const char *buf,
-                         size_t name_off,
-                         size_t name_len,
+                         enum field_id id,
                          size_t val_off,
-                         size_t val_len)
+                         size_t val_len,
+                         bool host_ok)
 {
     struct http_request *r = &p->req;
     struct http_slice value = slice(val_off, val_len);
     const char *v = buf + val_off;
 
-    switch (name_len) {
-    case 4:
-        if (NAME_IS("host")) {
-            if (p->host_field_seen)
-                return HTTP_PARSE_ERR_HOST_DUP;
-            p->host_field_seen = 1;
-            if (!valid_host(v, val_len))
-                return HTTP_PARSE_ERR_HOST_INVALID;
-            /* an absolute-form target's authority wins (RFC 9112 §3.2.2) */
-            if (!(r->seen & HTTP_SEEN_HOST))
-                r->host = value;
-            r->seen |= HTTP_SEEN_HOST;
-        }
+    switch (id) {
+    case F_HOST:
+        if (p->host_field_seen)
+            return HTTP_PARSE_ERR_HOST_DUP;
+        p->host_field_seen = 1;
+        if (!host_ok)
+            return HTTP_PARSE_ERR_HOST_INVALID;
+        /* an absolute-form target's authority wins (RFC 9112 §3.2.2) */
+        if (!(r->seen & HTTP_SEEN_HOST))
+            r->host = value;
+        r->seen |= HTTP_SEEN_HOST;
         break;
-    case 5:
-        if (NAME_IS("range"))
-            store_first(r, &r->range, HTTP_SEEN_RANGE, value);
+    case F_RANGE:
+        store_first(r, &r->range, HTTP_SEEN_RANGE, value);
         break;
-    case 6:
-        if (NAME_IS("expect")) {
-            store_first(r, &r->expect, HTTP_SEEN_EXPECT, value);
-            if (http_ascii_equal_nocase(v, val_len, "100-continue", 12))
-                r->expect_continue = true;
-            else
-                r->expect_unknown = true;
-        }
+    case F_EXPECT:
+        store_first(r, &r->expect, HTTP_SEEN_EXPECT, value);
+        if (http_ascii_equal_nocase(v, val_len, "100-continue", 12))
+            r->expect_continue = true;
+        else
+            r->expect_unknown = true;
         break;
-    case 8:
-        if (NAME_IS("if-range"))
-            store_first(r, &r->if_range, HTTP_SEEN_IF_RANGE, value);
+    case F_IF_RANGE:
+        store_first(r, &r->if_range, HTTP_SEEN_IF_RANGE, value);
         break;
-    case 10:
-        if (NAME_IS("connection")) {
-            r->seen |= HTTP_SEEN_CONNECTION;
+    case F_CONNECTION:
+        r->seen |= HTTP_SEEN_CONNECTION;
+        /* the one-token values nearly every client sends, else the list */
+        if (val_len == 10 && word_match(v, "keep-alive", 10))
+            r->connection_keep_alive = true;
+        else if (val_len == 5 && word_match(v, "close", 5))
+            r->connection_close = true;
+        else
             parse_connection(r, v, val_len);
-        } else if (NAME_IS("keep-alive")) {
-            store_first(r, &r->keep_alive_field, HTTP_SEEN_KEEP_ALIVE, value);
-        }
         break;
-    case 13:
-        if (NAME_IS("if-none-match"))
-            store_first(r, &r->if_none_match, HTTP_SEEN_IF_NONE_MATCH, value);
+    case F_KEEP_ALIVE:
+        store_first(r, &r->keep_alive_field, HTTP_SEEN_KEEP_ALIVE, value);
         break;
-    case 14:
-        if (NAME_IS("content-length")) {
-            if (r->seen & HTTP_SEEN_CONTENT_LENGTH)
-                return HTTP_PARSE_ERR_CONTENT_LENGTH_DUP;
-            r->seen |= HTTP_SEEN_CONTENT_LENGTH;
-            return parse_content_length(r, v, val_len);
-        }
+    case F_IF_NONE_MATCH:
+        store_first(r, &r->if_none_match, HTTP_SEEN_IF_NONE_MATCH, value);
         break;
-    case 15:
-        if (NAME_IS("accept-encoding"))
-            store_first(r, &r->accept_encoding, HTTP_SEEN_ACCEPT_ENCODING,
-                        value);
+    case F_CONTENT_LENGTH:
+        if (r->seen & HTTP_SEEN_CONTENT_LENGTH)
+            return HTTP_PARSE_ERR_CONTENT_LENGTH_DUP;
+        r->seen |= HTTP_SEEN_CONTENT_LENGTH;
+        return parse_content_length(r, v, val_len);
+    case F_ACCEPT_ENCODING:
+        store_first(r, &r->accept_encoding, HTTP_SEEN_ACCEPT_ENCODING, value);
         break;
-    case 17:
-        if (NAME_IS("if-modified-since"))
-            store_first(r, &r->if_modified_since, HTTP_SEEN_IF_MODIFIED_SINCE,
-                        value);
-        else if (NAME_IS("transfer-encoding")) {
-            store_first(r, &r->transfer_encoding, HTTP_SEEN_TRANSFER_ENCODING,
-                        value);
-            return parse_transfer_encoding(p, v, val_len);
-        }
+    case F_IF_MODIFIED_SINCE:
+        store_first(r, &r->if_modified_since, HTTP_SEEN_IF_MODIFIED_SINCE,
+                    value);
         break;
+    case F_TRANSFER_ENCODING:
+        store_first(r, &r->transfer_encoding, HTTP_SEEN_TRANSFER_ENCODING,
+                    value);
+        return parse_transfer_encoding(p, v, val_len);
     default:
         break;
     }
@@ -521,23 +744,31 @@ static int header_line(struct http_parser *p,
                        size_t end)
 {
     struct http_request *r = &p->req;
-    size_t i = start, name_end, vs, ve;
+    size_t i = start, name_end, vs, ve, name_len;
+    enum field_id id = known_field(buf + start, end - start, &name_len);
+    bool host_ok = false;
 
-    while (i < end && http_is_tchar((unsigned char) buf[i]))
-        i++;
-    name_end = i;
-    if (i >= end)
-        return HTTP_PARSE_ERR_HEADER_NAME;
-    if (buf[i] != ':') {
-        /* "Name : value" is read as "Name" by some and "Name " by others */
-        while (i < end && is_ows(buf[i]))
+    if (id != F_OTHER) {
+        name_end = start + name_len;
+        i = name_end; /* the colon */
+    } else {
+        while (i < end && tchar_byte[(unsigned char) buf[i]])
             i++;
-        return (i < end && buf[i] == ':' && name_end > start)
-                   ? HTTP_PARSE_ERR_SPACE_BEFORE_COLON
-                   : HTTP_PARSE_ERR_HEADER_NAME;
+        name_end = i;
+        if (i >= end)
+            return HTTP_PARSE_ERR_HEADER_NAME;
+        if (buf[i] != ':') {
+            /* "Name : value" is read as "Name" by some and "Name " by
+             * others */
+            while (i < end && is_ows(buf[i]))
+                i++;
+            return (i < end && buf[i] == ':' && name_end > start)
+                       ? HTTP_PARSE_ERR_SPACE_BEFORE_COLON
+                       : HTTP_PARSE_ERR_HEADER_NAME;
+        }
+        if (name_end == start)
+            return HTTP_PARSE_ERR_HEADER_NAME;
     }
-    if (name_end == start)
-        return HTTP_PARSE_ERR_HEADER_NAME;
 
     vs = i + 1;
     ve = end;
@@ -545,10 +776,11 @@ static int header_line(struct http_parser *p,
         vs++;
     while (ve > vs && is_ows(buf[ve - 1]))
         ve--;
-    for (i = vs; i < ve; i++) {
-        if (value_ctl[(unsigned char) buf[i]])
-            return HTTP_PARSE_ERR_HEADER_VALUE;
-    }
+    /* a valid Host holds no control byte, so its check answers both */
+    if (id == F_HOST)
+        host_ok = valid_host(buf + vs, ve - vs);
+    if (!host_ok && !value_bytes_ok(buf + vs, ve - vs))
+        return HTTP_PARSE_ERR_HEADER_VALUE;
 
     if (r->header_count >= p->limits.max_headers)
         return HTTP_PARSE_ERR_TOO_MANY_HEADERS;
@@ -557,7 +789,7 @@ static int header_line(struct http_parser *p,
         p->headers[r->header_count].value = slice(vs, ve - vs);
     }
     r->header_count++;
-    return act_on_header(p, buf, start, name_end - start, vs, ve - vs);
+    return act_on_header(p, buf, id, vs, ve - vs, host_ok);
 }
 
 static int parse_header_line(struct http_parser *p,

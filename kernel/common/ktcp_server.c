@@ -24,8 +24,10 @@
 #include <linux/slab.h>
 #include <linux/socket.h>
 #include <linux/tcp.h>
+#include <net/inet_connection_sock.h>
 #include <net/ipv6.h>
 #include <net/net_namespace.h>
+#include <net/request_sock.h>
 #include <net/sock.h>
 #include <net/tcp.h>
 
@@ -306,6 +308,19 @@ static void ktcp_accept_one(struct ktcp_server *srv, struct socket *sock)
 }
 
 /*
+ * Nothing to accept: the listener is listening and its queue is empty.
+ * Asked before kernel_accept(), which allocates a socket (an inode) first
+ * and would free it again for nothing at the end of every drain.
+ */
+static bool ktcp_listener_empty(struct ktcp_listener *l)
+{
+	struct sock *sk = l->sock->sk;
+
+	return READ_ONCE(sk->sk_state) == TCP_LISTEN &&
+	       reqsk_queue_empty(&inet_csk(sk)->icsk_accept_queue);
+}
+
+/*
  * Each wake-up drains what the listener has queued, without blocking, up
  * to KTCP_ACCEPT_BUDGET connections a round; with the queue empty the
  * thread sleeps until a callback says there is more. A burst of connections
@@ -324,6 +339,10 @@ static int ktcp_accept_loop(void *data)
 		for (n = 0; n < KTCP_ACCEPT_BUDGET; n++) {
 			struct socket *sock;
 
+			if (ktcp_listener_empty(l)) {
+				err = -EAGAIN;
+				break;
+			}
 			err = kernel_accept(l->sock, &sock, O_NONBLOCK);
 			if (err < 0)
 				break;

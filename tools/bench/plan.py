@@ -98,7 +98,7 @@ PROFILES = {
     "accept": {
         "vm": {
             "rounds": 3,
-            "sweep": [], "close_sweep": [100, 1000], "single_c": None, "duration": 1.0,
+            "sweep": [], "close_sweep": [100, 1000], "single_c": None, "duration": 2.0,
             "timeout_ms": 10000, "workloads": ["small-close"],
             "echo_clients": [], "echo_total": 0, "lat_count": 0, "lat_duration": 0,
             "memory_conns": 0, "engines": ["nginx", "khttpd-unbound", "khttpd-bound"],

@@ -494,3 +494,41 @@ def test_unload_during_a_connect_storm_then_load_again(module, mode):
     again = module(port=m.port, **params)
     with again.connect() as s:
         assert again.served(s)
+
+
+@pytest.mark.parametrize("mode", ["unbound", "bound"])
+def test_load_fails_whole_when_the_port_is_taken(module, tmp_path, mode):
+    """A port another socket holds (without SO_REUSEPORT) fails the load: no
+    listener, no accept thread, nothing left loaded; with the port free
+    again the same load serves."""
+    name = module_name(module)
+    params = mode_params(name, mode)
+    port = free_port()
+    holder = socket.socket(socket.AF_INET6, socket.SOCK_STREAM)
+    holder.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+    holder.bind(("::", port))
+    holder.listen(8)
+    try:
+        args = [f"port={port}"] + [f"{k}={v}" for k, v in params.items()]
+        if name == "khttpd":
+            tmp_path.chmod(0o755)
+            args.append(f"root={tmp_path}")
+        r = run(["insmod", module_path(name), *args], check=False)
+        assert r.returncode != 0, "insmod succeeded on a taken port"
+        assert not module_loaded(name)
+        assert not [p for p in os.listdir("/proc") if p.isdigit() and
+                    open_comm(p).startswith(f"{name}-accept")]
+        assert listening_sockets(port) == 1  # the holder's alone
+    finally:
+        holder.close()
+    m = module(port=port, **params)
+    with m.connect() as s:
+        assert m.served(s)
+
+
+def open_comm(pid):
+    try:
+        with open(f"/proc/{pid}/comm") as f:
+            return f.read().strip()
+    except OSError:
+        return ""

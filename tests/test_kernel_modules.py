@@ -2,7 +2,9 @@
 memory over many connections, parameter validation; and the connection
 lifecycle both modules share (kernel/common/) checked through
 each of them: an aborted listener, bind, dual-stack whatever
-net.ipv6.bindv6only says (drop_tcp_socket.ko has its own file,
+net.ipv6.bindv6only says, the accept path (a listener per online CPU in
+bound mode, bursts of connections, max_conns under a burst, unload during
+a connect storm and loading again) (drop_tcp_socket.ko has its own file,
 test_drop_tcp_socket.py; max_conns_per_ip is checked on every engine,
 test_conn_per_ip.py).
 (scripts/vm fails the whole run on BUG/WARNING/Oops in the guest's dmesg.)
@@ -196,9 +198,9 @@ class Served:
     """kecho.ko or khttpd.ko loaded with the given parameters; whether a
     connection is served is asked in each module's protocol."""
 
-    def __init__(self, name, tmp_path, host="127.0.0.1", **params):
+    def __init__(self, name, tmp_path, host="127.0.0.1", port=None, **params):
         self.name = name
-        self.port = free_port()
+        self.port = port or free_port()
         args = [f"port={self.port}"] + [f"{k}={v}" for k, v in params.items()]
         if name == "khttpd":
             (tmp_path / "a.txt").write_bytes(b"hello\n")
@@ -262,6 +264,7 @@ def module(request, tmp_path):
         started.append(m)
         return m
 
+    start.module_name = request.param
     yield start
     for m in started:
         m.stop()
@@ -325,3 +328,207 @@ def test_dual_stack_whatever_bindv6only_says(bindv6only, module):
     for host in ("127.0.0.1", "::1"):
         with m.connect(host) as s:
             assert m.served(s), host
+
+
+# ------------------------------------------------------------ the accept path
+
+# Each module's modes: bound is the per-CPU workqueue (a listener per CPU).
+MODES = {
+    "kecho": {"unbound": {"wq_mode": "unbound"}, "bound": {"wq_mode": "bound"}},
+    "khttpd": {"unbound": {"mode": "unbound"}, "bound": {"mode": "bound"},
+               "kthread": {"mode": "kthread"}},
+}
+
+
+def mode_params(name, mode):
+    if mode not in MODES[name]:
+        pytest.skip(f"{name} has no mode {mode}")
+    return dict(MODES[name][mode])
+
+
+def module_name(start):
+    """The module a `module` fixture starts (its closure's parameter)."""
+    return start.module_name
+
+
+def online_cpus():
+    cpus = []
+    with open("/sys/devices/system/cpu/online") as f:
+        for part in f.read().strip().split(","):
+            lo, _, hi = part.partition("-")
+            cpus += range(int(lo), int(hi or lo) + 1)
+    return cpus
+
+
+def listening_sockets(port):
+    """How many TCP sockets listen on port (IPv4 and IPv6 tables)."""
+    n = 0
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with open(table) as f:
+            for line in f.readlines()[1:]:
+                fields = line.split()
+                local, state = fields[1], fields[3]
+                if state == "0A" and int(local.rsplit(":", 1)[1], 16) == port:
+                    n += 1
+    return n
+
+
+def task_status(pid, key):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith(key + ":"):
+                return line.split(":", 1)[1].strip()
+    raise KeyError(key)
+
+
+def wait_counter(m, key, value, timeout=20):
+    deadline = time.monotonic() + timeout
+    while m.counters()[key] != value:
+        assert time.monotonic() < deadline, f"{key} {m.counters()[key]}, expected {value}"
+        time.sleep(0.05)
+
+
+@pytest.mark.parametrize("mode", ["unbound", "bound", "kthread"])
+def test_bound_mode_listens_once_per_cpu_and_accepts_there(module, mode):
+    """mode bound: one listener per online CPU on the one port, each drained
+    by an accept thread bound to its CPU, and a connection made from a CPU
+    is accepted by that CPU's thread (SO_INCOMING_CPU); the other modes
+    keep one listener and one accept thread."""
+    m = module(**mode_params(module_name(module), mode))
+    cpus = online_cpus()
+    if mode != "bound":
+        assert listening_sockets(m.port) == 1
+        assert len(kthread_pids(f"{m.name}-accept")) == 1
+        return
+    assert listening_sockets(m.port) == len(cpus)
+    threads = {}
+    for cpu in cpus:
+        [pid] = kthread_pids(f"{m.name}-accept/{cpu}")
+        assert task_status(pid, "Cpus_allowed_list") == str(cpu)
+        threads[cpu] = pid
+    before = m.counters()["accepted"]
+    saved = os.sched_getaffinity(0)
+    try:
+        for cpu in cpus:
+            os.sched_setaffinity(0, {cpu})
+            woken = int(task_status(threads[cpu], "voluntary_ctxt_switches"))
+            for _ in range(20):
+                with m.connect() as s:
+                    assert m.served(s)
+            after = int(task_status(threads[cpu], "voluntary_ctxt_switches"))
+            assert after > woken, f"cpu {cpu}'s accept thread never woke for its connections"
+    finally:
+        os.sched_setaffinity(0, saved)
+    assert m.counters()["accepted"] - before == 20 * len(cpus)
+
+
+@pytest.mark.parametrize("mode", ["unbound", "bound", "kthread"])
+def test_burst_of_500_connects_all_served(module, mode):
+    """500 connections made at once (all in the listen queue before the
+    first is served) are every one accepted and answered."""
+    m = module(**mode_params(module_name(module), mode))
+    wait_counter(m, "active", 0)
+    before = m.counters()["accepted"]
+    socks = [m.connect() for _ in range(500)]
+    try:
+        unserved = [i for i, s in enumerate(socks) if not m.served(s)]
+        assert not unserved, f"{len(unserved)} of 500 not served, first {unserved[:5]}"
+        assert m.counters()["accepted"] - before == 500
+    finally:
+        for s in socks:
+            s.close()
+
+
+@pytest.mark.parametrize("mode", ["unbound", "bound", "kthread"])
+def test_max_conns_holds_under_a_burst(module, mode):
+    """max_conns=50 and 200 connections at once, all held open: exactly 50
+    are served, whichever listener took them, and 150 refused."""
+    m = module(max_conns=50, **mode_params(module_name(module), mode))
+    wait_counter(m, "active", 0)
+    refused = m.counters()["refused"]
+    socks = [m.connect() for _ in range(200)]
+    try:
+        served = sum(m.served(s) for s in socks)
+        assert served == 50
+        assert m.counters()["active"] == 50
+        assert m.counters()["refused"] - refused == 150
+    finally:
+        for s in socks:
+            s.close()
+
+
+@pytest.mark.parametrize("mode", ["unbound", "bound"])
+def test_unload_during_a_connect_storm_then_load_again(module, mode):
+    """rmmod while two clients connect as fast as they can completes in
+    bounded time (Served.stop) with a clean dmesg; loaded again on the same
+    port the module serves at once."""
+    params = mode_params(module_name(module), mode)
+    m = module(**params)
+    stop = threading.Event()
+    made = [0, 0]
+
+    def storm(k):
+        for _ in range(5000):  # bounded however fast the server is
+            if stop.is_set():
+                return
+            try:
+                with socket.create_connection(("127.0.0.1", m.port), timeout=2) as s:
+                    s.sendall(b"GET /a.txt HTTP/1.0\r\n\r\n" if m.name == "khttpd" else b"x")
+                    made[k] += 1
+            except OSError:
+                time.sleep(0.01)
+
+    clients = [threading.Thread(target=storm, args=(k,)) for k in range(2)]
+    for t in clients:
+        t.start()
+    try:
+        time.sleep(1.0)
+        m.stop()
+        assert not module_loaded(m.name)
+    finally:
+        stop.set()
+        for t in clients:
+            t.join(timeout=30)
+    assert sum(made) > 0, "the storm made no connection"
+    assert not any(t.is_alive() for t in clients)
+    again = module(port=m.port, **params)
+    with again.connect() as s:
+        assert again.served(s)
+
+
+@pytest.mark.parametrize("mode", ["unbound", "bound"])
+def test_load_fails_whole_when_the_port_is_taken(module, tmp_path, mode):
+    """A port another socket holds (without SO_REUSEPORT) fails the load: no
+    listener, no accept thread, nothing left loaded; with the port free
+    again the same load serves."""
+    name = module_name(module)
+    params = mode_params(name, mode)
+    port = free_port()
+    holder = socket.socket(socket.AF_INET6, socket.SOCK_STREAM)
+    holder.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+    holder.bind(("::", port))
+    holder.listen(8)
+    try:
+        args = [f"port={port}"] + [f"{k}={v}" for k, v in params.items()]
+        if name == "khttpd":
+            tmp_path.chmod(0o755)
+            args.append(f"root={tmp_path}")
+        r = run(["insmod", module_path(name), *args], check=False)
+        assert r.returncode != 0, "insmod succeeded on a taken port"
+        assert not module_loaded(name)
+        assert not [p for p in os.listdir("/proc") if p.isdigit() and
+                    open_comm(p).startswith(f"{name}-accept")]
+        assert listening_sockets(port) == 1  # the holder's alone
+    finally:
+        holder.close()
+    m = module(port=port, **params)
+    with m.connect() as s:
+        assert m.served(s)
+
+
+def open_comm(pid):
+    try:
+        with open(f"/proc/{pid}/comm") as f:
+            return f.read().strip()
+    except OSError:
+        return ""

@@ -397,7 +397,6 @@ int ktcp_conn_start(struct ktcp_server *srv, struct socket *sock)
 		kfree(unused);
 		goto out_thread;
 	}
-	atomic_inc(&srv->active);
 	/* Counted before its first step: a client served at once never sees
 	 * itself missing from accepted.
 	 */

@@ -2,7 +2,8 @@
 /*
  * ktcp_server.c — the server every ktcp module shares, the upper of
  * kernel/common's two files (see ktcp_server.h; each module compiles its
- * own copy): the listener, the accept thread (refusal above max_conns,
+ * own copy): the listener (one per online CPU with a per-CPU workqueue),
+ * the accept thread that drains it in batches (refusal above max_conns,
  * backoff on transient errors, stop on a dead listener), start, stop and
  * the counters' sum. Each accepted socket becomes a connection in
  * ktcp_conn.c, below it.
@@ -11,6 +12,7 @@
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 #endif
 
+#include <linux/cpumask.h>
 #include <linux/delay.h>
 #include <linux/err.h>
 #include <linux/in.h>
@@ -22,8 +24,10 @@
 #include <linux/slab.h>
 #include <linux/socket.h>
 #include <linux/tcp.h>
+#include <net/inet_connection_sock.h>
 #include <net/ipv6.h>
 #include <net/net_namespace.h>
+#include <net/request_sock.h>
 #include <net/sock.h>
 #include <net/tcp.h>
 
@@ -37,10 +41,12 @@
 
 /*
  * The listening socket on @bind (NULL or "": every address; IPv4 too on a
- * dual-stack socket whatever net.ipv6.bindv6only says), @port.
+ * dual-stack socket whatever net.ipv6.bindv6only says), @port. With @cpu
+ * (not -1) it is one of a group on the same port (SO_REUSEPORT) and asks
+ * for the connections whose packets arrive on @cpu (SO_INCOMING_CPU).
  */
 static int ktcp_listen(const char *bind, unsigned short port, int backlog,
-		       struct socket **res)
+		       int cpu, struct socket **res)
 {
 	struct sockaddr_storage ss = {};
 	struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)&ss;
@@ -74,6 +80,16 @@ static int ktcp_listen(const char *bind, unsigned short port, int backlog,
 	}
 	sock_set_reuseaddr(sock->sk);
 	tcp_sock_set_nodelay(sock->sk);
+	if (cpu >= 0) {
+		sock_set_reuseport(sock->sk);
+		/* Counted in the reuseport group when it binds. */
+		err = sock_setsockopt(sock, SOL_SOCKET, SO_INCOMING_CPU,
+				      KERNEL_SOCKPTR(&cpu), sizeof(cpu));
+		if (err < 0) {
+			pr_err("cannot set SO_INCOMING_CPU: %d\n", err);
+			goto out_release;
+		}
+	}
 
 	if (family == AF_INET6) {
 		/* Dual-stack on purpose, not by the sysctl's default. */
@@ -114,6 +130,105 @@ out_release:
 
 /* ---- the accept thread ---- */
 
+/*
+ * Connections accepted per round before the thread looks whether it should
+ * stop and lets others run; the rest of the queue waits for the next round,
+ * which follows at once.
+ */
+#define KTCP_ACCEPT_BUDGET 64
+
+/*
+ * The listener's callbacks (softirq context): a connection is ready to be
+ * accepted, or the listener changed state (shut down, aborted). Either way
+ * the accept thread is woken and looks.
+ *
+ * A connection the listener makes inherits these callbacks but not
+ * sk_user_data (SK_USER_DATA_NOCOPY): until it is accepted, its events find
+ * no listener here and are left to its first step, which reads whatever
+ * came; accepting gives it the socket's own callbacks back.
+ */
+enum ktcp_listener_event { KTCP_LE_DATA, KTCP_LE_STATE, KTCP_LE_ERROR };
+
+static void ktcp_listener_wake(struct sock *sk, enum ktcp_listener_event ev)
+{
+	struct ktcp_listener *l;
+
+	read_lock_bh(&sk->sk_callback_lock);
+	l = __locked_read_sk_user_data_with_flags(sk, SK_USER_DATA_NOCOPY);
+	if (l) {
+		/* The socket's own handler wakes anyone else waiting on it. */
+		if (ev == KTCP_LE_DATA)
+			l->data_ready(sk);
+		else if (ev == KTCP_LE_STATE)
+			l->state_change(sk);
+		else
+			l->error_report(sk);
+		/* xchg orders the flag before the wake-up the thread checks. */
+		xchg(&l->pending, true);
+		wake_up_process(l->task);
+	}
+	read_unlock_bh(&sk->sk_callback_lock);
+}
+
+static void ktcp_listener_data_ready(struct sock *sk)
+{
+	ktcp_listener_wake(sk, KTCP_LE_DATA);
+}
+
+static void ktcp_listener_state_change(struct sock *sk)
+{
+	ktcp_listener_wake(sk, KTCP_LE_STATE);
+}
+
+static void ktcp_listener_error_report(struct sock *sk)
+{
+	ktcp_listener_wake(sk, KTCP_LE_ERROR);
+}
+
+/* Ours in place of the socket's own, with @l as sk_user_data. */
+static void ktcp_listener_attach(struct ktcp_listener *l)
+{
+	struct sock *sk = l->sock->sk;
+
+	write_lock_bh(&sk->sk_callback_lock);
+	l->data_ready = sk->sk_data_ready;
+	l->state_change = sk->sk_state_change;
+	l->error_report = sk->sk_error_report;
+	__rcu_assign_sk_user_data_with_flags(sk, l, SK_USER_DATA_NOCOPY);
+	sk->sk_data_ready = ktcp_listener_data_ready;
+	sk->sk_state_change = ktcp_listener_state_change;
+	sk->sk_error_report = ktcp_listener_error_report;
+	write_unlock_bh(&sk->sk_callback_lock);
+}
+
+/* Once this returns no callback of ours runs for @l's socket. */
+static void ktcp_listener_detach(struct ktcp_listener *l)
+{
+	struct sock *sk = l->sock->sk;
+
+	write_lock_bh(&sk->sk_callback_lock);
+	if (__locked_read_sk_user_data_with_flags(sk, SK_USER_DATA_NOCOPY) ==
+	    l) {
+		rcu_assign_sk_user_data(sk, NULL);
+		sk->sk_data_ready = l->data_ready;
+		sk->sk_state_change = l->state_change;
+		sk->sk_error_report = l->error_report;
+	}
+	write_unlock_bh(&sk->sk_callback_lock);
+}
+
+/* An accepted socket gets the callbacks the listener had of its own. */
+static void ktcp_listener_disown(struct ktcp_listener *l, struct socket *sock)
+{
+	struct sock *sk = sock->sk;
+
+	write_lock_bh(&sk->sk_callback_lock);
+	sk->sk_data_ready = l->data_ready;
+	sk->sk_state_change = l->state_change;
+	sk->sk_error_report = l->error_report;
+	write_unlock_bh(&sk->sk_callback_lock);
+}
+
 /* An accept thread that stopped early must still be alive for kthread_stop. */
 static void ktcp_wait_for_stop(void)
 {
@@ -134,6 +249,15 @@ static void ktcp_backoff(unsigned int ms)
 	__set_current_state(TASK_RUNNING);
 }
 
+/* Sleep until a callback says the listener has something, or stop. */
+static void ktcp_accept_sleep(struct ktcp_listener *l)
+{
+	set_current_state(TASK_INTERRUPTIBLE);
+	if (!xchg(&l->pending, false) && !kthread_should_stop())
+		schedule();
+	__set_current_state(TASK_RUNNING);
+}
+
 /*
  * A failed accept is fatal when the listener itself is gone: inet_accept()
  * answers -EINVAL once the socket left TCP_LISTEN (shut down, or aborted by
@@ -149,21 +273,92 @@ static bool ktcp_accept_fatal(struct socket *listener, int err)
 	       err == -EOPNOTSUPP;
 }
 
+/*
+ * Hand an accepted socket over: served, refused, or closed. Its place under
+ * max_conns is taken before it starts, in one atomic step, so accept
+ * threads on several listeners never admit more than max_conns between
+ * them.
+ */
+static void ktcp_accept_one(struct ktcp_server *srv, struct socket *sock)
+{
+	unsigned int limit = srv->p.max_conns;
+	int err;
+
+	if (ktcp_server_stopping(srv)) {
+		sock_release(sock);
+		return;
+	}
+	if (!limit) {
+		atomic_inc(&srv->active);
+	} else if (!atomic_add_unless(&srv->active, 1, limit)) {
+		ktcp_conn_refuse(srv, sock);
+		return;
+	}
+	err = ktcp_conn_start(srv, sock);
+	if (err == 0)
+		return;
+	if (atomic_dec_and_test(&srv->active))
+		wake_up(&srv->all_released);
+	if (err == -EDQUOT) {
+		ktcp_conn_refuse(srv, sock);
+		return;
+	}
+	ktcp_server_count(srv, errors, 1);
+	sock_release(sock);
+}
+
+/*
+ * Nothing to accept: the listener is listening and its queue is empty.
+ * Asked before kernel_accept(), which allocates a socket (an inode) first
+ * and would free it again for nothing at the end of every drain.
+ */
+static bool ktcp_listener_empty(struct ktcp_listener *l)
+{
+	struct sock *sk = l->sock->sk;
+
+	return READ_ONCE(sk->sk_state) == TCP_LISTEN &&
+	       reqsk_queue_empty(&inet_csk(sk)->icsk_accept_queue);
+}
+
+/*
+ * Each wake-up drains what the listener has queued, without blocking, up
+ * to KTCP_ACCEPT_BUDGET connections a round; with the queue empty the
+ * thread sleeps until a callback says there is more. A burst of connections
+ * costs one wake-up, not one each.
+ */
 static int ktcp_accept_loop(void *data)
 {
-	struct ktcp_server *srv = data;
+	struct ktcp_listener *l = data;
+	struct ktcp_server *srv = l->srv;
 	unsigned int backoff = 0;
 
 	while (!kthread_should_stop()) {
-		struct socket *sock;
-		unsigned int limit = srv->p.max_conns;
-		int err = kernel_accept(srv->listener, &sock, 0);
+		unsigned int n;
+		int err = 0;
 
+		for (n = 0; n < KTCP_ACCEPT_BUDGET; n++) {
+			struct socket *sock;
+
+			if (ktcp_listener_empty(l)) {
+				err = -EAGAIN;
+				break;
+			}
+			err = kernel_accept(l->sock, &sock, O_NONBLOCK);
+			if (err < 0)
+				break;
+			backoff = 0;
+			ktcp_listener_disown(l, sock);
+			ktcp_accept_one(srv, sock);
+		}
+		if (err == -EAGAIN) {
+			ktcp_accept_sleep(l);
+			continue;
+		}
 		if (err < 0) {
 			if (ktcp_server_stopping(srv) || kthread_should_stop())
 				break;
 			ktcp_server_count(srv, errors, 1);
-			if (ktcp_accept_fatal(srv->listener, err)) {
+			if (ktcp_accept_fatal(l->sock, err)) {
 				pr_err("port %u: the listener is gone (accept: %d); not serving until reloaded\n",
 				       srv->p.port, err);
 				break;
@@ -174,30 +369,130 @@ static int ktcp_accept_loop(void *data)
 			ktcp_backoff(backoff);
 			continue;
 		}
-		backoff = 0;
-		if (ktcp_server_stopping(srv)) {
-			sock_release(sock);
-			continue;
-		}
-		if (limit && ktcp_server_active(srv) >= limit) {
-			ktcp_conn_refuse(srv, sock);
-			continue;
-		}
-		err = ktcp_conn_start(srv, sock);
-		if (err == -EDQUOT) {
-			ktcp_conn_refuse(srv, sock);
-			continue;
-		}
-		if (err < 0) {
-			ktcp_server_count(srv, errors, 1);
-			sock_release(sock);
-		}
+		/* The budget is spent: let others run, then the next round. */
+		cond_resched();
 	}
 	ktcp_wait_for_stop();
 	return 0;
 }
 
 /* ---- start and stop ---- */
+
+/*
+ * With per-CPU workers, one listener per online CPU: the connections the
+ * kernel steers to a CPU's listener (SO_REUSEPORT, SO_INCOMING_CPU) are
+ * accepted by a thread bound to that CPU and queued there, so the work
+ * runs where the connection arrived. Otherwise one listener.
+ */
+static bool ktcp_server_per_cpu(const struct ktcp_server_params *p)
+{
+	return !p->kthread && !(p->wq_flags & WQ_UNBOUND);
+}
+
+/* Stop and close the first @n listeners; their callbacks go first. */
+static void ktcp_listeners_close(struct ktcp_server *srv, unsigned int n)
+{
+	unsigned int i;
+
+	for (i = 0; i < n; i++) {
+		struct ktcp_listener *l = &srv->listeners[i];
+
+		/* No callback reaches the thread once it is stopped. */
+		ktcp_listener_detach(l);
+		if (l->task)
+			kthread_stop(l->task);
+		sock_release(l->sock);
+	}
+}
+
+/* Listen on @cpu's socket (-1: the only one) and make its thread. */
+static int ktcp_listener_open(struct ktcp_server *srv, struct ktcp_listener *l,
+			      int cpu)
+{
+	const struct ktcp_server_params *p = &srv->p;
+	int err;
+
+	l->srv = srv;
+	l->cpu = cpu;
+	err = ktcp_listen(p->bind, p->port, p->backlog, cpu, &l->sock);
+	if (err < 0)
+		return err;
+	if (cpu < 0) {
+		l->task = kthread_create(ktcp_accept_loop, l, "%s-accept",
+					 p->name);
+	} else {
+		l->task = kthread_create_on_node(ktcp_accept_loop, l,
+						 cpu_to_node(cpu),
+						 "%s-accept/%d", p->name, cpu);
+		if (!IS_ERR(l->task))
+			kthread_bind(l->task, cpu);
+	}
+	if (IS_ERR(l->task)) {
+		err = PTR_ERR(l->task);
+		l->task = NULL;
+		sock_release(l->sock);
+		return err;
+	}
+	return 0;
+}
+
+/*
+ * Every listener or none: a socket that cannot bind or a thread that cannot
+ * be made closes the ones already open. CPUs that come online later get no
+ * listener; a CPU going offline leaves its thread to the scheduler, which
+ * moves it to another CPU, and its listener keeps being served.
+ */
+static int ktcp_listeners_open(struct ktcp_server *srv)
+{
+	cpumask_var_t cpus;
+	unsigned int n = 0, i;
+	int cpu, err = 0;
+
+	if (!ktcp_server_per_cpu(&srv->p)) {
+		srv->listeners = kzalloc(sizeof(*srv->listeners), GFP_KERNEL);
+		if (!srv->listeners)
+			return -ENOMEM;
+		err = ktcp_listener_open(srv, &srv->listeners[0], -1);
+		if (err < 0)
+			goto out_free;
+		n = 1;
+		goto out_run;
+	}
+
+	if (!alloc_cpumask_var(&cpus, GFP_KERNEL))
+		return -ENOMEM;
+	cpumask_copy(cpus, cpu_online_mask);
+	srv->listeners = kcalloc(cpumask_weight(cpus), sizeof(*srv->listeners),
+				 GFP_KERNEL);
+	if (!srv->listeners) {
+		free_cpumask_var(cpus);
+		return -ENOMEM;
+	}
+	for_each_cpu(cpu, cpus) {
+		err = ktcp_listener_open(srv, &srv->listeners[n], cpu);
+		if (err < 0)
+			break;
+		n++;
+	}
+	free_cpumask_var(cpus);
+	if (err < 0) {
+		ktcp_listeners_close(srv, n);
+		goto out_free;
+	}
+
+out_run:
+	srv->nr_listeners = n;
+	for (i = 0; i < n; i++) {
+		ktcp_listener_attach(&srv->listeners[i]);
+		wake_up_process(srv->listeners[i].task);
+	}
+	return 0;
+
+out_free:
+	kfree(srv->listeners);
+	srv->listeners = NULL;
+	return err;
+}
 
 int ktcp_server_start(struct ktcp_server *srv,
 		      const struct ktcp_server_ops *ops,
@@ -227,19 +522,11 @@ int ktcp_server_start(struct ktcp_server *srv,
 	srv->wq = alloc_workqueue("%s", flags, 0, p->name);
 	if (!srv->wq)
 		goto out_cache;
-	err = ktcp_listen(p->bind, p->port, p->backlog, &srv->listener);
+	err = ktcp_listeners_open(srv);
 	if (err < 0)
 		goto out_wq;
-	srv->accept_task =
-		kthread_run(ktcp_accept_loop, srv, "%s-accept", p->name);
-	if (IS_ERR(srv->accept_task)) {
-		err = PTR_ERR(srv->accept_task);
-		goto out_sock;
-	}
 	return 0;
 
-out_sock:
-	sock_release(srv->listener);
 out_wq:
 	destroy_workqueue(srv->wq);
 out_cache:
@@ -255,10 +542,10 @@ void ktcp_server_stop(struct ktcp_server *srv)
 	unsigned long i;
 
 	WRITE_ONCE(srv->stopping, true);
-	/* Wakes the accept thread: accept on a shut-down listener fails. */
-	kernel_sock_shutdown(srv->listener, SHUT_RDWR);
-	kthread_stop(srv->accept_task);
-	sock_release(srv->listener);
+	/* Each thread is woken by kthread_stop and never accepts again. */
+	ktcp_listeners_close(srv, srv->nr_listeners);
+	kfree(srv->listeners);
+	srv->listeners = NULL;
 
 	/* Every live connection's step sees the flag and closes. */
 	spin_lock(&srv->lock);

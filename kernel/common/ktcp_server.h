@@ -106,11 +106,28 @@ struct ktcp_server_stats {
 
 #define KTCP_PEER_HASH_BITS 8
 
+/*
+ * A listening socket and the accept thread that drains it. One per server,
+ * or with a per-CPU workqueue one per online CPU at start, all on the same
+ * port (SO_REUSEPORT), each thread bound to its CPU.
+ */
+struct ktcp_listener {
+	struct ktcp_server *srv;
+	struct socket *sock;
+	struct task_struct *task;
+	int cpu; /* the CPU its thread is bound to; -1: none */
+	bool pending; /* set by the callbacks: accept again before sleeping */
+	/* The socket's own callbacks, saved while ours are in place. */
+	void (*data_ready)(struct sock *sk);
+	void (*state_change)(struct sock *sk);
+	void (*error_report)(struct sock *sk);
+};
+
 struct ktcp_server {
 	const struct ktcp_server_ops *ops;
 	struct ktcp_server_params p;
-	struct socket *listener;
-	struct task_struct *accept_task;
+	struct ktcp_listener *listeners;
+	unsigned int nr_listeners;
 	struct workqueue_struct *wq;
 	struct kmem_cache *cache;
 	struct ktcp_server_stats __percpu *stats;
@@ -123,7 +140,7 @@ struct ktcp_server {
 	 * last act, so unload waits until none still runs module text.
 	 */
 	struct completion threads_exited;
-	unsigned long threads_started; /* the accept thread's alone */
+	unsigned long threads_started; /* under lock */
 	bool stopping; /* set once at unload; read without a lock */
 };
 
@@ -232,8 +249,9 @@ unsigned long ktcp_conn_idle_deadline(struct ktcp_conn *c, unsigned long idle);
 
 /*
  * Between kernel/common's two files only (ktcp_server.c calls ktcp_conn.c).
- * Take over an accepted socket; on error (-EDQUOT: over max_conns_per_ip)
- * the caller still owns it.
+ * Take over an accepted socket, for which the caller has already counted
+ * one in srv->active (its place under max_conns); on error (-EDQUOT: over
+ * max_conns_per_ip) the caller still owns the socket and the count.
  */
 int ktcp_conn_start(struct ktcp_server *srv, struct socket *sock);
 /* Refuse a socket: the module may say why, then it closes. */

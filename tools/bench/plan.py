@@ -93,6 +93,18 @@ PROFILES = {
         },
         "total_budget_s": 900,
     },
+    # The kernel engines' accept path beside nginx, in the VM only:
+    # connection per request at 100 and 1000 connections, three rounds.
+    "accept": {
+        "vm": {
+            "rounds": 3,
+            "sweep": [], "close_sweep": [100, 1000], "single_c": None, "duration": 2.0,
+            "timeout_ms": 10000, "workloads": ["small-close"],
+            "echo_clients": [], "echo_total": 0, "lat_count": 0, "lat_duration": 0,
+            "memory_conns": 0, "engines": ["nginx", "khttpd-unbound", "khttpd-bound"],
+        },
+        "total_budget_s": 600,
+    },
     # For tests/test_bench.py: host only, one engine beside nginx, two
     # rounds, seconds.
     "smoke": {

@@ -53,6 +53,7 @@ static int ktcp_listen(const char *bind, unsigned short port, int backlog,
 	struct sockaddr_in *sin = (struct sockaddr_in *)&ss;
 	bool any = !bind || !*bind;
 	int family, addrlen, zero = 0;
+	int lowat = KTCP_NOTSENT_LOWAT;
 	struct socket *sock;
 	int err;
 
@@ -80,6 +81,12 @@ static int ktcp_listen(const char *bind, unsigned short port, int backlog,
 	}
 	sock_set_reuseaddr(sock->sk);
 	tcp_sock_set_nodelay(sock->sk);
+	err = sock->ops->setsockopt(sock, SOL_TCP, TCP_NOTSENT_LOWAT,
+				    KERNEL_SOCKPTR(&lowat), sizeof(lowat));
+	if (err < 0) {
+		pr_err("cannot set TCP_NOTSENT_LOWAT: %d\n", err);
+		goto out_release;
+	}
 	if (cpu >= 0) {
 		sock_set_reuseport(sock->sk);
 		/* Counted in the reuseport group when it binds. */

@@ -107,6 +107,16 @@ struct ktcp_server_stats {
 #define KTCP_PEER_HASH_BITS 8
 
 /*
+ * The most a connection may queue that TCP has not sent yet
+ * (TCP_NOTSENT_LOWAT, set on the listener, inherited by accepted sockets):
+ * a send stops there and waits, so a client that stops reading pins tens
+ * of KiB of send queue instead of what autotuning grows it to, and a large
+ * file leaves in steps while the peer keeps up. Bytes in flight are not
+ * limited. The user-space servers use the same value (ktcp-net.h).
+ */
+#define KTCP_NOTSENT_LOWAT (64 * 1024)
+
+/*
  * A listening socket and the accept thread that drains it. One per server,
  * or with a per-CPU workqueue one per online CPU at start, all on the same
  * port (SO_REUSEPORT), each thread bound to its CPU.

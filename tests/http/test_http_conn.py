@@ -1,6 +1,8 @@
 """Connections: keep-alive semantics, pipelining, split requests, bodies,
 timeouts, max_conns, and a graceful stop."""
+import re
 import select
+import subprocess
 import signal
 import socket
 import time
@@ -325,3 +327,34 @@ def test_stalled_reader_of_a_pipeline_is_closed(http_engine):
             except Closed:
                 pass
             assert got < n, "a reader that stalled was never closed"
+
+
+def server_notsent(port, client_port):
+    """Bytes the server's socket of one connection holds that TCP has not
+    sent yet (ss's notsent; absent when there are none)."""
+    out = subprocess.run(["ss", "-tnHi", "state", "established",
+                          f"( sport = :{port} and dport = :{client_port} )"],
+                         capture_output=True, text=True, check=True).stdout
+    assert out.strip(), "the server's socket of the connection is not listed"
+    m = re.search(r"\bnotsent:(\d+)", out)
+    return int(m.group(1)) if m else 0
+
+
+def test_stalled_reader_pins_little_send_queue(http_engine, docroot):
+    """A client that asks for an 8 MiB file and stops reading holds only a
+    bounded part of it queued unsent in the server (TCP_NOTSENT_LOWAT,
+    64 KiB, plus at most one segment being built): the server stops
+    queueing there rather than letting send-buffer autotuning grow to
+    megabytes per slow client. Read afterwards, the whole body comes
+    intact: the server resumes as the queue drains."""
+    body = docroot.read("large.bin")
+    with Conn(http_engine.port, timeout=20, rcvbuf=16384) as c:
+        c.send(b"GET /large.bin HTTP/1.1\r\nHost: x\r\n\r\n")
+        cport = c.sock.getsockname()[1]
+        seen, deadline = [], time.monotonic() + 5
+        while time.monotonic() < deadline and (len(seen) < 3 or len(set(seen[-3:])) > 1):
+            time.sleep(0.2)
+            seen.append(server_notsent(http_engine.port, cport))
+        assert 0 < max(seen) <= 160 * 1024, f"unsent bytes in the server: {seen}"
+        r = c.read_response(timeout=20)
+        assert r.status == 200 and r.body == body

@@ -397,7 +397,9 @@ class Cpu:
     wrap = None
     conc = 100
     paced = False
-    workloads = {"small-keepalive": 100_000, "small-close": 20_000}
+    workloads = {"small-keepalive": 100_000, "small-close": 20_000, "1mib": 5_000}
+    # 1 MiB as the throughput bench measures it: 10 connections
+    conc_of = {"1mib": 10}
 
     def __init__(self, ctx):
         self.ctx = ctx
@@ -547,6 +549,7 @@ def measure(e, tool, wls, ctx, deadline, results):
         n = (max(2, int(round(cpu_n[wl] * ctx.scale))) if cpu_n
              else batch_sizes(wl, ctx.scale))
         w = WORKLOADS[wl]
+        conc = getattr(tool, "conc_of", {}).get(wl, getattr(tool, "conc", 1))
         t0 = time.monotonic()
         out = {"n": n, "status": "ok"}
         try:
@@ -559,7 +562,7 @@ def measure(e, tool, wls, ctx, deadline, results):
             else:
                 def client(k):
                     return lambda: http_batch(e.port, wl, k, headers,
-                                              conc=getattr(tool, "conc", 1),
+                                              conc=conc,
                                               paced=getattr(tool, "paced", True))
             _, err = client(min(WARMUP, n))()
             if err:
@@ -598,7 +601,7 @@ def measure(e, tool, wls, ctx, deadline, results):
                 out["kernel"] = out["per_request"] - out["user"]
                 out["client"] = (b["client"] - a["client"]) / n
                 out["requests_per_s"] = (rb or {}).get("good", 2 * n) / b["wall"]
-                out["concurrency"] = tool.conc
+                out["concurrency"] = conc
             if tool.name == "sys":
                 names = set(a["calls"]) | set(b["calls"])
                 out["by_name"] = {k: (b["calls"].get(k, 0) - a["calls"].get(k, 0)) / n
@@ -796,12 +799,11 @@ def cpu_split(doc):
     rows = [r for r in doc["rows"] if (r.get("cpu") or {}).get("status") == "ok"]
     if not rows:
         return []
-    L = ["### CPU time per request, microseconds (unpaced, "
-         f"{rows[0]['cpu'].get('concurrency')} connections; /proc/PID/stat and the "
+    L = ["### CPU time per request, microseconds (unpaced; /proc/PID/stat and the "
          "client's rusage)", "",
-         "| engine | workload | server user | server kernel | client | sum | "
+         "| engine | workload | connections | server user | server kernel | client | sum | "
          "× nginx's sum (best throughput ratio) | req/s in the batch |",
-         "|---|---|---:|---:|---:|---:|---:|---:|"]
+         "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
         c = r["cpu"]
         total = c["user"] + c["kernel"] + c["client"]
@@ -809,7 +811,8 @@ def cpu_split(doc):
                   if x["engine"] == PEER and x["workload"] == r["workload"]), None)
         ratio = (f"×{(p['user'] + p['kernel'] + p['client']) / total:.2f}"
                  if p and total > 0 and r["engine"] != PEER else "")
-        L.append(f"| {r['engine']} | {r['workload']} | {c['user']:.1f} | {c['kernel']:.1f} | "
+        L.append(f"| {r['engine']} | {r['workload']} | {c.get('concurrency', '')} | "
+                 f"{c['user']:.1f} | {c['kernel']:.1f} | "
                  f"{c['client']:.1f} | {total:.1f} | {ratio} | {c['requests_per_s']:,.0f} |")
     return L + [""]
 

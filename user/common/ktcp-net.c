@@ -10,6 +10,13 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+void ktcp_set_notsent_lowat(int fd)
+{
+    int lowat = KTCP_NOTSENT_LOWAT;
+
+    setsockopt(fd, IPPROTO_TCP, TCP_NOTSENT_LOWAT, &lowat, sizeof(lowat));
+}
+
 int ktcp_listen_tcp(const char *bind_addr,
                     int port,
                     int backlog,
@@ -37,6 +44,7 @@ int ktcp_listen_tcp(const char *bind_addr,
      * listener's TCP_NODELAY into every socket it accepts: no call per
      * connection. */
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    ktcp_set_notsent_lowat(fd);
     if (family == AF_INET6) {
         struct sockaddr_in6 *a = (struct sockaddr_in6 *) &ss;
 

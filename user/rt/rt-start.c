@@ -12,6 +12,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "ktcp-net.h"
 #include "rt-internal.h"
 
 void rt_counters_sum(uint64_t out[RT_NCOUNTERS])
@@ -55,9 +56,10 @@ static int inherited_listener(const struct rt_config *cfg)
                 rt_name());
         return -EINVAL;
     }
-    /* accepted sockets inherit it (ktcp-net.c); not a TCP socket: moot */
+    /* accepted sockets inherit both (ktcp-net.c); not a TCP socket: moot */
     int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    ktcp_set_notsent_lowat(fd);
     int fl = fcntl(fd, F_GETFL);
     if (cfg->model == RT_MODEL_THREADS)
         fl &= ~O_NONBLOCK;

@@ -123,14 +123,7 @@ struct rt_runq {
 
 static inline void rt_runq_init(struct rt_runq *q)
 {
-    pthread_mutexattr_t a;
-    pthread_mutexattr_init(&a);
-#ifdef PTHREAD_ADAPTIVE_MUTEX_INITIALIZER_NP
-    /* a thief holds it for a few loads and stores: spin a little first */
-    pthread_mutexattr_settype(&a, PTHREAD_MUTEX_ADAPTIVE_NP);
-#endif
-    pthread_mutex_init(&q->lock, &a);
-    pthread_mutexattr_destroy(&a);
+    pthread_mutex_init(&q->lock, NULL);
     q->head = q->tail = NULL;
     atomic_store_explicit(&q->len, 0, memory_order_relaxed);
 }

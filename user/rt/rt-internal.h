@@ -106,6 +106,123 @@ static inline const struct rt_timer_entry *rt_timer_top(
     return h->len ? &h->v[0] : NULL;
 }
 
+/* ---- run queues (rt-sched.c; inline here for the unit test) ---- */
+
+/* An mn worker's run queue. Only its owner pushes (what it wakes: its
+ * epoll events, accepts, timers, requeues, what it stole); the owner pops
+ * from the head, and a peer whose own queue is empty steals the older half
+ * from the head too. The lock is the owner's alone but for thieves, who
+ * only try it: the owner never waits on a peer's queue, and a thief that
+ * finds a queue locked tries another or comes back. len is read unlocked
+ * as a hint (an empty queue is skipped without touching the lock). */
+struct rt_runq {
+    pthread_mutex_t lock;
+    struct rt_coro *head, *tail;
+    _Atomic size_t len;
+} __attribute__((aligned(64)));
+
+static inline void rt_runq_init(struct rt_runq *q)
+{
+    pthread_mutex_init(&q->lock, NULL);
+    q->head = q->tail = NULL;
+    atomic_store_explicit(&q->len, 0, memory_order_relaxed);
+}
+
+static inline size_t rt_runq_len(const struct rt_runq *q)
+{
+    return atomic_load_explicit(&q->len, memory_order_relaxed);
+}
+
+/* Append the chain first..last (n coroutines, linked through next). */
+static inline void rt_runq_push_chain(struct rt_runq *q,
+                                      struct rt_coro *first,
+                                      struct rt_coro *last,
+                                      size_t n)
+{
+    last->next = NULL;
+    pthread_mutex_lock(&q->lock);
+    if (q->tail)
+        q->tail->next = first;
+    else
+        q->head = first;
+    q->tail = last;
+    atomic_store_explicit(&q->len, rt_runq_len(q) + n, memory_order_relaxed);
+    pthread_mutex_unlock(&q->lock);
+}
+
+static inline void rt_runq_push(struct rt_runq *q, struct rt_coro *co)
+{
+    rt_runq_push_chain(q, co, co, 1);
+}
+
+/* Take the first k (at most) of q, locked by the caller: the chain's head,
+ * its length in *n. */
+static inline struct rt_coro *rt_runq_take_locked(struct rt_runq *q,
+                                                  size_t k,
+                                                  size_t *n,
+                                                  struct rt_coro **last)
+{
+    struct rt_coro *first = q->head, *co = first;
+    size_t len = rt_runq_len(q), i = 1;
+    if (!first || !k) {
+        *n = 0;
+        return NULL;
+    }
+    while (i < k && co->next) {
+        co = co->next;
+        i++;
+    }
+    q->head = co->next;
+    if (!q->head)
+        q->tail = NULL;
+    co->next = NULL;
+    atomic_store_explicit(&q->len, len - i, memory_order_relaxed);
+    *n = i;
+    *last = co;
+    return first;
+}
+
+/* The owner's pop: the oldest, or NULL. */
+static inline struct rt_coro *rt_runq_pop(struct rt_runq *q)
+{
+    if (!rt_runq_len(q))
+        return NULL;
+    size_t n;
+    struct rt_coro *last;
+    pthread_mutex_lock(&q->lock);
+    struct rt_coro *co = rt_runq_take_locked(q, 1, &n, &last);
+    pthread_mutex_unlock(&q->lock);
+    return co;
+}
+
+enum { RT_STEAL_NONE, RT_STEAL_TOOK, RT_STEAL_BUSY };
+
+/* A thief whose queue `own` is empty takes the older half (rounded up) of
+ * victim's queue if it can lock it now: returns RT_STEAL_TOOK and the
+ * first in *co, the rest appended to own; RT_STEAL_BUSY when victim had
+ * work but its lock was held; RT_STEAL_NONE when it had none. */
+static inline int rt_runq_steal(struct rt_runq *own,
+                                struct rt_runq *victim,
+                                struct rt_coro **co)
+{
+    if (!rt_runq_len(victim))
+        return RT_STEAL_NONE;
+    if (pthread_mutex_trylock(&victim->lock))
+        return RT_STEAL_BUSY;
+    size_t n, len = rt_runq_len(victim);
+    struct rt_coro *last;
+    struct rt_coro *first =
+        rt_runq_take_locked(victim, (len + 1) / 2, &n, &last);
+    pthread_mutex_unlock(&victim->lock);
+    if (!first)
+        return RT_STEAL_NONE;
+    if (n > 1)
+        rt_runq_push_chain(own, first->next, last, n - 1);
+    first->next = NULL;
+    *co = first;
+    return RT_STEAL_TOOK;
+}
+
 /* ---- workers (rt-sched.c) ---- */
 
 struct rt_worker {
@@ -116,6 +233,9 @@ struct rt_worker {
     int listen_fd; /* own SO_REUSEPORT listener (epoll model), else -1 */
     void *sched_sp;
     struct rt_coro *rq_head, *rq_tail; /* local run queue (epoll model) */
+    struct rt_runq rq;                 /* run queue (mn), see above */
+    /* mn, this worker's own: coroutines run, of them stolen (test-rt) */
+    uint64_t ran, stolen;
     struct rt_timer_heap timers;
     /* closed coroutines whose timer entry is in this worker's heap, handed
      * over by other workers (mn) so the entry goes now, not at its

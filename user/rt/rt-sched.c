@@ -9,10 +9,17 @@
  * epoll: worker i owns listener i (SO_REUSEPORT), epoll set i, a local run
  *        queue and timer heap; its coroutines never leave it, so nothing in
  *        the hot path is shared.
- * mn:    all workers wait on one epoll set holding one listener; readiness
- *        makes a coroutine runnable on one shared run queue, and any worker
- *        that is free runs it. A worker that queued more than it can run at
- *        once kicks an eventfd to wake an idle peer.
+ * mn:    all workers wait on one epoll set holding one listener. A worker
+ *        queues what it wakes (the events its epoll_wait returned, the
+ *        connections it accepted, its timers, requeues) on its own run
+ *        queue and runs it there, while the coroutine's stack is warm in
+ *        its core's cache; only a worker whose queue is empty steals the
+ *        older half of a peer's (try-lock), so the queues' locks are
+ *        contended only by thieves. A worker left with more than one
+ *        coroutine queued after its epoll_wait kicks an eventfd to wake an
+ *        idle peer, which then steals. A coroutine queued on a worker is
+ *        run by it or stolen: the owner never sleeps with its queue
+ *        non-empty, and only the owner adds to it.
  *
  * Parking (see the state machine in rt-internal.h): the coroutine switches
  * to its worker's scheduler stack first, and only then is it published as
@@ -40,13 +47,8 @@ static struct rt_worker *workers;
 static int nworkers;
 static bool model_mn;
 
-/* mn: the run queue all workers share, and the eventfd that wakes one idle
- * worker (edge-triggered, so each write wakes one epoll_wait). */
-static struct {
-    pthread_mutex_t lock;
-    struct rt_coro *head, *tail;
-    size_t len;
-} shared_rq = {PTHREAD_MUTEX_INITIALIZER, NULL, NULL, 0};
+/* mn: the eventfd that wakes one idle worker (edge-triggered, so each
+ * write wakes one epoll_wait); the run queues are per worker (w->rq). */
 static int shared_kick_fd = -1;
 static _Atomic int shared_idle_workers;
 
@@ -58,18 +60,11 @@ static char tag_listen, tag_stop, tag_kick;
 
 static void runq_push(struct rt_worker *w, struct rt_coro *co)
 {
-    co->next = NULL;
     if (model_mn) {
-        pthread_mutex_lock(&shared_rq.lock);
-        if (shared_rq.tail)
-            shared_rq.tail->next = co;
-        else
-            shared_rq.head = co;
-        shared_rq.tail = co;
-        shared_rq.len++;
-        pthread_mutex_unlock(&shared_rq.lock);
+        rt_runq_push(&w->rq, co);
         return;
     }
+    co->next = NULL;
     if (w->rq_tail)
         w->rq_tail->next = co;
     else
@@ -80,21 +75,8 @@ static void runq_push(struct rt_worker *w, struct rt_coro *co)
 static struct rt_coro *runq_pop(struct rt_worker *w)
 {
     struct rt_coro *co;
-    if (model_mn) {
-        /* unlocked peek: a stale answer only costs one epoll_wait(0) */
-        if (!__atomic_load_n(&shared_rq.head, __ATOMIC_RELAXED))
-            return NULL;
-        pthread_mutex_lock(&shared_rq.lock);
-        co = shared_rq.head;
-        if (co) {
-            shared_rq.head = co->next;
-            if (!shared_rq.head)
-                shared_rq.tail = NULL;
-            shared_rq.len--;
-        }
-        pthread_mutex_unlock(&shared_rq.lock);
-        return co;
-    }
+    if (model_mn)
+        return rt_runq_pop(&w->rq);
     co = w->rq_head;
     if (co) {
         w->rq_head = co->next;
@@ -107,8 +89,30 @@ static struct rt_coro *runq_pop(struct rt_worker *w)
 static bool runq_empty(struct rt_worker *w)
 {
     if (model_mn)
-        return __atomic_load_n(&shared_rq.head, __ATOMIC_RELAXED) == NULL;
+        return rt_runq_len(&w->rq) == 0;
     return w->rq_head == NULL;
+}
+
+/* mn, w's queue empty: steal from the peers, starting with the next one.
+ * *busy is set when a peer had work but its lock was held (then w does
+ * not sleep: it looks again after an epoll_wait(0)). */
+static struct rt_coro *runq_steal(struct rt_worker *w, bool *busy)
+{
+    for (int i = 1; i < nworkers; i++) {
+        struct rt_worker *v = &workers[(w->id + i) % nworkers];
+        struct rt_coro *co;
+        switch (rt_runq_steal(&w->rq, &v->rq, &co)) {
+        case RT_STEAL_TOOK:
+            w->stolen++;
+            return co;
+        case RT_STEAL_BUSY:
+            *busy = true;
+            break;
+        default:
+            break;
+        }
+    }
+    return NULL;
 }
 
 /* Make a WAITING coroutine runnable, or mark a running one NOTIFIED.
@@ -534,6 +538,15 @@ static int sleep_ms(struct rt_worker *w, uint64_t now, int max_sleep)
     return timeout;
 }
 
+/* The next coroutine w runs: its own oldest, else (mn) a stolen one. */
+static struct rt_coro *runq_next(struct rt_worker *w, bool *steal_busy)
+{
+    struct rt_coro *co = runq_pop(w);
+    if (!co && model_mn && nworkers > 1)
+        co = runq_steal(w, steal_busy);
+    return co;
+}
+
 static void *worker_main(void *arg)
 {
     struct rt_worker *w = arg;
@@ -548,17 +561,20 @@ static void *worker_main(void *arg)
         /* run what is ready */
         struct rt_coro *co;
         int ran = 0;
-        while ((!model_mn || ran < RT_BATCH) && (co = runq_pop(w))) {
+        bool steal_busy = false;
+        while ((!model_mn || ran < RT_BATCH) &&
+               (co = runq_next(w, &steal_busy))) {
             coro_run(w, co);
             ran++;
         }
+        w->ran += (uint64_t) ran;
 
         /* mn workers sleep at most 100 ms: a stop or a kick reaches only
          * one sleeper of the shared set, the others notice on their own */
         int max_sleep = model_mn ? 100 : 1000;
         /* The clock of the wake-up is behind by the work just run; it is
          * read again only when a timer, not max_sleep, bounds the sleep. */
-        int timeout = sleep_ms(w, w->loop_now_ms, max_sleep);
+        int timeout = steal_busy ? 0 : sleep_ms(w, w->loop_now_ms, max_sleep);
         if (timeout > 0 && timeout < max_sleep)
             timeout = sleep_ms(w, rt_now_ms(), max_sleep);
         if (saw_stop && timeout > 50)
@@ -610,7 +626,9 @@ static void *worker_main(void *arg)
             queued +=
                 accept_all(w, model_mn ? rt_g.listen_fds[0] : w->listen_fd);
         }
-        if (model_mn && queued > 1 && atomic_load(&shared_idle_workers) > 0) {
+        /* more than this worker runs at once: an idle peer will steal */
+        if (model_mn && queued > 0 && rt_runq_len(&w->rq) > 1 &&
+            atomic_load(&shared_idle_workers) > 0) {
             uint64_t one = 1;
             if (write(shared_kick_fd, &one, sizeof(one)) < 0) {
                 /* counter saturated: peers are awake anyway */
@@ -656,9 +674,12 @@ int rt_run_coro(const struct rt_config *cfg)
     nworkers = cfg->workers;
     model_mn = cfg->model == RT_MODEL_MN;
     rt_coro_set_handler(cfg->handler);
-    workers = calloc(nworkers, sizeof(*workers));
+    /* aligned: each run queue has its own cache line (rt_runq) */
+    size_t size = (size_t) nworkers * sizeof(*workers);
+    workers = aligned_alloc(_Alignof(struct rt_worker), size);
     if (!workers)
         return -ENOMEM;
+    memset(workers, 0, size);
 
     int shared_epfd = -1;
     if (model_mn) {
@@ -678,6 +699,7 @@ int rt_run_coro(const struct rt_config *cfg)
         if (rt_worker_data_init(w) < 0)
             return -ENOMEM;
         pthread_mutex_init(&w->cancel_lock, NULL);
+        rt_runq_init(&w->rq);
         w->listen_fd = -1;
         if (model_mn) {
             w->epfd = shared_epfd;

@@ -22,8 +22,10 @@ $(RT_LIB): $(RT_OBJS) $(KTCP_USER_COMMON)
 # Unit test of the runtime (timer heap, coroutine switch), run by make check.
 UNIT_TESTS += $(BUILD)/test-rt
 
-$(BUILD)/test-rt: user/rt/tests/test-rt.c $(BUILD)/user/rt/rt-coro.o $(BUILD)/user/rt/rt-timer.o
-	$(CC) $(CFLAGS) -Iuser/rt -o $@ $^ $(LDFLAGS) $(RT_LIBS)
+# (the test compiles rt-sched.c in: a change to it rebuilds the test)
+$(BUILD)/test-rt: user/rt/tests/test-rt.c $(BUILD)/user/rt/rt-coro.o $(BUILD)/user/rt/rt-timer.o \
+		user/rt/rt-sched.c user/rt/rt-internal.h
+	$(CC) $(CFLAGS) -Iuser/rt -o $@ $< $(filter %.o,$^) $(LDFLAGS) $(RT_LIBS)
 
 # Unit test of admission (--max-conns, --max-conns-per-ip and its table).
 UNIT_TESTS += $(BUILD)/test-rt-admit

@@ -1,11 +1,17 @@
-/* test-rt.c — unit test of the runtime's pieces that need no sockets: the
- * timer heap (order, removal by index, heap_idx bookkeeping) and the
- * coroutine switch (resume, park, finish, ABI stack alignment). */
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
+/* test-rt.c — unit test of the runtime's pieces that need no server: the
+ * timer heap (order, removal by index, heap_idx bookkeeping), the
+ * coroutine switch (resume, park, finish, ABI stack alignment), and the mn
+ * scheduler (rt-sched.c, compiled in here with the rest of the runtime
+ * stubbed): its per-worker run queues (a wake queues on the waker, a thief
+ * takes the older half, a locked queue is not waited on), two mn worker
+ * threads on socketpairs (an idle worker steals what a worker stuck in a
+ * long coroutine had queued; many wakes racing parks across workers lose
+ * none). */
+#include "rt-sched.c"
 
-#include "rt-internal.h"
+#include <fcntl.h>
+#include <sys/socket.h>
+#include <time.h>
 
 static int failures;
 #define CHECK(cond)                                                          \
@@ -104,10 +110,320 @@ static void test_coro(void)
     }
 }
 
+
+/* ---- the mn scheduler: what rt-sched.c needs from the rest ---- */
+
+struct rt_global rt_g;
+void rt_count(int which, uint64_t n)
+{
+    (void) which;
+    (void) n;
+}
+bool rt_stopping(void)
+{
+    return atomic_load(&rt_g.stopping);
+}
+uint64_t rt_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t) ts.tv_sec * 1000 + (uint64_t) ts.tv_nsec / 1000000;
+}
+uint64_t rt_loop_now_ms(void)
+{
+    return rt_now_ms();
+}
+uint64_t rt_idle_deadline(uint64_t now_ms)
+{
+    return now_ms + 86400000;
+}
+const char *rt_name(void)
+{
+    return "test-rt";
+}
+bool rt_conn_admit(const struct rt_conn *c)
+{
+    (void) c;
+    return true;
+}
+void rt_conn_release(const struct rt_conn *c)
+{
+    (void) c;
+}
+bool rt_conn_still_sending(struct rt_conn *c)
+{
+    (void) c;
+    return false;
+}
+void rt_conn_set_peer(struct rt_conn *c, const struct sockaddr *sa)
+{
+    (void) c;
+    (void) sa;
+}
+void rt_worker_set_self(struct rt_worker *w)
+{
+    (void) w;
+}
+int rt_worker_data_init(struct rt_worker *w)
+{
+    (void) w;
+    return 0;
+}
+void rt_worker_flush(struct rt_worker *w)
+{
+    (void) w;
+}
+void rt_worker_data_exit(struct rt_worker *w)
+{
+    (void) w;
+}
+
+/* Two mn workers' queues driven by hand, no threads: a wake queues on the
+ * waker; a worker runs its own first; an empty one steals the older half;
+ * a locked queue is skipped, and says so (no sleep); a park that finds
+ * NOTIFIED requeues on the parking worker. */
+static void test_mn_queues(void)
+{
+    static struct rt_coro fake[8];
+    model_mn = true;
+    nworkers = 2;
+    workers =
+        aligned_alloc(_Alignof(struct rt_worker), 2 * sizeof(struct rt_worker));
+    memset(workers, 0, 2 * sizeof(struct rt_worker));
+    struct rt_worker *a = &workers[0], *b = &workers[1];
+    for (int i = 0; i < 2; i++) {
+        workers[i].id = i;
+        rt_runq_init(&workers[i].rq);
+    }
+    for (int i = 0; i < 8; i++) {
+        atomic_init(&fake[i].wstate, RT_ST_WAITING);
+        atomic_init(&fake[i].refs, 2);
+    }
+    bool busy = false;
+
+    for (int i = 0; i < 5; i++)
+        CHECK(coro_wake(a, &fake[i], RT_WAKE_IO));
+    CHECK(rt_runq_len(&a->rq) == 5 && rt_runq_len(&b->rq) == 0);
+    /* an event for a queued (RUNNING) one marks it, queues nothing */
+    CHECK(!coro_wake(b, &fake[0], RT_WAKE_IO));
+    CHECK(RT_ST(atomic_load(&fake[0].wstate)) == RT_ST_NOTIFIED);
+    CHECK(rt_runq_len(&a->rq) == 5 && rt_runq_len(&b->rq) == 0);
+
+    /* b has its own: it runs that, steals nothing */
+    CHECK(coro_wake(b, &fake[5], RT_WAKE_IO));
+    CHECK(runq_next(b, &busy) == &fake[5]);
+    CHECK(b->stolen == 0 && rt_runq_len(&a->rq) == 5);
+    /* b empty: takes a's older half (3 of 5), the oldest to run now */
+    CHECK(runq_next(b, &busy) == &fake[0]);
+    CHECK(b->stolen == 1 && !busy);
+    CHECK(rt_runq_len(&a->rq) == 2 && rt_runq_len(&b->rq) == 2);
+    CHECK(runq_next(a, &busy) == &fake[3]);
+    CHECK(runq_next(a, &busy) == &fake[4]);
+    /* a empty: steals b's older half, one of two */
+    CHECK(runq_next(a, &busy) == &fake[1]);
+    CHECK(a->stolen == 1 && rt_runq_len(&b->rq) == 1);
+    CHECK(runq_next(b, &busy) == &fake[2]);
+    CHECK(runq_next(b, &busy) == NULL && !busy);
+
+    /* a's queue locked (a thief inside): b does not wait, says busy */
+    CHECK(coro_wake(a, &fake[6], RT_WAKE_IO));
+    pthread_mutex_lock(&a->rq.lock);
+    CHECK(runq_next(b, &busy) == NULL && busy);
+    pthread_mutex_unlock(&a->rq.lock);
+    busy = false;
+    CHECK(runq_next(b, &busy) == &fake[6] && !busy);
+
+    /* fake[0] was NOTIFIED while queued: its park requeues it on b */
+    coro_park(b, &fake[0]);
+    CHECK(RT_ST(atomic_load(&fake[0].wstate)) == RT_ST_RUNNING);
+    CHECK(rt_runq_len(&b->rq) == 1 && runq_next(b, &busy) == &fake[0]);
+    /* no event meanwhile: it waits, queued nowhere */
+    coro_park(b, &fake[0]);
+    CHECK(RT_ST(atomic_load(&fake[0].wstate)) == RT_ST_WAITING);
+    CHECK(rt_runq_len(&a->rq) == 0 && rt_runq_len(&b->rq) == 0);
+    CHECK(atomic_load(&fake[0].refs) == 2);
+
+    free(workers);
+    workers = NULL;
+}
+
+/* Two mn worker threads over socketpairs. Roles by the first byte:
+ * 'x' parks until woken by 'L'; 'L' wakes every 'x' (so they queue on its
+ * worker) and then spins without yielding until they all ran: only a
+ * steal by the other worker can run them. 'p' waits for tokens, 'w' adds
+ * tokens and wakes every 'p' ITER times, yielding between rounds: a lost
+ * wake-up leaves a 'p' parked until its 3 s deadline. */
+#define NX 6
+#define NP 4
+#define NW 4
+#define ITER 3000
+
+static struct rt_coro *xco[NX], *pco[NP];
+static _Atomic int x_done, x_ran_on[NX], l_worker = -1, l_saw_all;
+static _Atomic uint64_t tokens[NP];
+static _Atomic int p_started, p_done, p_lost, w_done, next_x, next_p;
+static _Atomic unsigned ran_on_mask; /* workers that ran a 'p' or 'w' */
+
+static enum rt_verdict mn_handler(struct rt_conn *c)
+{
+    struct rt_coro *co = c->coro;
+    char b;
+    if (read(c->fd, &b, 1) != 1)
+        return RT_CLOSE;
+    if (b == 'x') {
+        int i = atomic_fetch_add(&next_x, 1);
+        rt_wait_coro(co, POLLIN, 0, false);
+        atomic_store(&x_ran_on[i], co->worker->id);
+        atomic_fetch_add(&x_done, 1);
+    } else if (b == 'L') {
+        atomic_store(&l_worker, co->worker->id);
+        for (int i = 0; i < NX; i++)
+            coro_wake(co->worker, xco[i], RT_WAKE_IO);
+        uint64_t end = rt_now_ms() + 5000;
+        while (atomic_load(&x_done) < NX && rt_now_ms() < end) {
+        }
+        atomic_store(&l_saw_all, atomic_load(&x_done) == NX);
+    } else if (b == 'p') {
+        int i = atomic_fetch_add(&next_p, 1);
+        uint64_t seen = 0, target = (uint64_t) NW * ITER;
+        atomic_fetch_add(&p_started, 1);
+        for (;;) {
+            atomic_fetch_or(&ran_on_mask, 1u << co->worker->id);
+            uint64_t t = atomic_load(&tokens[i]);
+            if (t >= target)
+                break;
+            if (t == seen && rt_wait_coro(co, POLLIN, rt_now_ms() + 3000,
+                                          false) == -ETIMEDOUT) {
+                atomic_fetch_add(&p_lost, 1);
+                break;
+            }
+            seen = t;
+        }
+        /* the wakers hold pointers to it until they are done */
+        uint64_t end = rt_now_ms() + 10000;
+        while (atomic_load(&w_done) < NW && rt_now_ms() < end)
+            rt_yield_coro(co);
+        atomic_fetch_add(&p_done, 1);
+    } else if (b == 'w') {
+        for (int r = 0; r < ITER; r++) {
+            for (int i = 0; i < NP; i++) {
+                atomic_fetch_add(&tokens[i], 1);
+                coro_wake(co->worker, pco[i], RT_WAKE_IO);
+            }
+            atomic_fetch_or(&ran_on_mask, 1u << co->worker->id);
+            rt_yield_coro(co);
+        }
+        atomic_fetch_add(&w_done, 1);
+    }
+    return RT_CLOSE;
+}
+
+/* A connection to an idle coroutine in the shared set: the byte written
+ * on *peer starts its handler. */
+static struct rt_coro *mn_conn(int *peer)
+{
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
+        return NULL;
+    fcntl(sv[0], F_SETFL, O_NONBLOCK);
+    struct rt_coro *co = rt_coro_new(sv[0]);
+    co->epfd = workers[0].epfd;
+    atomic_store(&co->wstate, RT_ST_WAITING);
+    struct epoll_event ev = {.events = EPOLLIN | EPOLLRDHUP | EPOLLET,
+                             .data.ptr = co};
+    CHECK(epoll_ctl(co->epfd, EPOLL_CTL_ADD, sv[0], &ev) == 0);
+    *peer = sv[1];
+    return co;
+}
+
+static bool wait_until(_Atomic int *v, int want, int ms)
+{
+    uint64_t end = rt_now_ms() + (uint64_t) ms;
+    while (atomic_load(v) < want && rt_now_ms() < end)
+        usleep(1000);
+    return atomic_load(v) >= want;
+}
+
+static void test_mn_workers(void)
+{
+    struct rt_config cfg = {
+        .name = "test-rt",
+        .model = RT_MODEL_MN,
+        .workers = 2,
+        .handler = mn_handler,
+    };
+    int xpeer[NX], ppeer[NP], wpeer[NW], lpeer;
+    rt_g.cfg = &cfg;
+    rt_g.listen_fds[0] = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+    rt_g.nlisten = 1;
+    rt_g.stop_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    CHECK(rt_g.listen_fds[0] >= 0 && rt_g.stop_fd >= 0);
+    CHECK(listen(rt_g.listen_fds[0], 8) == 0); /* any port, never used */
+    CHECK(rt_run_coro(&cfg) == 0);
+
+    /* a worker stuck in a long coroutine holds up none of its queue */
+    for (int i = 0; i < NX; i++) {
+        xco[i] = mn_conn(&xpeer[i]);
+        CHECK(write(xpeer[i], "x", 1) == 1);
+    }
+    CHECK(wait_until(&next_x, NX, 5000)); /* each started, then parks */
+    for (int i = 0; i < NX; i++) {
+        uint64_t end = rt_now_ms() + 5000;
+        while (RT_ST(atomic_load(&xco[i]->wstate)) != RT_ST_WAITING &&
+               rt_now_ms() < end)
+            usleep(1000);
+        CHECK(RT_ST(atomic_load(&xco[i]->wstate)) == RT_ST_WAITING);
+        CHECK(xco[i]->stack != NULL); /* parked mid-handler, not idle */
+    }
+    uint64_t stolen0 = workers[0].stolen + workers[1].stolen;
+    mn_conn(&lpeer);
+    CHECK(write(lpeer, "L", 1) == 1);
+    CHECK(wait_until(&x_done, NX, 8000));
+    CHECK(wait_until(&l_saw_all, 1, 8000));
+    int l = atomic_load(&l_worker);
+    CHECK(l == 0 || l == 1);
+    for (int i = 0; i < NX; i++)
+        CHECK(atomic_load(&x_ran_on[i]) == 1 - l);
+    CHECK(workers[1 - l].stolen > stolen0);
+
+    /* many wakes racing parks across the two workers: none lost */
+    for (int i = 0; i < NP; i++) {
+        pco[i] = mn_conn(&ppeer[i]);
+        CHECK(write(ppeer[i], "p", 1) == 1);
+    }
+    CHECK(wait_until(&p_started, NP, 5000));
+    for (int i = 0; i < NW; i++) {
+        mn_conn(&wpeer[i]);
+        CHECK(write(wpeer[i], "w", 1) == 1);
+    }
+    CHECK(wait_until(&w_done, NW, 30000));
+    CHECK(wait_until(&p_done, NP, 30000));
+    CHECK(atomic_load(&p_lost) == 0);
+    for (int i = 0; i < NP; i++)
+        CHECK(atomic_load(&tokens[i]) == (uint64_t) NW * ITER);
+    printf(
+        "test-rt: mn stress: %d wake-ups each to %d parkers, run on "
+        "workers %#x, stolen %llu+%llu, ran %llu+%llu\n",
+        NW * ITER, NP, atomic_load(&ran_on_mask),
+        (unsigned long long) workers[0].stolen,
+        (unsigned long long) workers[1].stolen,
+        (unsigned long long) workers[0].ran,
+        (unsigned long long) workers[1].ran);
+
+    atomic_store(&rt_g.stopping, true);
+    atomic_store(&rt_g.exiting, true);
+    uint64_t one = 1;
+    CHECK(write(rt_g.stop_fd, &one, sizeof(one)) == sizeof(one));
+    rt_wake_all();
+    rt_join_coro();
+}
+
 int main(void)
 {
     test_heap();
     test_coro();
+    test_mn_queues();
+    test_mn_workers();
     if (failures) {
         fprintf(stderr, "test-rt: %d failure(s)\n", failures);
         return 1;

@@ -52,7 +52,8 @@ void http_resource_init(struct http_resource *r,
     r->size = size;
     r->mtime = mtime;
     r->mime = http_mime_for_path(path, path_len);
-    http_etag_format(size, mtime, mtime_nsec, ino, r->etag);
+    r->etag_len = (uint8_t) http_etag_format(size, mtime, mtime_nsec, ino,
+                                             r->etag);
     http_date_format(mtime, r->last_modified);
 }
 
@@ -90,22 +91,29 @@ static void head_fill(struct http_plan *p, int status)
      * parser splits at CR and LF); an engine's is scanned */
     p->head.content_type_safe = true;
     p->head.keep_alive = p->keep_alive;
+    p->memo_kind = HTTP_HEAD_MEMO_NONE;
     p->status = status;
     p->body = HTTP_PLAN_BODY_NONE;
     p->body_off = p->body_len = 0;
     p->stage = STAGE_DONE;
 }
 
+/* A fresh head of status. Until a first head_init the head is as
+ * http_plan_start left it (zeroed, its Date and head_fill's fields), so
+ * only a head written since needs zeroing again. */
 static void head_init(struct http_plan *p, int status)
 {
-    const char *date = p->head.date;
-    uint8_t date_len = p->head.date_len;
-    int64_t now = p->head.now_seconds;
+    if (p->head_written) {
+        const char *date = p->head.date;
+        uint8_t date_len = p->head.date_len;
+        int64_t now = p->head.now_seconds;
 
-    memset(&p->head, 0, sizeof(p->head));
-    p->head.date = date;
-    p->head.date_len = date_len;
-    p->head.now_seconds = now;
+        memset(&p->head, 0, sizeof(p->head));
+        p->head.date = date;
+        p->head.date_len = date_len;
+        p->head.now_seconds = now;
+    }
+    p->head_written = true;
     head_fill(p, status);
 }
 
@@ -386,8 +394,8 @@ static void plan_identity(struct http_plan *p)
 
         /* If-Range: the range only holds for the validator it names */
         if (rr != HTTP_RANGE_IGNORE && ir &&
-            !http_if_range_holds(ir, req->if_range.len, r->etag,
-                                 strlen(r->etag), r->mtime))
+            !http_if_range_holds(ir, req->if_range.len, r->etag, r->etag_len,
+                                 r->mtime))
             rr = HTTP_RANGE_IGNORE;
         if (rr == HTTP_RANGE_UNSATISFIABLE) {
             p->status = p->head.status = 416;
@@ -426,6 +434,17 @@ static void plan_expires(struct http_plan *p)
     p->head.expires = p->head.now_seconds + (int64_t) p->expires;
 }
 
+/* A file's head of a kind an engine may keep (http_head_memo_kind): not
+ * when its Expires moves with the clock or it has no Date of the format
+ * kept heads patch. */
+static enum http_plan_step plan_memo(struct http_plan *p, int kind)
+{
+    if (!p->head.has_max_age && p->head.date &&
+        p->head.date_len == HTTP_DATE_LEN)
+        p->memo_kind = (int8_t) kind;
+    return HTTP_PLAN_RESPOND;
+}
+
 /* Validators, conditionals and the body, once the representation is
  * chosen (gz_len: the gzip copy's length, or -1 for identity; with
  * gz_static, p->res is the file.gz beside the file and its bytes are the
@@ -440,40 +459,41 @@ static enum http_plan_step plan_regular(struct http_plan *p,
     const char *ims =
         field(p, HTTP_SEEN_IF_MODIFIED_SINCE, req->if_modified_since);
     const char *content_type = r->mime->content_type;
-    size_t etag_len;
+    const char *etag = r->etag; /* p->res: the plan's own copy */
+    size_t etag_len = r->etag_len;
 
     if (gz_len >= 0) {
         etag_len = http_etag_variant(r->etag, "gz", p->etag);
-    } else {
-        etag_len = strlen(r->etag);
-        memcpy(p->etag, r->etag, etag_len + 1);
+        etag = p->etag;
     }
     head_init(p, 200);
     p->head.content_type = content_type;
     p->head.has_last_modified = true;
     p->head.last_modified = r->mtime;
     p->head.last_modified_text = r->last_modified;
-    p->head.etag = p->etag;
+    p->head.etag = etag;
     p->head.etag_len = (uint8_t) etag_len;
     p->head.vary_accept_encoding = p->compressible || p->gzip_static;
     plan_expires(p);
     if (http_conditional_status(inm, req->if_none_match.len, ims,
-                                req->if_modified_since.len, p->etag, etag_len,
+                                req->if_modified_since.len, etag, etag_len,
                                 r->mtime) == 304) {
         p->status = p->head.status = 304;
         p->head.content_type = NULL;
-        return HTTP_PLAN_RESPOND;
+        return plan_memo(p, HTTP_HEAD_MEMO_304);
     }
     if (gz_len >= 0) {
         p->head.content_encoding = "gzip";
         p->head.content_length = gz_len;
         p->body = HTTP_PLAN_BODY_GZIP;
         p->body_len = (uint64_t) gz_len;
-        return HTTP_PLAN_RESPOND;
+        return plan_memo(p, HTTP_HEAD_MEMO_GZIP);
     }
     plan_identity(p);
     if (gz_static && p->status != 416)
         p->head.content_encoding = "gzip";
+    if (p->status == 200 && p->body != HTTP_PLAN_BODY_NONE && !gz_static)
+        return plan_memo(p, HTTP_HEAD_MEMO_200);
     return HTTP_PLAN_RESPOND;
 }
 
@@ -617,30 +637,6 @@ int http_plan_head(const struct http_plan *p, char *buf, size_t cap)
 
     http_buf_init(&b, buf, cap);
     return http_response_build(&b, &p->head);
-}
-
-/* The kind of kept head p's is: a file's 200 (identity or its gzip copy)
- * or 304, whose fields other than Date are the file's own, the kind's and
- * the disposition's. */
-int http_head_memo_kind(const struct http_plan *p)
-{
-    const struct http_response_head *h = &p->head;
-
-    if (!h->date || h->date_len != HTTP_DATE_LEN || h->version != 11 ||
-        h->server || !h->content_type_safe || h->chunked || h->has_max_age ||
-        h->has_content_range || h->content_range_unsatisfied || h->location ||
-        h->allow || h->keep_alive_timeout_seconds || !h->etag)
-        return HTTP_HEAD_MEMO_NONE;
-    if (p->status == 304 && p->body == HTTP_PLAN_BODY_NONE)
-        return HTTP_HEAD_MEMO_304;
-    if (p->status != 200)
-        return HTTP_HEAD_MEMO_NONE;
-    if (p->body == HTTP_PLAN_BODY_GZIP && h->content_encoding)
-        return HTTP_HEAD_MEMO_GZIP;
-    if ((p->body == HTTP_PLAN_BODY_CACHED || p->body == HTTP_PLAN_BODY_FILE) &&
-        !h->content_encoding)
-        return HTTP_HEAD_MEMO_200;
-    return HTTP_HEAD_MEMO_NONE;
 }
 
 bool http_head_memo_make(const struct http_plan *p, struct http_head_memo *m)

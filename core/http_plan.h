@@ -134,6 +134,7 @@ struct http_resource {
     int64_t mtime;
     const struct http_mime_type *mime;
     char etag[HTTP_ETAG_MAX + 1];
+    uint8_t etag_len;
     char last_modified[HTTP_DATE_LEN + 1]; /* mtime as an HTTP-date */
     /* the type an operator's table (mime.types) gives this path, looked up
      * once by http_resource_use_table, and that table */
@@ -274,6 +275,8 @@ struct http_plan {
     bool compressible;
     bool gzip_static;
     bool page_tried; /* an error page was looked up: never another */
+    bool head_written; /* the head holds more than http_plan_start's */
+    int8_t memo_kind;  /* http_head_memo_kind */
     uint32_t expires;
     const struct http_error_page *error_pages;
     size_t error_pages_n;
@@ -375,8 +378,13 @@ struct http_head_memo {
     char head[HTTP_HEAD_MEMO_MAX];
 };
 
-/* Which kind of kept head p's head is, or HTTP_HEAD_MEMO_NONE. */
-int http_head_memo_kind(const struct http_plan *p);
+/* Which kind of kept head p's head is, or HTTP_HEAD_MEMO_NONE: decided
+ * with the head (a file's 200, its gzip copy's 200 or a 304, with a Date
+ * and without Expires). */
+static inline int http_head_memo_kind(const struct http_plan *p)
+{
+    return p->memo_kind;
+}
 /* Make m from p's head when p's head is one to keep; false (m untouched)
  * otherwise. */
 bool http_head_memo_make(const struct http_plan *p, struct http_head_memo *m);

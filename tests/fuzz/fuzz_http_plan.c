@@ -64,6 +64,29 @@ static int lookup(const uint8_t *ctl,
     return 0;
 }
 
+/* The kind of kept head read from the head's fields alone: the planner
+ * decides it with the head, and must agree. */
+static int memo_kind_of_head(const struct http_plan *p)
+{
+    const struct http_response_head *h = &p->head;
+
+    if (!h->date || h->date_len != HTTP_DATE_LEN || h->version != 11 ||
+        h->server || !h->content_type_safe || h->chunked || h->has_max_age ||
+        h->has_content_range || h->content_range_unsatisfied || h->location ||
+        h->allow || h->keep_alive_timeout_seconds || !h->etag)
+        return HTTP_HEAD_MEMO_NONE;
+    if (p->status == 304 && p->body == HTTP_PLAN_BODY_NONE)
+        return HTTP_HEAD_MEMO_304;
+    if (p->status != 200)
+        return HTTP_HEAD_MEMO_NONE;
+    if (p->body == HTTP_PLAN_BODY_GZIP && h->content_encoding)
+        return HTTP_HEAD_MEMO_GZIP;
+    if ((p->body == HTTP_PLAN_BODY_CACHED || p->body == HTTP_PLAN_BODY_FILE) &&
+        !h->content_encoding)
+        return HTTP_HEAD_MEMO_200;
+    return HTTP_HEAD_MEMO_NONE;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     struct http_parser parser;
@@ -142,6 +165,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     static struct http_head_memo memo;
     static char again[HTTP_SERVER_HEAD_BUF];
     int kind = http_head_memo_kind(&p);
+    REQUIRE(kind == memo_kind_of_head(&p));
     if (http_head_memo_make(&p, &memo)) {
         /* a file's 200 (identity or gzip) or its 304, never an error page */
         REQUIRE((p.status == 200 || p.status == 304) && !p.error_page);

@@ -49,25 +49,52 @@ static _Atomic size_t cache_objs_shared; /* live objects */
 static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
 static CDS_LIST_HEAD(lru);
 
-static unsigned long hash_bytes(uint64_t h, const void *p, size_t len)
+/* A table's hash: eight bytes at a time, each word xored in and
+ * multiplied, the tail of a key of eight bytes or more read as the last
+ * word (its bytes already mixed are shifted out), then a finishing mix so
+ * that the low bits rculfhash splits its buckets by depend on every byte.
+ * Keys are paths that exist (and file identities), so a client cannot fill
+ * a bucket with keys of its own choosing. */
+#define HASH_MUL 0x9e3779b97f4a7c15ULL
+static unsigned long hash_bytes(const void *p, size_t len)
 {
     const unsigned char *s = p;
-    for (size_t i = 0; i < len; i++) { /* FNV-1a */
-        h ^= s[i];
-        h *= 1099511628211ULL;
+    uint64_t h = HASH_MUL ^ (uint64_t) len, w = 0;
+    size_t i = 0;
+
+    for (; i + 8 <= len; i += 8) {
+        memcpy(&w, s + i, sizeof(w));
+        h = (h ^ w) * HASH_MUL;
     }
+    if (i < len) {
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+        if (len >= 8) {
+            memcpy(&w, s + len - 8, sizeof(w));
+            w >>= 8 * (8 - (len - i));
+        } else
+#endif
+        {
+            w = 0;
+            for (size_t k = i; k < len; k++)
+                w |= (uint64_t) s[k] << (8 * (k - i));
+        }
+        h = (h ^ w) * HASH_MUL;
+    }
+    h ^= h >> 32;
+    h *= 0xd6e8feb86659fd93ULL;
+    h ^= h >> 32;
     return (unsigned long) h;
 }
 
 static unsigned long path_hash(const char *s, size_t len)
 {
-    return hash_bytes(1469598103934665603ULL, s, len);
+    return hash_bytes(s, len);
 }
 
 static unsigned long obj_hash(uint64_t dev, uint64_t ino)
 {
     uint64_t k[2] = {dev, ino};
-    return hash_bytes(1469598103934665603ULL, k, sizeof(k));
+    return hash_bytes(k, sizeof(k));
 }
 
 struct key {

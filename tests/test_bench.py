@@ -548,7 +548,10 @@ def test_cost_functions_and_report(cost_smoke):
     m = rows[("ktcp-httpd-epoll", "small-keepalive")]["instr"]
     fns = m["functions"]
     assert len(fns) >= 5
-    assert any("http_parse_request" in f["function"] for f in fns), fns
+    # named with their files; with link-time optimisation the parser is
+    # inlined into the connection's loop, the planner's steps keep names
+    assert any("(core/" in f["function"] for f in fns), fns
+    assert any("(user/httpd/" in f["function"] for f in fns), fns
     # the split by function adds up to (about) the dump totals
     assert m["functions_total"] == pytest.approx(m["per_request"], rel=0.1)
     assert sum(f["ir_per_request"] for f in fns) <= m["functions_total"] * 1.01

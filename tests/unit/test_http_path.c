@@ -215,10 +215,64 @@ static void test_plain(void)
     check_err("/a\\b", HTTP_PATH_ERR_BACKSLASH);
 }
 
+/* Every byte value in every place of a 31-byte path: the one-scan path
+ * takes it (info.plain) exactly when the byte is one a segment may hold
+ * (printable ASCII but '/', '%', '\\', '?' and '#'; a '.' not first in
+ * its segment), and then gives the path less its leading slash; '/', '?'
+ * and '#' split or end it as they should. */
+static void test_plain_every_byte(void)
+{
+    static const char base[] = "/abcdefghijklmnopqrstuvwxyz0123";
+    size_t n = sizeof(base) - 1;
+
+    for (size_t at = 1; at < n; at++) {
+        for (int v = 0; v < 256; v++) {
+            char in[sizeof(base)], out[256], want[sizeof(base)];
+            struct http_path_info info;
+            bool seg = v > 0x20 && v < 0x7f && v != '/' && v != '%' &&
+                       v != '\\' && v != '?' && v != '#';
+            bool plain;
+            int rc;
+
+            memcpy(in, base, sizeof(base));
+            in[at] = (char) v;
+            rc = http_path_normalize(in, n, out, sizeof(out), &info);
+            if (seg) {
+                plain = !(v == '.' && at == 1);
+                memcpy(want, in + 1, n - 1);
+                want[n - 1] = '\0';
+            } else if (v == '/') {
+                plain = at != 1; /* "//" is the general path's */
+                memcpy(want, in + 1, n - 1);
+                want[n - 1] = '\0';
+                if (at == n - 1)
+                    want[n - 2] = '\0'; /* a trailing slash */
+            } else if (v == '?' || v == '#') {
+                plain = at != 1;
+                memcpy(want, in + 1, at - 1);
+                want[at - 1] = '\0';
+            } else {
+                plain = false;
+            }
+            if (rc == HTTP_PATH_OK && info.plain != plain)
+                fprintf(stderr, "byte %#x at %zu: plain %d\n", v, at,
+                        info.plain);
+            if (plain) {
+                CHECK_INT(rc, HTTP_PATH_OK);
+                CHECK_INT(info.plain, true);
+                CHECK_STR(out, want);
+            } else {
+                CHECK_INT(rc == HTTP_PATH_OK && info.plain, false);
+            }
+        }
+    }
+}
+
 int main(void)
 {
     test_hidden();
     test_plain();
+    test_plain_every_byte();
     test_clean();
     test_query();
     test_traversal();

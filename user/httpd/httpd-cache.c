@@ -45,6 +45,12 @@ static struct cds_lfht *table_rcu; /* path -> entry */
 static struct cds_lfht *objs_rcu;  /* (dev, ino, version) -> object */
 static _Atomic size_t cache_bytes_shared;
 static _Atomic size_t cache_objs_shared; /* live objects */
+/* Bumped under cache_lock after every entry leaves table_rcu (before its
+ * reference is dropped, so before the RCU callback that frees it). A
+ * thread's lookup memo holds an entry found at some generation: while the
+ * generation is the same the entry is still in the table, so still alive
+ * for a reader inside an RCU read-side section. */
+static _Atomic uint64_t table_gen;
 /* Writers of table_rcu, of in_table and of the LRU list. */
 static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
 static CDS_LIST_HEAD(lru);
@@ -196,6 +202,7 @@ static bool unpublish_locked(struct httpd_file *f)
     urcu_memb_read_lock();
     cds_lfht_del(table_rcu, &f->node);
     urcu_memb_read_unlock();
+    atomic_fetch_add(&table_gen, 1);
     cds_list_del(&f->lru);
     atomic_store(&f->in_table, false);
     return true;
@@ -414,22 +421,48 @@ static void touch(struct httpd_file *f, uint64_t now)
     pthread_mutex_unlock(&cache_lock);
 }
 
-int httpd_cache_get(const char *rel, size_t len, struct httpd_file **out)
+/* The table's entry for key: the thread's memo of it when the table has
+ * not lost an entry since the memo was made, else the table's lookup
+ * (remembered). Inside an RCU read-side section. */
+static struct httpd_file *lookup(struct httpd_worker *w,
+                                 const struct key *key,
+                                 unsigned long hash)
+{
+    uint64_t gen = atomic_load(&table_gen);
+    struct httpd_lookup_memo *m =
+        w ? &w->memo[hash % HTTPD_LOOKUP_MEMO] : NULL;
+    if (m && m->f && m->gen == gen && m->hash == hash &&
+        match(&m->f->node, key))
+        return m->f;
+
+    struct cds_lfht_iter it;
+    cds_lfht_lookup(table_rcu, hash, match, key, &it);
+    struct cds_lfht_node *node = cds_lfht_iter_get_node(&it);
+    if (!node)
+        return NULL;
+    struct httpd_file *f = caa_container_of(node, struct httpd_file, node);
+    if (m) {
+        m->gen = gen; /* read before the lookup: a later removal shows */
+        m->hash = hash;
+        m->f = f;
+    }
+    return f;
+}
+
+int httpd_cache_get(struct httpd_worker *w,
+                    const char *rel,
+                    size_t len,
+                    struct httpd_file **out)
 {
     unsigned long hash = path_hash(rel, len);
     struct key key = {rel, len};
-    struct cds_lfht_iter it;
-    struct httpd_file *f = NULL;
+    struct httpd_file *f;
     uint64_t now = rt_loop_now_ms();
 
     urcu_memb_read_lock();
-    cds_lfht_lookup(table_rcu, hash, match, &key, &it);
-    struct cds_lfht_node *node = cds_lfht_iter_get_node(&it);
-    if (node) {
-        f = caa_container_of(node, struct httpd_file, node);
-        if (!get_unless_zero(&f->refs))
-            f = NULL;
-    }
+    f = lookup(w, &key, hash);
+    if (f && !get_unless_zero(&f->refs))
+        f = NULL;
     urcu_memb_read_unlock();
 
     if (f) {
@@ -459,9 +492,11 @@ int httpd_cache_get(const char *rel, size_t len, struct httpd_file **out)
     struct httpd_file *gone = NULL;
     pthread_mutex_lock(&cache_lock);
     urcu_memb_read_lock();
-    node = cds_lfht_add_replace(table_rcu, hash, match, &key, &f->node);
+    struct cds_lfht_node *node =
+        cds_lfht_add_replace(table_rcu, hash, match, &key, &f->node);
     urcu_memb_read_unlock();
     if (node) {
+        atomic_fetch_add(&table_gen, 1);
         /* a concurrent load of the same path lost the race to us */
         struct httpd_file *old =
             caa_container_of(node, struct httpd_file, node);

@@ -254,7 +254,8 @@ static bool answer(struct conn *cs, size_t head_len, bool *linger)
     };
     struct http_plan p;
 
-    in.date = httpd_date_now(rt_worker_data(), &in.now);
+    r.w = rt_worker_data();
+    in.date = httpd_date_now(r.w, &in.now);
     bool ok = httpd_respond(&r, &in, &p);
     httpd_log_request(&r);
     if (!ok)

@@ -241,9 +241,10 @@ static __attribute__((noinline)) void log_line(struct httpd_worker *w,
 void httpd_log_request(struct httpd_req *r)
 {
     if (!r->uncounted) {
-        rt_count(HTTPD_C_REQUESTS, 1);
         if (r->status >= 100 && r->status < 600)
-            rt_count(HTTPD_C_STATUS_1XX + r->status / 100 - 1, 1);
+            rt_count2(HTTPD_C_REQUESTS, HTTPD_C_STATUS_1XX + r->status / 100 - 1);
+        else
+            rt_count(HTTPD_C_REQUESTS, 1);
     }
     if (atomic_load_explicit(&httpd_cfg.access_log_fd, memory_order_relaxed) <
         0)

@@ -97,7 +97,7 @@ static bool finish(struct httpd_req *r,
         if (f)
             httpd_cache_put(f);
         f = NULL;
-        int err = httpd_cache_get(p->path, p->path_len, &f);
+        int err = httpd_cache_get(r->w, p->path, p->path_len, &f);
         step = http_plan_resource(p, err, err ? NULL : &f->meta);
     }
     if (step == HTTP_PLAN_GZIP) {
@@ -113,14 +113,13 @@ static bool finish(struct httpd_req *r,
 }
 
 bool httpd_respond(struct httpd_req *r,
-                   const struct http_plan_input *in,
+                   struct http_plan_input *in,
                    struct http_plan *p)
 {
     struct http_plan_work work;
-    struct http_plan_input full = *in;
 
-    add_settings(&full);
-    enum http_plan_step step = http_plan_start(p, &full, &work);
+    add_settings(in);
+    enum http_plan_step step = http_plan_start(p, in, &work);
     if (step == HTTP_PLAN_LOOKUP && !p->error_page && httpd_status_wanted(r))
         return httpd_status_serve(r, p); /* --status-path: the counters */
     return finish(r, p, step);

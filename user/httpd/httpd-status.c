@@ -66,7 +66,7 @@ static int status_match(const struct httpd_req *r)
 
 bool httpd_status_wanted(const struct httpd_req *r)
 {
-    return status_match(r) != 0;
+    return httpd_cfg.status_path && status_match(r) != 0;
 }
 
 static void build_body(struct http_buf *b, enum status_format fmt)

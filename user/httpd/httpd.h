@@ -77,6 +77,9 @@ struct httpd_req {
     char *hbuf;                     /* response head buffer */
     size_t hcap;
     struct httpd_file *file; /* the entry the body comes from, or NULL */
+    /* the thread's data, got when the request began: valid until the
+     * first wait, so for the plan's lookups (made before any send) */
+    struct httpd_worker *w;
 };
 
 /* Build p's head and send it, with body[0..body_len) unless p is
@@ -142,9 +145,14 @@ struct httpd_file {
 
 
 int httpd_cache_init(void);
+struct httpd_worker;
 /* 0 with *out referenced, or -errno (-ENOENT, -EXDEV/-ELOOP: leads out of
- * the root, -EACCES, ...). */
-int httpd_cache_get(const char *rel, size_t len, struct httpd_file **out);
+ * the root, -EACCES, ...). w: the calling thread's (rt_worker_data(), got
+ * since its last wait), whose lookup memo it reads and fills, or NULL. */
+int httpd_cache_get(struct httpd_worker *w,
+                    const char *rel,
+                    size_t len,
+                    struct httpd_file **out);
 void httpd_cache_put(struct httpd_file *f);
 /* Bytes charged against --cache-size, and files (objects) held, right
  * now; an entry a reader still holds stays counted until it lets go. */
@@ -203,13 +211,25 @@ enum httpd_counter {
 };
 _Static_assert(HTTPD_C_END <= RT_NCOUNTERS, "more counters than rt.h has");
 
+/* A thread's memo of its recent cache lookups, in front of the shared
+ * table: the entry a path hash last led to, and the table's generation
+ * then (httpd-cache.c). */
+#define HTTPD_LOOKUP_MEMO 16
+struct httpd_lookup_memo {
+    uint64_t gen;
+    unsigned long hash;
+    struct httpd_file *f;
+};
+
 /* What each runtime thread keeps for the handler (rt_worker_data): the
- * Date header of the current second and the access-log buffer. */
+ * Date header of the current second, the access-log buffer and the lookup
+ * memo. */
 struct httpd_worker {
     int64_t date_second;
     char date[32]; /* HTTP-date of date_second, NUL-terminated */
     char *log_buf;
     size_t log_len, log_cap;
+    struct httpd_lookup_memo memo[HTTPD_LOOKUP_MEMO];
 };
 const char *httpd_date_now(struct httpd_worker *w, int64_t *now);
 /* The runtime's worker_flush and worker_exit hooks (struct rt_config). */
@@ -235,7 +255,7 @@ bool httpd_status_serve(struct httpd_req *r, struct http_plan *p);
  * closed at once (a send failed). The operator's settings (expires,
  * gzip_static, error pages, MIME table) are added to in here. */
 bool httpd_respond(struct httpd_req *r,
-                   const struct http_plan_input *in,
+                   struct http_plan_input *in,
                    struct http_plan *p);
 /* Answer status outside a parsed request (parse errors, 408), with its
  * custom page if there is one; the connection closes after it. */

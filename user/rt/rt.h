@@ -127,6 +127,8 @@ enum rt_counter {
 #define RT_APP_COUNTERS 16
 #define RT_NCOUNTERS (RT_C_APP + RT_APP_COUNTERS)
 void rt_count(int which, uint64_t n);
+/* Two counts at once: one look at the calling thread's counters. */
+void rt_count2(int a, int b);
 void rt_counters_sum(uint64_t out[RT_NCOUNTERS]);
 
 /* Have every epoll/mn worker call cfg->worker_flush now, and wait until

@@ -52,8 +52,8 @@ void http_resource_init(struct http_resource *r,
     r->size = size;
     r->mtime = mtime;
     r->mime = http_mime_for_path(path, path_len);
-    r->etag_len = (uint8_t) http_etag_format(size, mtime, mtime_nsec, ino,
-                                             r->etag);
+    r->etag_len =
+        (uint8_t) http_etag_format(size, mtime, mtime_nsec, ino, r->etag);
     http_date_format(mtime, r->last_modified);
 }
 

@@ -274,7 +274,7 @@ struct http_plan {
     bool want_range;
     bool compressible;
     bool gzip_static;
-    bool page_tried; /* an error page was looked up: never another */
+    bool page_tried;   /* an error page was looked up: never another */
     bool head_written; /* the head holds more than http_plan_start's */
     int8_t memo_kind;  /* http_head_memo_kind */
     uint32_t expires;

@@ -429,8 +429,7 @@ static struct httpd_file *lookup(struct httpd_worker *w,
                                  unsigned long hash)
 {
     uint64_t gen = atomic_load(&table_gen);
-    struct httpd_lookup_memo *m =
-        w ? &w->memo[hash % HTTPD_LOOKUP_MEMO] : NULL;
+    struct httpd_lookup_memo *m = w ? &w->memo[hash % HTTPD_LOOKUP_MEMO] : NULL;
     if (m && m->f && m->gen == gen && m->hash == hash &&
         match(&m->f->node, key))
         return m->f;

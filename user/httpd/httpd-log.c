@@ -242,7 +242,8 @@ void httpd_log_request(struct httpd_req *r)
 {
     if (!r->uncounted) {
         if (r->status >= 100 && r->status < 600)
-            rt_count2(HTTPD_C_REQUESTS, HTTPD_C_STATUS_1XX + r->status / 100 - 1);
+            rt_count2(HTTPD_C_REQUESTS,
+                      HTTPD_C_STATUS_1XX + r->status / 100 - 1);
         else
             rt_count(HTTPD_C_REQUESTS, 1);
     }

@@ -93,7 +93,14 @@ uint64_t rt_now_ms(void)
 __attribute__((noinline)) uint64_t rt_loop_now_ms(void)
 {
     const struct rt_worker *w = tls_worker;
-    return w && w->id >= 0 ? w->loop_now_ms : rt_now_ms();
+    return w && w->loop_clock ? w->loop_now_ms : rt_now_ms();
+}
+
+__attribute__((noinline)) void rt_loop_clock_tick(void)
+{
+    struct rt_worker *w = tls_worker;
+    if (w && w->loop_clock && w->id < 0)
+        w->loop_now_ms = rt_now_ms();
 }
 
 #define RT_IDLE_NEVER_MS (24ULL * 3600 * 1000)

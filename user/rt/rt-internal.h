@@ -244,7 +244,10 @@ struct rt_worker {
     struct rt_coro *cancel_inbox_locked;
     struct rt_coro *rekey_inbox_locked;
     uint64_t last_flush_ms;
-    uint64_t loop_now_ms; /* rt_now_ms() read after the last epoll_wait */
+    uint64_t loop_now_ms; /* rt_now_ms() read after the last epoll_wait
+                             (a threads-model thread: after its wake-up) */
+    bool loop_clock;      /* loop_now_ms is kept (id >= 0, or a threads-model
+                             connection thread) */
     _Atomic uint64_t flush_done; /* last rt_flush_workers() round seen */
     /* Out of descriptors, accept stopped at EMFILE; the edge-triggered
      * listener will not fire again for the connections already queued, so
@@ -270,6 +273,9 @@ struct rt_global {
 extern struct rt_global rt_g;
 
 void rt_worker_set_self(struct rt_worker *w);
+/* A threads-model connection thread woke from a wait: its loop clock
+ * (rt_loop_now_ms) reads the time now. Nothing on other threads. */
+void rt_loop_clock_tick(void);
 struct rt_worker *rt_worker_self_full(void);
 /* A thread's application data: allocated (zeroed) when it starts, flushed
  * and freed when it ends; -ENOMEM. */

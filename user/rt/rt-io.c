@@ -67,8 +67,10 @@ static NOINLINE int wait_poll(struct rt_conn *c,
         int n = poll(p, idle ? 2 : 1, timeout);
         if (n < 0 && errno != EINTR)
             return -errno;
-        if (n > 0 && p[0].revents)
+        if (n > 0 && p[0].revents) {
+            rt_loop_clock_tick(); /* a threads-model thread's wake-up */
             return 0;
+        }
     }
 }
 

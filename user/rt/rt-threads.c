@@ -89,15 +89,19 @@ static void serve_conn(struct handoff *h, struct rt_worker *w)
     struct rt_conn c = h->c;
     free(h);
     /* between requests the thread sleeps in poll, and the handler starts
-     * afresh when bytes arrive: the same contract as the coroutines' */
+     * afresh when bytes arrive: the same contract as the coroutines'; the
+     * clock is read once per wake-up, as a loop reads it (rt_loop_now_ms) */
+    w->loop_now_ms = rt_now_ms();
     while (rt_g.cfg->handler(&c) == RT_IDLE) {
         /* this thread may now sleep for a whole idle timeout: its log
          * lines go out first (one write per burst of requests) */
         rt_worker_flush(w);
         int r;
-        do
-            r = rt_wait(&c, POLLIN, rt_idle_deadline(rt_now_ms()), true);
-        while (r == -ETIMEDOUT && rt_conn_still_sending(&c));
+        do {
+            r = rt_wait(&c, POLLIN, rt_idle_deadline(w->loop_now_ms), true);
+            if (r == -ETIMEDOUT) /* a poll that woke sets it, not this */
+                w->loop_now_ms = rt_now_ms();
+        } while (r == -ETIMEDOUT && rt_conn_still_sending(&c));
         c.idle_unacked = 0;
         if (r == -ETIMEDOUT)
             rt_count(RT_C_TIMEOUTS, 1);
@@ -114,6 +118,7 @@ static void *conn_thread(void *arg)
     struct rt_worker w;
     memset(&w, 0, sizeof(w));
     w.id = -1;
+    w.loop_clock = true;
     if (rt_worker_data_init(&w) < 0) {
         /* no state for the handler: this thread serves nothing */
         struct handoff *c = arg;

@@ -141,9 +141,11 @@ void rt_flush_workers(int timeout_ms);
 /* Milliseconds on CLOCK_MONOTONIC. */
 uint64_t rt_now_ms(void);
 /* The same clock as the loop saw it: on an epoll or mn worker, the
- * rt_now_ms() its loop read after its last wake-up (behind by the time
- * that wake-up's work has taken so far, as nginx's cached time); on any
- * other thread, rt_now_ms(). For deadlines and ages, not for measuring. */
+ * rt_now_ms() its loop read after its last wake-up, on a threads-model
+ * connection thread the one read when its connection last woke it (behind
+ * by the time that wake-up's work has taken so far, as nginx's cached
+ * time); on any other thread, rt_now_ms(). For deadlines and ages, not for
+ * measuring. */
 uint64_t rt_loop_now_ms(void);
 
 /* The calling thread's application data: cfg->worker_data_size bytes,

@@ -552,6 +552,10 @@ def test_cost_functions_and_report(cost_smoke):
     # inlined into the connection's loop, the planner's steps keep names
     assert any("(core/" in f["function"] for f in fns), fns
     assert any("(user/httpd/" in f["function"] for f in fns), fns
+    # by source file the parser's instructions are its own, inlined or not
+    files = {f["file"]: f["ir_per_request"] for f in m["files"]}
+    assert files.get("core/http_parser.c", 0) > 100, files
+    assert "by source file" in (out / "cost.md").read_text()
     # the split by function adds up to (about) the dump totals
     assert m["functions_total"] == pytest.approx(m["per_request"], rel=0.1)
     assert sum(f["ir_per_request"] for f in fns) <= m["functions_total"] * 1.01

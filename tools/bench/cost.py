@@ -424,7 +424,7 @@ class Cpu:
 
 # ---------------------------------------------------------------- annotate
 
-def function_costs(path):
+def function_costs(path, with_files=False):
     """({function (where): self Ir}, {function (where): inclusive Ir}) for
     one callgrind dump, read from the file itself. Each cost line belongs
     to the function of the last fn= line; the line after calls= is the
@@ -440,7 +440,9 @@ def function_costs(path):
     space = {"fn": "fn", "cfn": "fn", "fl": "fl", "fi": "fl", "fe": "fl", "cfi": "fl",
              "cfl": "fl", "ob": "ob", "cob": "ob"}
     cur = {"fn": "?", "fl": "?", "ob": "?", "cfn": None}
+    src = "?"  # the file of the cost lines: fi=/fe= (inlined code), else fl=
     selfc, callc, skip = {}, {}, False
+    filec = {}
     with open(path, errors="replace") as f:
         for line in f:
             c = line[:1]
@@ -454,6 +456,8 @@ def function_costs(path):
                     continue
                 if len(parts) >= 2:
                     selfc[key] = selfc.get(key, 0) + int(parts[1])
+                    fkey = (cur["fn"], src, cur["ob"])
+                    filec[fkey] = filec.get(fkey, 0) + int(parts[1])
                 continue
             k, eq, v = line.rstrip("\n").partition("=")
             if not eq:
@@ -471,6 +475,10 @@ def function_costs(path):
                 v = ns.get(m.group(1), "?")
             if k in cur:
                 cur[k] = v
+            if k in ("fl", "fn"):
+                src = cur["fl"]
+            elif k in ("fi", "fe"):
+                src = v
 
     def keyed(costs):
         out = {}
@@ -483,7 +491,31 @@ def function_costs(path):
         return out
 
     s, c = keyed(selfc), keyed(callc)
+    if with_files:
+        out = {}
+        for key, ir in keyed(filec).items():
+            where = key[key.rfind(" (") + 2:-1]
+            out[where] = out.get(where, 0) + ir
+        return out
     return s, {k: s.get(k, 0) + c.get(k, 0) for k in set(s) | set(c)}
+
+
+def file_costs(path):
+    """{source file: self Ir} for one dump, by the file each instruction
+    was compiled from (fi=/fe= lines), inlined or not: link-time
+    optimisation inlines core's parser into the engine's connection loop,
+    and its cost stays under core/http_parser.c here. Objects outside the
+    repository by name."""
+    return function_costs(path, with_files=True)
+
+
+def per_request_files(a_path, b_path, n, top=TOP_FUNCTIONS):
+    """The source files (objects, outside the repository) with the most
+    instructions per request."""
+    a, b = file_costs(a_path), file_costs(b_path)
+    d = {f: (b.get(f, 0) - a.get(f, 0)) / n for f in set(a) | set(b)}
+    best = sorted(d.items(), key=lambda kv: -kv[1])[:top]
+    return [{"file": f, "ir_per_request": round(v, 1)} for f, v in best if v > 0]
 
 
 def self_costs(path):
@@ -614,6 +646,7 @@ def measure(e, tool, wls, ctx, deadline, results):
                 out["functions"] = fns["self"]
                 out["functions_inclusive"] = fns["inclusive"]
                 out["functions_total"] = fns["self_total"]
+                out["files"] = per_request_files(a["file"], b["file"], n)
         except Probe as ex:
             out = {"n": n, "status": "error", "reason": str(ex)}
         except Exception as ex:  # noqa: BLE001 - whatever went wrong is this cell's result
@@ -858,6 +891,12 @@ def write_report(out, doc):
                   f"(self)", "", "| Ir per request | function |", "|---:|---|"]
             L += [f"| {f['ir_per_request']:,.0f} | `{f['function']}` |" for f in m["functions"]]
             L.append("")
+        if m and m.get("files"):
+            L += [f"### {r['engine']}: instructions per {r['workload']} request, by source "
+                  f"file (self, inlined code under its own file)", "",
+                  "| Ir per request | file |", "|---:|---|"]
+            L += [f"| {f['ir_per_request']:,.0f} | `{f['file']}` |" for f in m["files"]]
+            L.append("")
     bad = [(r["engine"], r["workload"], t, r[t]) for r in doc["rows"] for t in TOOLS
            if r.get(t) and r[t].get("status") != "ok"]
     if bad or doc["skipped"]:
@@ -930,6 +969,7 @@ def reannotate(src, workloads):
         fns = per_request_functions(base + ".n.out", base + ".2n.out", m["n"])
         m["functions"], m["functions_inclusive"] = fns["self"], fns["inclusive"]
         m["functions_total"] = fns["self_total"]
+        m["files"] = per_request_files(base + ".n.out", base + ".2n.out", m["n"])
     with open(os.path.join(src, "cost.json"), "w") as f:
         json.dump(doc, f, indent=1)
     write_report(src, doc)

@@ -4,6 +4,7 @@
 #define KTCP_RT_INTERNAL_H
 
 #include <pthread.h>
+#include <sched.h>
 #include <sys/socket.h>
 #include <urcu/urcu-memb.h>
 
@@ -114,18 +115,36 @@ static inline const struct rt_timer_entry *rt_timer_top(
  * from the head too. The lock is the owner's alone but for thieves, who
  * only try it: the owner never waits on a peer's queue, and a thief that
  * finds a queue locked tries another or comes back. len is read unlocked
- * as a hint (an empty queue is skipped without touching the lock). */
+ * as a hint (an empty queue is skipped without touching the lock).
+ *
+ * The lock is a spin lock: it is held for a few stores (a push, a pop) or
+ * for one walk of half a queue (a steal), so the owner, the only one that
+ * ever waits for it, spins; should the holder have lost its CPU, the
+ * owner yields its own after RT_RUNQ_SPINS tries. (A mutex costs the owner
+ * about 50 instructions more per push and pop uncontended.) */
+#define RT_RUNQ_SPINS 128
 struct rt_runq {
-    pthread_mutex_t lock;
+    pthread_spinlock_t lock;
     struct rt_coro *head, *tail;
     _Atomic size_t len;
 } __attribute__((aligned(64)));
 
 static inline void rt_runq_init(struct rt_runq *q)
 {
-    pthread_mutex_init(&q->lock, NULL);
+    pthread_spin_init(&q->lock, PTHREAD_PROCESS_PRIVATE);
     q->head = q->tail = NULL;
     atomic_store_explicit(&q->len, 0, memory_order_relaxed);
+}
+
+/* The owner's lock of its own queue. */
+static inline void rt_runq_lock(struct rt_runq *q)
+{
+    for (int spins = 0; pthread_spin_trylock(&q->lock) != 0; spins++) {
+        if (spins >= RT_RUNQ_SPINS) {
+            sched_yield();
+            spins = 0;
+        }
+    }
 }
 
 static inline size_t rt_runq_len(const struct rt_runq *q)
@@ -140,14 +159,14 @@ static inline void rt_runq_push_chain(struct rt_runq *q,
                                       size_t n)
 {
     last->next = NULL;
-    pthread_mutex_lock(&q->lock);
+    rt_runq_lock(q);
     if (q->tail)
         q->tail->next = first;
     else
         q->head = first;
     q->tail = last;
     atomic_store_explicit(&q->len, rt_runq_len(q) + n, memory_order_relaxed);
-    pthread_mutex_unlock(&q->lock);
+    pthread_spin_unlock(&q->lock);
 }
 
 static inline void rt_runq_push(struct rt_runq *q, struct rt_coro *co)
@@ -189,9 +208,9 @@ static inline struct rt_coro *rt_runq_pop(struct rt_runq *q)
         return NULL;
     size_t n;
     struct rt_coro *last;
-    pthread_mutex_lock(&q->lock);
+    rt_runq_lock(q);
     struct rt_coro *co = rt_runq_take_locked(q, 1, &n, &last);
-    pthread_mutex_unlock(&q->lock);
+    pthread_spin_unlock(&q->lock);
     return co;
 }
 
@@ -207,13 +226,13 @@ static inline int rt_runq_steal(struct rt_runq *own,
 {
     if (!rt_runq_len(victim))
         return RT_STEAL_NONE;
-    if (pthread_mutex_trylock(&victim->lock))
+    if (pthread_spin_trylock(&victim->lock))
         return RT_STEAL_BUSY;
     size_t n, len = rt_runq_len(victim);
     struct rt_coro *last;
     struct rt_coro *first =
         rt_runq_take_locked(victim, (len + 1) / 2, &n, &last);
-    pthread_mutex_unlock(&victim->lock);
+    pthread_spin_unlock(&victim->lock);
     if (!first)
         return RT_STEAL_NONE;
     if (n > 1)

@@ -227,9 +227,9 @@ static void test_mn_queues(void)
 
     /* a's queue locked (a thief inside): b does not wait, says busy */
     CHECK(coro_wake(a, &fake[6], RT_WAKE_IO));
-    pthread_mutex_lock(&a->rq.lock);
+    pthread_spin_lock(&a->rq.lock);
     CHECK(runq_next(b, &busy) == NULL && busy);
-    pthread_mutex_unlock(&a->rq.lock);
+    pthread_spin_unlock(&a->rq.lock);
     busy = false;
     CHECK(runq_next(b, &busy) == &fake[6] && !busy);
 

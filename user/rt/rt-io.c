@@ -31,6 +31,20 @@ static NOINLINE ssize_t sys_sendmsg(int fd, struct msghdr *m, int flags)
     return n < 0 ? -errno : n;
 }
 
+/* The threads model's wait, the same way: poll(2) without glibc's
+ * cancellation bookkeeping (ppoll where the architecture has no poll). */
+static NOINLINE int sys_poll(struct pollfd *p, nfds_t n, int timeout_ms)
+{
+#ifdef SYS_poll
+    int r = (int) syscall(SYS_poll, p, n, timeout_ms);
+#else
+    struct timespec ts = {timeout_ms / 1000, (timeout_ms % 1000) * 1000000L};
+    int r = (int) syscall(SYS_ppoll, p, n, timeout_ms < 0 ? NULL : &ts, NULL,
+                          (size_t) 8);
+#endif
+    return r < 0 ? -errno : r;
+}
+
 static NOINLINE ssize_t sys_send(int fd, const void *buf, size_t len)
 {
     ssize_t n = send(fd, buf, len, MSG_NOSIGNAL);
@@ -64,9 +78,9 @@ static NOINLINE int wait_poll(struct rt_conn *c,
             {.fd = c->fd, .events = events},
             {.fd = rt_g.stop_fd, .events = POLLIN},
         };
-        int n = poll(p, idle ? 2 : 1, timeout);
-        if (n < 0 && errno != EINTR)
-            return -errno;
+        int n = sys_poll(p, idle ? 2 : 1, timeout);
+        if (n < 0 && n != -EINTR)
+            return n;
         if (n > 0 && p[0].revents) {
             rt_loop_clock_tick(); /* a threads-model thread's wake-up */
             return 0;

@@ -880,6 +880,10 @@ int http_parse_request(struct http_parser *p,
 
         if (p->scanned >= len)
             nl = NULL;
+        else if (len - p->scanned >= 2 && buf[p->scanned] == '\r' &&
+                 buf[p->scanned + 1] == '\n')
+            nl = buf + p->scanned + 1; /* the empty line that ends a head:
+                                          where memchr would stop */
         else
             nl = memchr(buf + p->scanned, '\n', len - p->scanned);
         if (!nl) {

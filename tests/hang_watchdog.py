@@ -15,7 +15,7 @@ more, and leave nothing but a silent dmesg. Here each test gets a bound
    khttpd and kecho's counters and the TCP sockets (ss);
 2. in the guest, the kernel's own view into its log, which scripts/vm-guest
    streams to dmesg.log: sysrq w (blocked tasks), l (a backtrace of every
-   CPU, taken twice), t (every task, then the busy workqueues and worker
+   CPU, taken three times), t (every task, then the busy workqueues and worker
    pools), each announced by a "ktcp-watchdog:" line in the kernel log;
 3. the test fails ("Failed: watchdog: ...", raised in pytest's main thread
    by a signal) and the run stops after it: the kernel is not trusted
@@ -144,6 +144,13 @@ def kernel_state_report():
     for path in ("/proc/net/khttpd", "/proc/net/kecho"):
         if os.path.exists(path):
             out.append(f"== {path}\n{_read(path)}")
+    # Whether the kernel's own detectors were watching (a hang they did
+    # not report may be one they could not see).
+    knobs = ("hung_task_timeout_secs", "watchdog", "soft_watchdog", "nmi_watchdog",
+             "watchdog_thresh")
+    out.append("== detectors: " + ", ".join(
+        f"{k}={_read('/proc/sys/kernel/' + k).strip()}" for k in knobs) + "\n")
+    out.append(f"== loadavg: {_read('/proc/loadavg')}")
     mods = [line for line in _read("/proc/modules").splitlines() if "(O" in line]
     out.append("== out-of-tree modules loaded\n" + "\n".join(mods) + "\n")
     try:
@@ -277,9 +284,9 @@ class HangWatchdog:
                     f.write(f"(report failed: {e!r})\n")
                 f.flush()
             if self.sysrq:
-                self.kmsg(f"{what}: sysrq w, l, l, t follow")
+                self.kmsg(f"{what}: sysrq w, l, l, l, t follow")
                 done = []
-                for letter in "wllt":
+                for letter in "wlllt":
                     if self.trigger(letter):
                         done.append(letter)
                     time.sleep(1)  # let dmesg -w keep up with the ring buffer

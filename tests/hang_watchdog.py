@@ -6,17 +6,23 @@ itself) would otherwise wait for scripts/vm's outer timeout, 25 minutes or
 more, and leave nothing but a silent dmesg. Here each test gets a bound
 (setup, call and teardown together). When a test passes it:
 
-1. a dump, written to watchdog-<n>.log in the VM's log folder (scripts/vm
-   prints where): the Python stack of every thread of pytest; every process
+1. a report: the Python stack of every thread of pytest; every process
    pytest started (rmmod, insmod, ...) with its state, wchan, command line
    and kernel stack (/proc/<pid>/stack); every task in D state with its
    kernel stack; the tasks that used the most CPU over one second (a
-   spinning kworker shows there, named after its workqueue); /proc/net/
-   khttpd and kecho's counters and the TCP sockets (ss);
-2. in the guest, the kernel's own view into its log, which scripts/vm-guest
-   streams to dmesg.log: sysrq w (blocked tasks), l (a backtrace of every
-   CPU, taken three times), t (every task, then the busy workqueues and worker
-   pools), each announced by a "ktcp-watchdog:" line in the kernel log;
+   spinning kworker shows there, named after its workqueue);
+2. in the guest, that report into the kernel log ("ktcp-watchdog:" lines),
+   then the kernel's own view: sysrq w (blocked tasks), l (a backtrace of
+   every CPU, taken three times), t (every task, then the busy workqueues
+   and worker pools). scripts/vm-guest streams the kernel log to
+   dmesg.log; the console's log level is raised meanwhile, so the same
+   lines also reach scripts/vm's output through the serial console if the
+   shared folder (9p) is what hangs. All of this reads nothing from the
+   shared folder;
+   then, from a thread of its own, watchdog-<pid>-<n>.log in the VM's log
+   folder: the report, /proc/net/khttpd and kecho's counters, the TCP
+   sockets (ss), whether the kernel's hung-task and lockup detectors were
+   on, and the kernel log from the report on;
 3. the test fails ("Failed: watchdog: ...", raised in pytest's main thread
    by a signal) and the run stops after it: the kernel is not trusted
    after that. If the main thread does not come back within the grace
@@ -40,7 +46,6 @@ Configuration (environment):
 
 Passing tests pay one condition-variable notify at start and end.
 """
-import faulthandler
 import os
 import signal
 import subprocess
@@ -136,6 +141,22 @@ def process_report(root_pid):
     out.append("== busiest tasks over one second (CPU %)\n")
     for ticks, p in busy[:8]:
         out.append(_task_block(p, f" cpu {100 * ticks / hz:.0f}%"))
+    return "".join(out)
+
+
+def python_threads():
+    """Every thread's Python stack, innermost last, pytest's and pluggy's
+    own frames left out; no source lines (reading them is file I/O)."""
+    names = {t.ident: t.name for t in threading.enumerate()}
+    out = ["== Python threads of pytest\n"]
+    for ident, frame in sys._current_frames().items():
+        frames = []
+        while frame is not None:
+            code = frame.f_code
+            if "/_pytest/" not in code.co_filename and "/pluggy/" not in code.co_filename:
+                frames.append(f"  {code.co_filename}:{frame.f_lineno} in {code.co_name}\n")
+            frame = frame.f_back
+        out.append(f"-- thread {names.get(ident, ident)}\n" + "".join(reversed(frames)))
     return "".join(out)
 
 
@@ -245,14 +266,36 @@ class HangWatchdog:
         except (OSError, ValueError):
             pass
 
+    def kernel_log(self):
+        """In the guest: the dump goes into the kernel log as well."""
+        return self.sysrq == "/proc/sysrq-trigger"
+
     def kmsg(self, text):
-        if self.sysrq != "/proc/sysrq-trigger":
+        """Lines into the kernel log, at KERN_ERR so that they reach the
+        console too; nothing outside the guest."""
+        if not self.kernel_log():
             return
         try:
             with open("/dev/kmsg", "w") as f:
-                f.write(f"{KMSG_TAG}: {text}\n")
+                for line in text.splitlines():
+                    f.write(f"<3>{KMSG_TAG}: {line[:900]}\n")
+                    f.flush()
         except OSError:
             pass
+
+    def console_level(self, level):
+        """Set the console's log level; returns the old one (None: unknown).
+        The guest boots with loglevel=0: raised for the dump, the kernel's
+        output also reaches scripts/vm's own output through the serial
+        console, whatever happens to the shared folder dmesg.log is on."""
+        try:
+            with open("/proc/sys/kernel/printk") as f:
+                old = f.read().split()[0]
+            with open("/proc/sys/kernel/printk", "w") as f:
+                f.write(str(level))
+            return old
+        except (OSError, IndexError):
+            return None
 
     def trigger(self, letter):
         try:
@@ -264,41 +307,37 @@ class HangWatchdog:
             return False
 
     def _fire(self, item, bound, started):
+        # First what needs nothing from the shared folder (the guest's
+        # files, logs and Python's sources are on 9p, which may be what
+        # hangs): the report in memory, into the kernel log with the
+        # kernel's own; then the files, from a thread of their own.
         self.dumps += 1
-        os.makedirs(self.dump_dir, exist_ok=True)
         path = os.path.join(self.dump_dir, f"watchdog-{self.pid}-{self.dumps}.log")
         self.last_dump = path
         what = (f"{item.nodeid} still running after {time.monotonic() - started:.0f} s "
                 f"(bound {bound:.0f} s)")
-        self.say(f"\nwatchdog: {what}: dumping state to {path}\n")
-        with open(path, "w") as f:
-            f.write(f"watchdog: {what}\n{time.strftime('%Y-%m-%d %H:%M:%S %Z')}, "
-                    f"kernel {os.uname().release}\n\n== Python threads of pytest\n")
-            f.flush()
-            faulthandler.dump_traceback(file=f, all_threads=True)
-            f.write("\n")
-            for part in (lambda: process_report(self.pid), kernel_state_report):
-                try:
-                    f.write(part())
-                except Exception as e:  # noqa: BLE001 — a dump must not stop the rest
-                    f.write(f"(report failed: {e!r})\n")
-                f.flush()
-            if self.sysrq:
-                self.kmsg(f"{what}: sysrq w, l, l, l, t follow")
-                done = []
-                for letter in "wlllt":
-                    if self.trigger(letter):
-                        done.append(letter)
-                    time.sleep(1)  # let dmesg -w keep up with the ring buffer
-                self.kmsg(f"end of the dump for {item.nodeid}")
-                f.write(f"\n== sysrq {' '.join(done)} written to {self.sysrq}; "
-                        "the kernel's output is in the kernel log (dmesg.log)\n")
-                if self.sysrq == "/proc/sysrq-trigger":
-                    r = subprocess.run(["dmesg"], capture_output=True, text=True, timeout=30)
-                    tail = r.stdout[r.stdout.rfind(f"{KMSG_TAG}: {what}"):] \
-                        if f"{KMSG_TAG}: {what}" in r.stdout else r.stdout[-400_000:]
-                    f.write("\n== dmesg from the dump's start\n" + tail)
-        self.say(f"watchdog: dump written to {path}; failing {item.nodeid} and stopping the run\n")
+        report = f"watchdog: {what}\nkernel {os.uname().release}\n\n" + python_threads()
+        try:
+            report += process_report(self.pid)
+        except Exception as e:  # noqa: BLE001 — a dump must not stop the rest
+            report += f"(process report failed: {e!r})\n"
+        done = []
+        if self.sysrq:
+            old = self.console_level(7) if self.kernel_log() else None
+            self.kmsg(report[:48_000] + f"\nsysrq w, l, l, l, t follow; the dump: {path}")
+            for letter in "wlllt":
+                if self.trigger(letter):
+                    done.append(letter)
+                time.sleep(1)  # let dmesg -w keep up with the ring buffer
+            self.kmsg(f"end of the dump for {item.nodeid}")
+            if old is not None:
+                self.console_level(old)
+        writer = threading.Thread(target=self._write_dump, args=(path, what, report, done),
+                                  name="hang-watchdog-writer", daemon=True)
+        writer.start()
+        writer.join(60)
+        if writer.is_alive():
+            self.kmsg(f"the dump's file could not be written within 60 s: {path}")
         item.session.shouldstop = f"watchdog: {item.nodeid} ran past its bound of {bound:.0f} s"
         with self.cond:
             if self.item is not item:
@@ -311,23 +350,41 @@ class HangWatchdog:
                 self.cond.wait(end - time.monotonic())
             if self.item is not item:
                 return
-        self.say(f"watchdog: {item.nodeid} did not unwind within {self.grace:.0f} s of its failure "
-                 f"(stuck in the kernel?); pytest exits with status {EXIT_STATUS}. "
-                 f"State: {path}\n")
-        with open(path, "a") as f:
-            f.write(f"\n== {self.grace:.0f} s after the failure, still stuck\n")
-            faulthandler.dump_traceback(file=f, all_threads=True)
-            try:
-                f.write(process_report(self.pid))
-            except Exception as e:  # noqa: BLE001
-                f.write(f"(report failed: {e!r})\n")
-        self.kmsg(f"{item.nodeid} did not unwind; pytest exits {EXIT_STATUS}")
+        late = (f"{item.nodeid} did not unwind within {self.grace:.0f} s of its failure "
+                f"(stuck in the kernel?); pytest exits with status {EXIT_STATUS}")
+        again = python_threads() + process_report(self.pid)
+        self.kmsg(f"{late}\n{again[:16_000]}")
+        self.say(f"watchdog: {late}. State: {path}\n")
+        try:
+            with open(path, "a") as f:
+                f.write(f"\n== {late}\n{again}")
+        except OSError:
+            pass
         for stream in (sys.stdout, sys.stderr):
             try:
                 stream.flush()
             except (OSError, ValueError):
                 pass
         os._exit(EXIT_STATUS)
+
+    def _write_dump(self, path, what, report, done):
+        self.say(f"\nwatchdog: {what}: dumping state to {path}\n")
+        os.makedirs(self.dump_dir, exist_ok=True)
+        with open(path, "w") as f:
+            f.write(f"{report}")
+            try:
+                f.write(kernel_state_report())
+            except Exception as e:  # noqa: BLE001
+                f.write(f"(kernel state report failed: {e!r})\n")
+            if done:
+                f.write(f"\n== sysrq {' '.join(done)} written to {self.sysrq}; "
+                        "the kernel's output is in the kernel log (dmesg.log)\n")
+            if self.kernel_log():
+                r = subprocess.run(["dmesg"], capture_output=True, text=True, timeout=30)
+                mark = f"{KMSG_TAG}: watchdog: {what}"
+                tail = r.stdout[r.stdout.rfind(mark):] if mark in r.stdout else r.stdout[-400_000:]
+                f.write("\n== dmesg from the dump's start\n" + tail)
+        self.say(f"watchdog: dump written to {path}; failing the test and stopping the run\n")
 
 
 def configure(config):

@@ -77,7 +77,7 @@ def test_stuck_test_is_cut_off_dumped_and_fails_the_run(tmp_path):
     dump = files[0].read_text()
     assert "test_suite.py::test_stuck_in_a_child still running after" in dump
     # where pytest's main thread waits, and the child it waits for
-    assert "in test_stuck_in_a_child" in dump, dump
+    assert "test_suite.py:16 in test_stuck_in_a_child" in dump, dump
     assert "[sleep] state S" in dump and "cmdline: sleep 600" in dump, dump
     assert "== busiest tasks over one second" in dump
     assert (tmp_path / "sysrq").read_text() == "wlllt"
@@ -107,7 +107,7 @@ def test_uninterruptible_test_ends_pytest(tmp_path):
     assert took < 60, f"took {took:.0f} s"
     assert "did not unwind within 3 s" in out, out
     dump = next(dumps.iterdir()).read_text()
-    assert "still stuck" in dump and "cmdline: sleep 600" in dump
+    assert "did not unwind within 3 s" in dump and dump.count("cmdline: sleep 600") == 2, dump
 
 
 def test_off_outside_the_vm_by_default(tmp_path):

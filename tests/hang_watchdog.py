@@ -328,7 +328,8 @@ class HangWatchdog:
             for letter in "wlllt":
                 if self.trigger(letter):
                     done.append(letter)
-                time.sleep(1)  # let dmesg -w keep up with the ring buffer
+                    if self.kernel_log():
+                        time.sleep(1)  # let dmesg -w keep up with the ring buffer
             self.kmsg(f"end of the dump for {item.nodeid}")
             if old is not None:
                 self.console_level(old)

@@ -15,10 +15,8 @@ more, and leave nothing but a silent dmesg. Here each test gets a bound
    then the kernel's own view: sysrq w (blocked tasks), l (a backtrace of
    every CPU, taken three times), t (every task, then the busy workqueues
    and worker pools). scripts/vm-guest streams the kernel log to
-   dmesg.log; the console's log level is raised meanwhile, so the same
-   lines also reach scripts/vm's output through the serial console if the
-   shared folder (9p) is what hangs. All of this reads nothing from the
-   shared folder;
+   dmesg.log. All of this is done before anything touches the shared
+   folder (9p), in case that is what hangs;
    then, from a thread of its own, watchdog-<pid>-<n>.log in the VM's log
    folder: the report, /proc/net/khttpd and kecho's counters, the TCP
    sockets (ss), whether the kernel's hung-task and lockup detectors were
@@ -271,30 +269,28 @@ class HangWatchdog:
         return self.sysrq == "/proc/sysrq-trigger"
 
     def kmsg(self, text):
-        """Lines into the kernel log, at KERN_ERR so that they reach the
-        console too; nothing outside the guest."""
+        """Lines into the kernel log; nothing outside the guest."""
         if not self.kernel_log():
             return
         try:
             with open("/dev/kmsg", "w") as f:
                 for line in text.splitlines():
-                    f.write(f"<3>{KMSG_TAG}: {line[:900]}\n")
+                    f.write(f"{KMSG_TAG}: {line[:900]}\n")
                     f.flush()
         except OSError:
             pass
 
-    def console_level(self, level):
-        """Set the console's log level; returns the old one (None: unknown).
-        The guest boots with loglevel=0: raised for the dump, the kernel's
-        output also reaches scripts/vm's own output through the serial
-        console, whatever happens to the shared folder dmesg.log is on."""
+    def devkmsg(self, value):
+        """Set printk_devkmsg (on, off, ratelimit); returns the old value
+        (None: unknown). Writes to /dev/kmsg are rate-limited to a few
+        lines by default, which would drop most of the report."""
         try:
-            with open("/proc/sys/kernel/printk") as f:
-                old = f.read().split()[0]
-            with open("/proc/sys/kernel/printk", "w") as f:
-                f.write(str(level))
+            with open("/proc/sys/kernel/printk_devkmsg") as f:
+                old = f.read().strip()
+            with open("/proc/sys/kernel/printk_devkmsg", "w") as f:
+                f.write(value)
             return old
-        except (OSError, IndexError):
+        except OSError:
             return None
 
     def trigger(self, letter):
@@ -323,7 +319,7 @@ class HangWatchdog:
             report += f"(process report failed: {e!r})\n"
         done = []
         if self.sysrq:
-            old = self.console_level(7) if self.kernel_log() else None
+            old = self.devkmsg("on") if self.kernel_log() else None
             self.kmsg(report[:48_000] + f"\nsysrq w, l, l, l, t follow; the dump: {path}")
             for letter in "wlllt":
                 if self.trigger(letter):
@@ -332,7 +328,7 @@ class HangWatchdog:
                         time.sleep(1)  # let dmesg -w keep up with the ring buffer
             self.kmsg(f"end of the dump for {item.nodeid}")
             if old is not None:
-                self.console_level(old)
+                self.devkmsg(old)
         writer = threading.Thread(target=self._write_dump, args=(path, what, report, done),
                                   name="hang-watchdog-writer", daemon=True)
         writer.start()
@@ -354,7 +350,10 @@ class HangWatchdog:
         late = (f"{item.nodeid} did not unwind within {self.grace:.0f} s of its failure "
                 f"(stuck in the kernel?); pytest exits with status {EXIT_STATUS}")
         again = python_threads() + process_report(self.pid)
+        old = self.devkmsg("on") if self.kernel_log() else None
         self.kmsg(f"{late}\n{again[:16_000]}")
+        if old is not None:
+            self.devkmsg(old)
         self.say(f"watchdog: {late}. State: {path}\n")
         try:
             with open(path, "a") as f:

@@ -3,8 +3,8 @@ against a stand-in for QEMU's human monitor on a Unix socket (the same
 prompt, command echo and output layout as QEMU 7.2's): every vCPU's
 instruction pointer and the text addresses on its stack come out named
 through System.map shifted by the guest's KASLR offset and through a
-module's load address, the report lands in wedged.log, and QEMU is told
-to quit."""
+module's load address, the kernel log buffer's text is read from guest
+memory, the report lands in wedged.log, and QEMU is told to quit."""
 import os
 import socket
 import subprocess
@@ -15,6 +15,8 @@ from testlib import ROOT
 MAP_TEXT = 0xffffffff81000000
 KASLR = 0x1e00000  # the guest's _text is this far above System.map's
 MOD_BASE = 0xffffffffc0800000
+LOG_BUF = 0xffffffff83000000  # __log_buf in the map
+LOG_TEXT = b"watchdog: BUG: soft lockup - CPU#1 stuck for 22s! [kworker/u4:2:96]"
 REGS = """CPU#{n}
 RAX=0000000000000000 RBX=0000000000000001 RCX=0000000000000000 RDX=0000000000000000
 RSI=0000000000000000 RDI=0000000000000000 RBP=0000000000000000 RSP={rsp:016x}
@@ -56,6 +58,12 @@ def fake_monitor(path, cpus, log):
                 elif cmd.startswith("cpu "):
                     cur = int(cmd.split()[1])
                     out = ""
+                elif cmd.startswith("x/") and int(cmd.split()[1], 16) == LOG_BUF + KASLR:
+                    n = int(cmd[2:cmd.index("g")])
+                    mem = (b"\0" * 64 + LOG_TEXT).ljust(n * 8, b"\0")
+                    words = [int.from_bytes(mem[i:i + 8], "little") for i in range(0, n * 8, 8)]
+                    out = "".join(f"{LOG_BUF + KASLR + i * 8:016x}: 0x{words[i]:016x} 0x{words[i + 1]:016x}\r\n"
+                                  for i in range(0, n, 2))
                 elif cmd.startswith("x/"):
                     c = cpus[cur]
                     out = (f"{c['rsp']:016x}: 0x{c['stack'][0]:016x} 0x0000000000000001\r\n"
@@ -70,8 +78,10 @@ def fake_monitor(path, cpus, log):
 
 
 def test_wedged_guest_cpus_named(tmp_path):
-    system_map = tmp_path / "System.map"
-    system_map.write_text(f"{MAP_TEXT:016x} T _text\n"
+    system_map = tmp_path / "System.map-testrel"
+    (tmp_path / "config-testrel").write_text("CONFIG_LOG_BUF_SHIFT=12\n")
+    system_map.write_text(f"{LOG_BUF:016x} b __log_buf\n"
+                          f"{MAP_TEXT:016x} T _text\n"
                           f"{MAP_TEXT + 0x1000:016x} T native_queued_spin_lock_slowpath\n"
                           f"{MAP_TEXT + 0x2000:016x} T smp_call_function_many_cond\n"
                           f"{MAP_TEXT + 0x3000:016x} T process_one_work\n"
@@ -97,3 +107,5 @@ def test_wedged_guest_cpus_named(tmp_path):
     assert "[khttpd]+0x1234" in report and "[khttpd]+0x40" in report, report
     assert "process_one_work+0x20" in report, report
     assert "some_data" not in report and "0xffff888000000000" not in report.split("== sample 1")[0]
+    # the kernel's own report, which no user space copied out, from its log buffer
+    assert LOG_TEXT.decode() in report.split("== the kernel's log buffer")[1], report

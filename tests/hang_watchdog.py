@@ -272,13 +272,14 @@ class HangWatchdog:
         """Lines into the kernel log; nothing outside the guest."""
         if not self.kernel_log():
             return
-        try:
-            with open("/dev/kmsg", "w") as f:
-                for line in text.splitlines():
+        # The rate limit of /dev/kmsg counts per open file: one open for
+        # every line, in case printk_devkmsg could not be turned on.
+        for line in text.splitlines():
+            try:
+                with open("/dev/kmsg", "w") as f:
                     f.write(f"{KMSG_TAG}: {line[:900]}\n")
-                    f.flush()
-        except OSError:
-            pass
+            except OSError:
+                pass
 
     def devkmsg(self, value):
         """Set printk_devkmsg (on, off, ratelimit); returns the old value

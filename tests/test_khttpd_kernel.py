@@ -711,6 +711,59 @@ def test_request_trace_event(docroot, tracefs):
     assert all(int(r[5]) < 10_000_000 for r in recs)
 
 
+def test_trace_event_toggled_under_load(docroot, tracefs):
+    """The trace event switched on and off 40 times while four clients keep
+    sending pipelined requests: enabling patches the running module's code
+    while its workers run it. Every response arrives whole, every record
+    is one of those requests, and the module unloads."""
+    enable = os.path.join(tracefs, "events/khttpd/khttpd_request/enable")
+    reqs = b"GET /hello.txt HTTP/1.1\r\nHost: x\r\n\r\n" * 4 + \
+        b"GET /page.html HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+    with Khttpd(docroot) as k:
+        with open(os.path.join(tracefs, "trace"), "w") as f:
+            f.write("")
+        stop = threading.Event()
+        errors, rounds = [], [0] * 4
+
+        def client(i):
+            try:
+                while not stop.is_set():
+                    with socket.create_connection(("127.0.0.1", k.port), timeout=10) as s:
+                        s.sendall(reqs)
+                        got = bytearray()
+                        while (b := s.recv(65536)):
+                            got += b
+                            assert len(got) < 1 << 20, "more bytes than five responses"
+                    assert got.count(b"HTTP/1.1 200 OK\r\n") == 5, got[:300]
+                    rounds[i] += 1
+            except Exception as e:  # noqa: BLE001 — reported below
+                errors.append(e)
+
+        threads = [threading.Thread(target=client, args=(i,)) for i in range(4)]
+        for t in threads:
+            t.start()
+        try:
+            for n in range(40):
+                with open(enable, "w") as f:
+                    f.write("0" if n % 2 else "1")
+                time.sleep(0.05)
+        finally:
+            with open(enable, "w") as f:
+                f.write("0")
+            stop.set()
+            for t in threads:
+                t.join(timeout=60)
+        assert not any(t.is_alive() for t in threads), "a client is still waiting"
+        assert not errors, errors[:3]
+        assert all(rounds), rounds
+        with open(os.path.join(tracefs, "trace")) as f:
+            lines = [line for line in f if "khttpd_request:" in line]
+    recs = [TRACE_LINE.search(line) for line in lines]
+    assert recs and all(recs), lines[:5]
+    assert {(r.group(2), r.group(3), r.group(4)) for r in recs} <= {
+        ("GET", "/hello.txt", "200"), ("GET", "/page.html", "200")}, lines[:5]
+
+
 PROM_LINE = re.compile(r'^(khttpd_[a-z_]+)(\{class="[1-5]xx"\})? (\d+)$')
 
 

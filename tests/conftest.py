@@ -10,6 +10,7 @@ raises engines.Unsupported: the test is skipped with that reason.
 Inside the VM every test runs under a watchdog (tests/hang_watchdog.py)
 that dumps the kernel's state and fails the run when a test hangs."""
 import os
+import subprocess
 
 import pytest
 
@@ -24,6 +25,28 @@ def pytest_configure(config):
         "figures, packaging): make check runs these on release 6.12 when the rest of "
         "6.12's kernel suites run on the debug kernel (make check-debug deselects them)")
     hang_watchdog.configure(config)
+    if testlib.in_vm():
+        _no_cmdline_recording()
+
+
+def _no_cmdline_recording():
+    """In the VM, switching a trace event on or off does not touch the
+    scheduler: with record-cmd on (the default) the first event enabled
+    hooks sched_switch and sched_wakeup to record task names, and the last
+    one disabled unhooks them, patching __schedule() and try_to_wake_up()
+    while every CPU runs them. Under QEMU's software emulation a vCPU
+    running such an instruction as it is patched can keep a stale int3
+    there and trap on it forever (seen: one CPU in __schedule() with its
+    run queue locked, the other waiting for it in text_poke_bp()). The
+    records then show <...> for the task's name."""
+    tracing = "/sys/kernel/tracing"
+    if not os.path.isdir(os.path.join(tracing, "events")):
+        subprocess.run(["mount", "-t", "tracefs", "nodev", tracing], capture_output=True)
+    try:
+        with open(os.path.join(tracing, "options/record-cmd"), "w") as f:
+            f.write("0")
+    except OSError:
+        pass
 
 
 def _unsupported_is_a_skip():

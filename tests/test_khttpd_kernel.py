@@ -680,7 +680,9 @@ def wait_no_connection(timeout=10):
     with the patch's int3: the kernel's int3 handler finds the int3 gone
     and returns to it, forever, on every such vCPU (both kworkers stuck in
     khttpd_trace_begin, soft lockups that no user space is left to copy
-    out of the kernel log). Real CPUs, and KVM, see the new bytes."""
+    out of the kernel log). Real CPUs, and KVM, see the new bytes. (The
+    scheduler's share of the patching, record-cmd, is off in the VM:
+    tests/conftest.py.)"""
     deadline = time.monotonic() + timeout
     while stats()["active"]:
         assert time.monotonic() < deadline, f"{stats()['active']} connections still live"

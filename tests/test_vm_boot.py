@@ -1,12 +1,14 @@
 """scripts/vm's handling of boots and runs that stall, with a stand-in for
 virtme-ng (KTCP_VM_VNG) that plays the guest: a boot that never reaches the
-command is stopped through QEMU's monitor after KTCP_VM_BOOT seconds and
-booted again, its console's end printed; three such boots fail the run;
+command is stopped through QEMU's monitor after KTCP_VM_BOOT seconds (at
+once when its kernel reports BUG:, an Oops or a panic) and booted again,
+its console's end printed; three such boots fail the run;
 a run that hits the hard timeout says how far the guest got (heartbeat,
 output, kernel log, console)."""
 import os
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -14,7 +16,7 @@ from testlib import ROOT
 
 # The stand-in: boot N of a run follows the plan in $FAKE_VNG_PLAN (one
 # word per boot): "hang" prints a console line and waits for "quit" on the
-# monitor socket named in --qemu-opts; "run" plays scripts/vm-guest (the
+# monitor socket named in --qemu-opts; "oops" does so after a kernel report; "run" plays scripts/vm-guest (the
 # started mark, a heartbeat, the command's output, its status); "stall"
 # starts like "run", then keeps beating without finishing.
 FAKE_VNG = r'''
@@ -29,7 +31,10 @@ open(count_file, "w").write(str(n))
 plan = os.environ["FAKE_VNG_PLAN"].split()
 step = plan[min(n, len(plan)) - 1]
 print(f"[    0.000000] fake console: boot {n} ({step})", flush=True)
-if step == "hang":
+if step == "oops":
+    print("[    0.003550] BUG: KASAN: wild-memory-access in do_raw_spin_lock+0x122/0x270",
+          flush=True)
+if step in ("hang", "oops"):
     srv = socket.socket(socket.AF_UNIX)
     srv.bind(monitor)
     srv.listen(1)
@@ -58,7 +63,7 @@ open(os.path.join(logdir, "rc"), "w").write("0\n")
 '''
 
 
-def run_vm(tmp_path, plan, timeout_arg="60", limit=120):
+def run_vm(tmp_path, plan, timeout_arg="60", limit=120, boot_s="5"):
     kver = subprocess.run([os.path.join(ROOT, "scripts/kernels"), "release", "6.1"],
                           capture_output=True, text=True)
     if kver.returncode != 0:
@@ -66,7 +71,7 @@ def run_vm(tmp_path, plan, timeout_arg="60", limit=120):
     fake = tmp_path / "fake-vng"
     fake.write_text(f"#!{sys.executable}\n{FAKE_VNG}")
     fake.chmod(0o755)
-    env = dict(os.environ, KTCP_VM_VNG=str(fake), KTCP_VM_KVM="0", KTCP_VM_BOOT="5",
+    env = dict(os.environ, KTCP_VM_VNG=str(fake), KTCP_VM_KVM="0", KTCP_VM_BOOT=boot_s,
                FAKE_VNG_PLAN=plan, FAKE_VNG_COUNT=str(tmp_path / "count"),
                TMPDIR=str(tmp_path))
     r = subprocess.run([os.path.join(ROOT, "scripts/vm"), "--kernel", "6.1", "--timeout", timeout_arg,
@@ -79,8 +84,19 @@ def test_hung_boot_is_stopped_and_booted_again(tmp_path):
     r, boots = run_vm(tmp_path, "hang run")
     assert r.returncode == 0, r.stderr
     assert boots == 2
-    assert "boot 1 did not reach the command within 5s" in r.stderr
+    assert "boot 1 stopped: it did not reach the command within 5s" in r.stderr
     assert "fake console: boot 1 (hang)" in r.stderr  # the console's end
+    assert "hello from the guest" in r.stdout
+
+
+def test_boot_with_kernel_report_is_stopped_at_once(tmp_path):
+    t0 = time.monotonic()
+    r, boots = run_vm(tmp_path, "oops run", boot_s="120")
+    assert r.returncode == 0, r.stderr
+    assert boots == 2
+    assert time.monotonic() - t0 < 60  # not the boot deadline
+    assert "boot 1 stopped: its kernel reported a problem before the command started" in r.stderr
+    assert "BUG: KASAN: wild-memory-access" in r.stderr  # the console's end
     assert "hello from the guest" in r.stdout
 
 
@@ -88,7 +104,7 @@ def test_three_hung_boots_fail_the_run(tmp_path):
     r, boots = run_vm(tmp_path, "hang hang hang run")
     assert r.returncode == 1, r.stderr
     assert boots == 3
-    assert "no boot reached the command (3 boots of 5s)" in r.stderr
+    assert "no boot reached the command (3 boots)" in r.stderr
     assert "hello from the guest" not in r.stdout
 
 

@@ -93,13 +93,13 @@ uint64_t rt_now_ms(void)
 __attribute__((noinline)) uint64_t rt_loop_now_ms(void)
 {
     const struct rt_worker *w = tls_worker;
-    return w && w->loop_clock ? w->loop_now_ms : rt_now_ms();
+    return w ? w->loop_now_ms : rt_now_ms();
 }
 
 __attribute__((noinline)) void rt_loop_clock_tick(void)
 {
     struct rt_worker *w = tls_worker;
-    if (w && w->loop_clock && w->id < 0)
+    if (w && w->id < 0)
         w->loop_now_ms = rt_now_ms();
 }
 
@@ -116,36 +116,37 @@ bool rt_stopping(void)
     return atomic_load_explicit(&rt_g.stopping, memory_order_relaxed);
 }
 
-void rt_count2(int a, int b)
+/* The calling worker's own counters (only its thread writes them, so no
+ * locked instruction), or NULL: a thread without a worker counts in the
+ * shared array. */
+static inline _Atomic uint64_t *own_counters(void)
 {
     struct rt_worker *w = rt_worker_self_full();
-    if (w && w->id >= 0) {
-        /* only this thread writes its array: no locked instruction */
-        _Atomic uint64_t *v = w->counters;
+    return w && w->id >= 0 ? w->counters : NULL;
+}
+
+static inline void count_in(_Atomic uint64_t *own, int which, uint64_t n)
+{
+    if (own) {
         atomic_store_explicit(
-            &v[a], atomic_load_explicit(&v[a], memory_order_relaxed) + 1,
-            memory_order_relaxed);
-        atomic_store_explicit(
-            &v[b], atomic_load_explicit(&v[b], memory_order_relaxed) + 1,
+            &own[which],
+            atomic_load_explicit(&own[which], memory_order_relaxed) + n,
             memory_order_relaxed);
         return;
     }
-    atomic_fetch_add_explicit(&counters_shared[a], 1, memory_order_relaxed);
-    atomic_fetch_add_explicit(&counters_shared[b], 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&counters_shared[which], n, memory_order_relaxed);
+}
+
+void rt_count2(int a, int b)
+{
+    _Atomic uint64_t *own = own_counters();
+    count_in(own, a, 1);
+    count_in(own, b, 1);
 }
 
 void rt_count(int which, uint64_t n)
 {
-    struct rt_worker *w = rt_worker_self_full();
-    if (w && w->id >= 0) {
-        /* only this thread writes its array: no locked instruction */
-        _Atomic uint64_t *v = &w->counters[which];
-        atomic_store_explicit(v,
-                              atomic_load_explicit(v, memory_order_relaxed) + n,
-                              memory_order_relaxed);
-        return;
-    }
-    atomic_fetch_add_explicit(&counters_shared[which], n, memory_order_relaxed);
+    count_in(own_counters(), which, n);
 }
 
 void rt_counters_add_shared(uint64_t out[RT_NCOUNTERS])

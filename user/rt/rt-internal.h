@@ -263,10 +263,9 @@ struct rt_worker {
     struct rt_coro *cancel_inbox_locked;
     struct rt_coro *rekey_inbox_locked;
     uint64_t last_flush_ms;
-    uint64_t loop_now_ms; /* rt_now_ms() read after the last epoll_wait
-                             (a threads-model thread: after its wake-up) */
-    bool loop_clock;      /* loop_now_ms is kept (id >= 0, or a threads-model
-                             connection thread) */
+    /* rt_now_ms() read after the last epoll_wait (a threads-model thread:
+     * after its wake-up); every thread with a worker keeps it */
+    uint64_t loop_now_ms;
     _Atomic uint64_t flush_done; /* last rt_flush_workers() round seen */
     /* Out of descriptors, accept stopped at EMFILE; the edge-triggered
      * listener will not fire again for the connections already queued, so

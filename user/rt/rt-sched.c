@@ -557,7 +557,6 @@ static void *worker_main(void *arg)
     urcu_memb_register_thread();
     rt_coro_thread_dead_mode(model_mn ? RT_DEAD_SHARED : RT_DEAD_PRIVATE);
     w->last_flush_ms = w->loop_now_ms = rt_now_ms();
-    w->loop_clock = true;
     for (;;) {
         /* run what is ready */
         struct rt_coro *co;

@@ -118,7 +118,7 @@ static void *conn_thread(void *arg)
     struct rt_worker w;
     memset(&w, 0, sizeof(w));
     w.id = -1;
-    w.loop_clock = true;
+    w.loop_now_ms = rt_now_ms();
     if (rt_worker_data_init(&w) < 0) {
         /* no state for the handler: this thread serves nothing */
         struct handoff *c = arg;

@@ -46,10 +46,19 @@ $(BUILD)/gen/version.c: FORCE
 	@mkdir -p $(@D)
 	@printf '#include <stdio.h>\n#include "ktcp-version.h"\nconst char ktcp_version[] = "%s";\nvoid ktcp_print_version(const char *prog) { printf("%%s %%s\\n", prog, ktcp_version); }\n' '$(KTCP_VERSION)' >$@.tmp
 	@cmp -s $@.tmp $@ && rm -f $@.tmp || mv $@.tmp $@
-$(KTCP_VERSION_OBJ): $(BUILD)/gen/version.c user/common/ktcp-version.h
+$(KTCP_VERSION_OBJ): $(BUILD)/gen/version.c user/common/ktcp-version.h $(FLAGS_STAMP)
 	$(CC) $(CFLAGS) -Iuser/common -c -o $@ $<
 .PHONY: FORCE
 FORCE:
+
+# The compiler and flags the objects were built with, rewritten only when
+# they change: every object depends on it, so `make LTO=` or another CC or
+# CFLAGS rebuilds what was built otherwise (not only what changed since).
+FLAGS_STAMP := $(BUILD)/gen/flags
+$(FLAGS_STAMP): FORCE
+	@mkdir -p $(@D)
+	@echo '$(CC) $(CFLAGS) $(LDFLAGS)' >$@.tmp
+	@cmp -s $@.tmp $@ && rm -f $@.tmp || mv $@.tmp $@
 
 # The libraries' fragments first (core/, the user runtime user/rt, the
 # helpers of user/common): the programs' fragments name what they define.

@@ -11,11 +11,11 @@ CORE_SHLIB    := $(BUILD)/libktcpcore.so
 
 BINS += $(CORE_LIB) $(CORE_SHLIB)
 
-$(BUILD)/core/%.o: core/%.c | $(BUILD)
+$(BUILD)/core/%.o: core/%.c $(FLAGS_STAMP) | $(BUILD)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
 
-$(BUILD)/core/pic/%.o: core/%.c | $(BUILD)
+$(BUILD)/core/pic/%.o: core/%.c $(FLAGS_STAMP) | $(BUILD)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -fPIC -MMD -MP -c $< -o $@
 

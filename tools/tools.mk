@@ -4,7 +4,7 @@
 
 TOOLS_CFLAGS := $(CFLAGS) -Itools -Iuser/common
 
-$(BUILD)/tools/%.o: tools/%.c tools/*.h | $(BUILD)
+$(BUILD)/tools/%.o: tools/%.c tools/*.h $(FLAGS_STAMP) | $(BUILD)
 	@mkdir -p $(BUILD)/tools
 	$(CC) $(TOOLS_CFLAGS) -c -o $@ $<
 

@@ -6,7 +6,7 @@ CORE_UNIT_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/unit/%,$(CORE_UNIT_SR
 
 UNIT_TESTS += $(CORE_UNIT_BINS)
 
-$(BUILD)/tests/unit/%: tests/unit/%.c tests/unit/unit.h $(CORE_LIB) | $(BUILD)
+$(BUILD)/tests/unit/%: tests/unit/%.c tests/unit/unit.h $(CORE_LIB) $(FLAGS_STAMP) | $(BUILD)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -Itests/unit -o $@ $< $(CORE_LIB) $(LDFLAGS)
 

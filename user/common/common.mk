@@ -2,6 +2,6 @@
 # is the runtime's, user/rt/rt-cli.c).
 KTCP_USER_COMMON := $(BUILD)/user/common/ktcp-net.o
 
-$(BUILD)/user/common/%.o: user/common/%.c user/common/ktcp-net.h
+$(BUILD)/user/common/%.o: user/common/%.c user/common/ktcp-net.h $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c -o $@ $<

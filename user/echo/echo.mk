@@ -6,6 +6,6 @@ BINS += $(BUILD)/ktcp-echo
 $(BUILD)/ktcp-echo: $(ECHO_OBJS) $(RT_LIB) $(KTCP_VERSION_OBJ)
 	$(CC) $(LDFLAGS) -o $@ $(ECHO_OBJS) $(RT_LIB) $(KTCP_VERSION_OBJ) $(RT_LIBS)
 
-$(BUILD)/user/echo/%.o: user/echo/%.c user/echo/echo.h user/rt/rt.h
+$(BUILD)/user/echo/%.o: user/echo/%.c user/echo/echo.h user/rt/rt.h $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(RT_CFLAGS) -Iuser/common -c -o $@ $<

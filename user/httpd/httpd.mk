@@ -7,7 +7,7 @@ HTTPD_LIBS := -lz -lurcu-cds $(RT_LIBS)
 
 BINS += $(BUILD)/ktcp-httpd
 
-$(BUILD)/user/httpd/%.o: user/httpd/%.c $(wildcard user/httpd/*.h) $(wildcard user/rt/rt.h) $(wildcard core/*.h)
+$(BUILD)/user/httpd/%.o: user/httpd/%.c $(wildcard user/httpd/*.h) $(wildcard user/rt/rt.h) $(wildcard core/*.h) $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -Iuser/httpd $(RT_CFLAGS) -Iuser/common -c -o $@ $<
 

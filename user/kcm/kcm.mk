@@ -3,7 +3,7 @@
 KCM_CFLAGS := $(CFLAGS) $(RT_CFLAGS) -Itools -Iuser/common
 KCM_HDRS := user/kcm/msg.h user/kcm/kcm.h user/kcm/kcm-parser.h user/rt/rt.h
 
-$(BUILD)/user/kcm/%.o: user/kcm/%.c $(KCM_HDRS)
+$(BUILD)/user/kcm/%.o: user/kcm/%.c $(KCM_HDRS) $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(KCM_CFLAGS) -c -o $@ $<
 

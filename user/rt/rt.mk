@@ -11,7 +11,7 @@ RT_LIBS := -lurcu-memb -lurcu-common
 # What a program compiling against rt.h adds to its CFLAGS.
 RT_CFLAGS := -Iuser/rt
 
-$(BUILD)/user/rt/%.o: user/rt/%.c $(wildcard user/rt/*.h)
+$(BUILD)/user/rt/%.o: user/rt/%.c $(wildcard user/rt/*.h) $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -Iuser/rt -Iuser/common -c -o $@ $<
 

@@ -40,9 +40,13 @@ static void reopen_log(const char *path, const char *why)
  * restart. Connections and listeners are not touched. */
 static void reload(int argc, char **argv, struct settings *running)
 {
+    /* the strings of the reload before: running->access_log points into
+     * them until this reload replaces it */
+    static struct settings last;
     struct settings n;
     if (httpd_load_settings(argc, argv, &n) != RT_CLI_OK) {
         fprintf(stderr, "ktcp-httpd: SIGHUP: kept the running settings\n");
+        httpd_settings_release(&n);
         return;
     }
     const struct {
@@ -94,6 +98,9 @@ static void reload(int argc, char **argv, struct settings *running)
             "gzip-static %s, expires %u)\n",
             n.gzip ? "on" : "off", n.access_log ? n.access_log : "off",
             n.gzip_static ? "on" : "off", n.expires);
+    httpd_settings_release(&last);
+    last.owned = n.owned;
+    last.owned_n = n.owned_n;
 }
 
 /* --mime-types: read the file (at most HTTP_MIME_FILE_MAX bytes) into
@@ -310,5 +317,6 @@ int main(int argc, char **argv)
     }
     rt_stop();
     rt_finish();
+    httpd_settings_release(&s);
     return 0;
 }

@@ -218,7 +218,8 @@ static enum rt_cli_result apply(int argc,
  * command line with or without the leading dashes ("gzip",
  * "access-log /var/log/ktcp-httpd/access.log"); the value is the rest of
  * the line, blanks trimmed; blank lines and lines starting with '#' are
- * skipped. The strings stay allocated: s may point into them. */
+ * skipped. The strings belong to s (s->owned): its fields may point into
+ * them. */
 static enum rt_cli_result apply_file(const char *path, struct settings *s)
 {
     FILE *f = fopen(path, "re");
@@ -269,13 +270,23 @@ static enum rt_cli_result apply_file(const char *path, struct settings *s)
     argv[argc] = NULL;
     r = apply((int) argc, argv, s, RT_CLI_FROM_FILE);
 out:
-    if (r == RT_CLI_ERROR && argv)
-        for (size_t i = 1; i < argc; i++)
-            free(argv[i]);
-    free(argv); /* the strings themselves stay */
+    if (argv) {
+        argv[0] = NULL; /* the prefix is on this stack */
+        s->owned = argv;
+        s->owned_n = argc;
+    }
     free(line);
     fclose(f);
     return r;
+}
+
+void httpd_settings_release(struct settings *s)
+{
+    for (size_t i = 1; i < s->owned_n; i++)
+        free(s->owned[i]);
+    free(s->owned);
+    s->owned = NULL;
+    s->owned_n = 0;
 }
 
 /* Defaults, then --config's file, then the command line. */

@@ -25,6 +25,10 @@ struct settings {
     size_t error_pages_n;
     const char *user;
     bool dotfiles;
+    /* --config's strings, which the fields above may point into:
+     * owned[1..owned_n) (httpd_settings_release frees them) */
+    char **owned;
+    size_t owned_n;
 };
 
 /* Defaults, then --config's file, then the command line, into s. A
@@ -33,5 +37,9 @@ struct settings {
 enum rt_cli_result httpd_load_settings(int argc,
                                        char **argv,
                                        struct settings *s);
+
+/* Free the strings read from --config into s (its fields may point into
+ * them: s is not used afterwards). */
+void httpd_settings_release(struct settings *s);
 
 #endif /* KTCP_HTTPD_OPTIONS_H */

@@ -58,12 +58,25 @@ void rt_coro_trampoline(void);
 
 static rt_handler_fn coro_handler; /* set before any coroutine starts */
 
+/* The kept frame (rt-internal.h, rt_coro_start). */
+__thread struct rt_serve_slot rt_serve;
+
+/* Read in a call of its own: a frame that began on one thread may go on
+ * on another (mn), so no thread-local's address may be kept across a
+ * switch, whatever the compiler's TLS model. */
+static __attribute__((noinline)) struct rt_coro *serve_take(void)
+{
+    return rt_serve.next;
+}
+
 static void __attribute__((noreturn)) coro_main(struct rt_coro *co)
 {
-    enum rt_verdict v = coro_handler(&co->conn);
-    co->op = v == RT_IDLE ? RT_OP_IDLE : RT_OP_EXIT;
-    rt_coro_switch(&co->sp, co->worker->sched_sp);
-    abort(); /* a finished handler's frame is never resumed */
+    for (;;) {
+        enum rt_verdict v = coro_handler(&co->conn);
+        co->op = v == RT_IDLE ? RT_OP_IDLE : RT_OP_EXIT;
+        rt_coro_switch(&co->sp, co->worker->sched_sp);
+        co = serve_take(); /* resumed as the start of another connection */
+    }
 }
 
 /* Stacks not in use, most recently used first (their pages are warm).
@@ -127,12 +140,8 @@ static void stack_put_shared(void *base)
         munmap(base, STACK_MAP_LEN);
 }
 
-void rt_coro_release_stack(struct rt_coro *co)
+void rt_coro_cache_stack(void *base)
 {
-    void *base = co->stack;
-    if (!base)
-        return;
-    co->stack = NULL;
     if (stack_local_count < RT_STACK_LOCAL_MAX) {
         stack_local[stack_local_count++] = base;
         return;
@@ -173,7 +182,7 @@ void rt_coro_set_handler(rt_handler_fn fn)
     coro_handler = fn;
 }
 
-int rt_coro_start(struct rt_coro *co)
+int rt_coro_start_fresh(struct rt_coro *co)
 {
     co->stack = stack_get();
     if (!co->stack)
@@ -258,6 +267,10 @@ void rt_coro_thread_dead_mode(enum rt_dead_mode mode)
 {
     dead_hand_over();
     dead_mode = mode;
+    if (mode == RT_DEAD_ALONE && rt_serve.stack) {
+        stack_put_shared(rt_serve.stack);
+        rt_serve.stack = NULL;
+    }
     while (mode == RT_DEAD_ALONE && stack_local_count > 0)
         stack_put_shared(stack_local[--stack_local_count]);
     if (mode != RT_DEAD_PRIVATE) {

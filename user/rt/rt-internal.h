@@ -58,12 +58,52 @@ struct rt_coro {
 } __attribute__((aligned(64)));
 
 struct rt_coro *rt_coro_new(int fd);
-/* Give co a stack with a fresh frame that starts the handler; -ENOMEM. */
-int rt_coro_start(struct rt_coro *co);
+/* The stack of the last handler this thread saw return, kept with its
+ * frame (rt-coro.c's coro_main, switched out after the handler returned)
+ * as the start of the thread's next connection: serving an idle
+ * connection's next message then resumes that frame instead of building
+ * one on another stack. Only the thread that kept it resumes it, and the
+ * frame learns whom it serves from next, set just before. */
+struct rt_serve_slot {
+    void *stack, *sp;
+    struct rt_coro *next;
+};
+extern __thread struct rt_serve_slot rt_serve;
+
+/* A fresh frame on a stack from the cache (or a new mapping); -ENOMEM. */
+int rt_coro_start_fresh(struct rt_coro *co);
+/* Into the cache: a free stack. */
+void rt_coro_cache_stack(void *base);
+
+/* Give co a stack whose frame starts the handler: the kept frame, or a
+ * fresh one; -ENOMEM. The caller switches to co->sp next, on this thread. */
+static inline int rt_coro_start(struct rt_coro *co)
+{
+    if (!rt_serve.stack)
+        return rt_coro_start_fresh(co);
+    co->stack = rt_serve.stack;
+    co->sp = rt_serve.sp;
+    rt_serve.stack = NULL;
+    rt_serve.next = co;
+    return 0;
+}
 /* Called once, before any worker starts. */
 void rt_coro_set_handler(rt_handler_fn fn);
-/* Return co's stack to the cache; co must not be running on it. */
-void rt_coro_release_stack(struct rt_coro *co);
+/* Take co's stack back once its handler has returned (co->op is RT_OP_IDLE
+ * or RT_OP_EXIT): kept for this thread's next rt_coro_start, or cached. */
+static inline void rt_coro_release_stack(struct rt_coro *co)
+{
+    void *base = co->stack;
+    if (!base)
+        return;
+    co->stack = NULL;
+    if (rt_serve.stack) {
+        rt_coro_cache_stack(base);
+        return;
+    }
+    rt_serve.stack = base;
+    rt_serve.sp = co->sp;
+}
 void rt_coro_get(struct rt_coro *co);
 /* Drop a reference; the last one frees the stack after a grace period, as
  * an epoll event naming it may still be in another worker's hands. */

@@ -8,7 +8,9 @@
  *
  * epoll: worker i owns listener i (SO_REUSEPORT), epoll set i, a local run
  *        queue and timer heap; its coroutines never leave it, so nothing in
- *        the hot path is shared.
+ *        the hot path is shared. A coroutine an event wakes, or a connection
+ *        just accepted, runs at once; the run queue holds the rest (timed
+ *        out, requeued).
  * mn:    all workers wait on one epoll set holding one listener. A worker
  *        queues what it wakes (the events its epoll_wait returned, the
  *        connections it accepted, its timers, requeues) on its own run
@@ -40,6 +42,12 @@
 
 #include "rt-internal.h"
 
+/* The steps every message takes (wake, run, park, the loop's sleep) are
+ * inlined into worker_main, whatever the compiler's estimate: their calls'
+ * prologues and spills were about 50 instructions of a 13-byte keep-alive
+ * request (make bench-cost). */
+#define INLINE_HOT inline __attribute__((always_inline))
+
 #define RT_EVENTS 256
 #define RT_BATCH 64 /* coroutines run between two epoll_waits (mn) */
 
@@ -55,8 +63,9 @@ static _Atomic int shared_idle_workers;
 /* rounds of rt_flush_workers(); each worker acknowledges in flush_done */
 static _Atomic uint64_t flush_round;
 
-/* epoll data.ptr values that are not coroutines */
-static char tag_listen, tag_stop, tag_kick;
+/* epoll data values that are not coroutines: numbers below any address a
+ * coroutine can have, so one compare tells the two apart */
+enum { TAG_LISTEN = 1, TAG_STOP, TAG_KICK, TAG_END };
 
 static void runq_push(struct rt_worker *w, struct rt_coro *co)
 {
@@ -115,9 +124,10 @@ static struct rt_coro *runq_steal(struct rt_worker *w, bool *busy)
     return NULL;
 }
 
-/* Make a WAITING coroutine runnable, or mark a running one NOTIFIED.
- * Returns true if it was queued. Any worker may call it. */
-static bool coro_wake(struct rt_worker *w, struct rt_coro *co, int reason)
+/* Take a WAITING coroutine for running (the caller runs or queues it), or
+ * mark a running one NOTIFIED. Returns true if it was taken. Any worker
+ * may call it. */
+static INLINE_HOT bool coro_claim(struct rt_coro *co, int reason)
 {
     uint64_t s = atomic_load(&co->wstate);
     for (;;) {
@@ -126,7 +136,6 @@ static bool coro_wake(struct rt_worker *w, struct rt_coro *co, int reason)
             if (atomic_compare_exchange_weak(&co->wstate, &s,
                                              RT_GEN(s) | RT_ST_RUNNING)) {
                 co->wake_reason = reason;
-                runq_push(w, co);
                 return true;
             }
             break;
@@ -143,15 +152,33 @@ static bool coro_wake(struct rt_worker *w, struct rt_coro *co, int reason)
     }
 }
 
-/* co's entry in w's heap (w its owner) says dl or later: make it say the
- * wait's deadline if that is earlier. */
+/* Make a WAITING coroutine runnable on w's queue, or mark a running one
+ * NOTIFIED. Returns true if it was queued. */
+static bool coro_wake(struct rt_worker *w, struct rt_coro *co, int reason)
+{
+    if (!coro_claim(co, reason))
+        return false;
+    runq_push(w, co);
+    return true;
+}
+
+/* co's entry is in w's heap (w its owner): make it say dl if that is
+ * earlier than what it says. */
+static INLINE_HOT void timer_move_earlier(struct rt_worker *w,
+                                          struct rt_coro *co,
+                                          uint64_t dl)
+{
+    if (dl < w->timers.v[co->heap_idx].deadline)
+        rt_timer_update(&w->timers, co->heap_idx, dl);
+}
+
+/* The same, for an entry w may have popped since (the rekey inbox). */
 static void timer_rekey_owned(struct rt_worker *w,
                               struct rt_coro *co,
                               uint64_t dl)
 {
-    if (dl && atomic_load(&co->heap_owner) == w &&
-        dl < w->timers.v[co->heap_idx].deadline)
-        rt_timer_update(&w->timers, co->heap_idx, dl);
+    if (dl && atomic_load(&co->heap_owner) == w)
+        timer_move_earlier(w, co, dl);
 }
 
 /* Arm a timer for co in w's heap. If some heap already holds it, a later
@@ -172,7 +199,7 @@ static void timer_arm(struct rt_worker *w, struct rt_coro *co, uint64_t dl)
     }
     struct rt_worker *owner = atomic_load(&co->heap_owner);
     if (owner == w) {
-        timer_rekey_owned(w, co, dl);
+        timer_move_earlier(w, co, dl);
     } else if (owner && !atomic_exchange(&co->rekey_queued, true)) {
         /* an owner it had a moment ago: if it popped the entry since, the
          * drain finds it no longer owns co and does nothing */
@@ -250,10 +277,19 @@ static void cancel_inbox_drain(struct rt_worker *w)
 }
 
 /* Called on the scheduler stack after co switched out asking to park. */
-static void coro_park(struct rt_worker *w, struct rt_coro *co)
+static INLINE_HOT void coro_park(struct rt_worker *w, struct rt_coro *co)
 {
     uint64_t dl = atomic_load(&co->deadline);
-    rt_coro_get(co); /* co may run elsewhere as soon as it is WAITING */
+    if (dl &&
+        atomic_load_explicit(&co->heap_owner, memory_order_relaxed) == w) {
+        /* Its entry is in w's heap (an idle connection's, kept across its
+         * requests), where only w moves or pops it: settle the deadline
+         * while co is still RUNNING, and the entry needs no reference. */
+        timer_move_earlier(w, co, dl);
+        dl = 0;
+    }
+    if (dl)
+        rt_coro_get(co); /* co may run elsewhere as soon as it is WAITING */
     uint64_t s = atomic_load(&co->wstate);
     for (;;) {
         if (RT_ST(s) == RT_ST_NOTIFIED) {
@@ -270,8 +306,6 @@ static void coro_park(struct rt_worker *w, struct rt_coro *co)
     }
     if (dl)
         timer_arm(w, co, dl);
-    else
-        rt_coro_put(co);
 }
 
 static void coro_close(struct rt_worker *w, struct rt_coro *co)
@@ -286,7 +320,7 @@ static void coro_close(struct rt_worker *w, struct rt_coro *co)
 
 /* The handler returned RT_IDLE: keep the connection, not the stack. It
  * parks like a wait whose wakeup starts the handler afresh. */
-static void coro_idle(struct rt_worker *w, struct rt_coro *co)
+static INLINE_HOT void coro_idle(struct rt_worker *w, struct rt_coro *co)
 {
     rt_coro_release_stack(co);
     if (rt_stopping()) {
@@ -300,7 +334,7 @@ static void coro_idle(struct rt_worker *w, struct rt_coro *co)
     coro_park(w, co);
 }
 
-static void coro_run(struct rt_worker *w, struct rt_coro *co)
+static INLINE_HOT void coro_run(struct rt_worker *w, struct rt_coro *co)
 {
     if (!co->stack) {
         /* an idle connection: bytes came, or its time is up */
@@ -437,8 +471,7 @@ static uint32_t listen_events(void)
 
 static int listen_arm(struct rt_worker *w, bool on)
 {
-    struct epoll_event ev = {.events = listen_events(),
-                             .data.ptr = &tag_listen};
+    struct epoll_event ev = {.events = listen_events(), .data.u64 = TAG_LISTEN};
     int lfd = model_mn ? rt_g.listen_fds[0] : w->listen_fd;
     return epoll_ctl(w->epfd, on ? EPOLL_CTL_ADD : EPOLL_CTL_DEL, lfd, &ev);
 }
@@ -511,15 +544,19 @@ static int accept_all(struct rt_worker *w, int lfd)
             continue;
         }
         co->wake_reason = RT_WAKE_IO; /* start the handler: data is likely */
-        runq_push(w, co);
-        queued++;
+        if (model_mn) {
+            runq_push(w, co);
+            queued++;
+        } else {
+            coro_run(w, co); /* at once, as an event is (worker_main) */
+        }
     }
     return queued;
 }
 
 /* How long the loop may sleep at time now: 0 with work queued or a
  * deadline passed, else until the next deadline, at most max_sleep. */
-static int sleep_ms(struct rt_worker *w, uint64_t now, int max_sleep)
+static INLINE_HOT int sleep_ms(struct rt_worker *w, uint64_t now, int max_sleep)
 {
     int timeout = max_sleep;
     if (!runq_empty(w))
@@ -596,28 +633,49 @@ static void *worker_main(void *arg)
                               NULL, 0);
         if (timeout && model_mn)
             atomic_fetch_sub(&shared_idle_workers, 1);
+        /* the clock of this wake-up, for what runs until the next one */
+        uint64_t now = rt_now_ms();
+        w->loop_now_ms = now;
 
         int queued = 0;
+        struct rt_coro *lone = NULL;
         for (int i = 0; i < n; i++) {
-            void *p = ev[i].data.ptr;
-            if (p == &tag_listen) {
+            uint64_t tag = ev[i].data.u64;
+            struct rt_coro *p = ev[i].data.ptr;
+            if (tag >= TAG_END) {
+                if (!model_mn) {
+                    /* epoll: run it now, without a trip through the run
+                     * queue; its events come only here, so none is left
+                     * behind */
+                    if (coro_claim(p, RT_WAKE_IO))
+                        coro_run(w, p);
+                } else if (n == 1 && runq_empty(w)) {
+                    /* mn, a lone event and nothing queued: there is nothing
+                     * for a peer to steal, so it runs at once (below) */
+                    if (coro_claim(p, RT_WAKE_IO))
+                        lone = p;
+                } else {
+                    queued += coro_wake(w, p, RT_WAKE_IO);
+                }
+            } else if (tag == TAG_LISTEN) {
                 if (!saw_stop)
                     queued += accept_all(
                         w, model_mn ? rt_g.listen_fds[0] : w->listen_fd);
-            } else if (p == &tag_kick) {
+            } else if (tag == TAG_KICK) {
                 uint64_t v;
                 if (read(shared_kick_fd, &v, sizeof(v)) < 0) {
                     /* nothing to drain: another worker got it */
                 }
-            } else if (p == &tag_stop) {
+            } else { /* TAG_STOP */
                 saw_stop = stop_seen(w, saw_stop);
                 epoll_ctl(w->epfd, EPOLL_CTL_DEL, rt_g.stop_fd, NULL);
-            } else {
-                queued += coro_wake(w, p, RT_WAKE_IO);
             }
         }
         if (model_mn)
             urcu_memb_read_unlock();
+        /* claimed (RUNNING), so only this worker can close and free it */
+        if (lone)
+            coro_run(w, lone);
         if (w->accept_retry_ms && w->accept_retry_ms <= rt_now_ms() &&
             !saw_stop) {
             w->accept_retry_ms = 0;
@@ -635,11 +693,11 @@ static void *worker_main(void *arg)
             }
         }
 
-        uint64_t now = rt_now_ms();
-        w->loop_now_ms = now;
         rt_coro_reap(now);
-        cancel_inbox_drain(w);
-        rekey_inbox_drain(w);
+        if (model_mn) { /* only mn workers arm timers in a peer's heap */
+            cancel_inbox_drain(w);
+            rekey_inbox_drain(w);
+        }
         timers_expire(w, now);
         if (rt_stopping()) {
             saw_stop = stop_seen(w, saw_stop);
@@ -663,9 +721,9 @@ static void *worker_main(void *arg)
     return NULL;
 }
 
-static int epoll_add_tag(int epfd, int fd, void *tag, uint32_t events)
+static int epoll_add_tag(int epfd, int fd, uint64_t tag, uint32_t events)
 {
-    struct epoll_event ev = {.events = events, .data.ptr = tag};
+    struct epoll_event ev = {.events = events, .data.u64 = tag};
     return epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev);
 }
 
@@ -686,11 +744,11 @@ int rt_run_coro(const struct rt_config *cfg)
         shared_epfd = epoll_create1(EPOLL_CLOEXEC);
         shared_kick_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
         if (shared_epfd < 0 || shared_kick_fd < 0 ||
-            epoll_add_tag(shared_epfd, rt_g.listen_fds[0], &tag_listen,
+            epoll_add_tag(shared_epfd, rt_g.listen_fds[0], TAG_LISTEN,
                           listen_events()) < 0 ||
-            epoll_add_tag(shared_epfd, shared_kick_fd, &tag_kick,
+            epoll_add_tag(shared_epfd, shared_kick_fd, TAG_KICK,
                           EPOLLIN | EPOLLET) < 0 ||
-            epoll_add_tag(shared_epfd, rt_g.stop_fd, &tag_stop, EPOLLIN) < 0)
+            epoll_add_tag(shared_epfd, rt_g.stop_fd, TAG_STOP, EPOLLIN) < 0)
             return -errno;
     }
     for (int i = 0; i < nworkers; i++) {
@@ -708,9 +766,9 @@ int rt_run_coro(const struct rt_config *cfg)
         w->epfd = epoll_create1(EPOLL_CLOEXEC);
         w->listen_fd = rt_g.listen_fds[i];
         if (w->epfd < 0 ||
-            epoll_add_tag(w->epfd, w->listen_fd, &tag_listen, listen_events()) <
+            epoll_add_tag(w->epfd, w->listen_fd, TAG_LISTEN, listen_events()) <
                 0 ||
-            epoll_add_tag(w->epfd, rt_g.stop_fd, &tag_stop, EPOLLIN) < 0)
+            epoll_add_tag(w->epfd, rt_g.stop_fd, TAG_STOP, EPOLLIN) < 0)
             return -errno;
     }
     for (int i = 0; i < nworkers; i++) {

@@ -90,11 +90,16 @@ static void run_once(struct rt_coro *co)
 
 static void test_coro(void)
 {
+    void *kept = NULL, *kept_sp = NULL;
     rt_coro_set_handler(handler);
     for (int fd = 6; fd <= 7; fd++) {
         struct rt_coro *co = rt_coro_new(fd);
         CHECK(co && co->conn.coro == co && co->conn.fd == fd);
         CHECK(rt_coro_start(co) == 0);
+        /* the second resumes the frame the first one's handler returned
+         * to (the stack alone would come back from the cache too) */
+        CHECK(fd == 6 || (co->stack == kept && co->sp == kept_sp));
+        kept = co->stack;
         steps = 0;
         for (int i = 0; i < 3; i++) {
             run_once(co);
@@ -104,6 +109,7 @@ static void test_coro(void)
         run_once(co);
         CHECK(steps == 4);
         CHECK(co->op == (fd == 7 ? RT_OP_IDLE : RT_OP_EXIT));
+        kept_sp = co->sp;
         rt_coro_release_stack(co);
         CHECK(co->stack == NULL);
         free(co); /* never shared: no grace period needed here */

@@ -453,6 +453,25 @@ def test_cost_cpu_split(cost_smoke):
         assert "CPU time per request" in f.read()
 
 
+def test_cost_cpu_figures_whole_batches():
+    """The CPU time per request is over both batches whole: on a loaded
+    host the 2N batch has been measured below the N batch (these are the
+    figures of such a run: 1 MiB, N = 1,250), and their difference made
+    the time per request negative."""
+    sys.path.insert(0, os.path.join(TOP, "tools", "bench"))
+    import cost
+    a = {"total": 404832.46, "user_ticks": 0, "kernel_ticks": 40, "client": 90000.0}
+    b = {"total": 320442.465, "user_ticks": 1, "kernel_ticks": 31, "client": 150000.0}
+    m = cost.cpu_figures(a, b, 1250)
+    assert m["per_request"] == pytest.approx((404832.46 + 320442.465) / 3750)
+    assert m["user"] == pytest.approx(m["per_request"] / 72)
+    assert m["user"] + m["kernel"] == pytest.approx(m["per_request"])
+    assert m["kernel"] > 0 and m["client"] == pytest.approx(240000 / 3750)
+    # no ticks at all (a very short batch): all of it is counted as kernel
+    z = cost.cpu_figures(dict(a, kernel_ticks=0), dict(b, user_ticks=0, kernel_ticks=0), 1250)
+    assert z["user"] == 0 and z["kernel"] == pytest.approx(z["per_request"])
+
+
 def test_cost_publish_fills_the_markers(cost_smoke, tmp_path):
     """--publish copies the run to the docs folder and regenerates the
     tables between BENCHMARKS.md's cost markers, leaving the prose."""

@@ -12,14 +12,15 @@ Two counts per engine and workload, each from its own server run:
 - sys: system calls per request, the server under strace -f -c (attached
   for each batch, detached after it), by name and with their errors.
 
-- cpu: CPU time per request (small-keepalive and small-close only): the
+- cpu: CPU time per request (small-keepalive, small-close, 1mib): the
   server bare, the client unpaced with 100 connections; the server's
   time from its CPU-time clock, split into user and kernel time in the
   ratio /proc/PID/stat gives (clock ticks), and the client's (its
-  rusage). Not a
-  count, so it moves with the host's load, but far less than a request
-  rate: it says where a request's time goes, and the best throughput
-  ratio that time allows when client and server share the cores.
+  rusage), over the N and the 2N batch whole (3N requests; see
+  cpu_figures). Not a count, so it moves with the host's load, but far
+  less than a request rate: it says where a request's time goes, and the
+  best throughput ratio that time allows when client and server share the
+  cores.
 
 The client (build/htstress; for ktcp-echo a paced echo client in this file)
 runs outside both tools: only the server is counted. Each count is taken
@@ -422,6 +423,26 @@ class Cpu:
                 "client": cu, "wall": wall}, res, err
 
 
+def cpu_figures(a, b, n):
+    """CPU time per request from the N and the 2N batch of the cpu tool:
+    both batches whole, over their 3N requests. Not their difference, as
+    the counts are taken: a time moves with the host's load, and two
+    batches on a busy host can differ by more than N requests cost (the
+    2N batch has been measured below the N batch), which a difference
+    turns into a negative time. What a batch costs once is small here: the
+    server is warm, and 100 connections' set-up is a fraction of a percent
+    of N requests. The server's time is split into user and kernel time in
+    the ratio of their clock ticks over both batches."""
+    whole = 3 * n
+    per = (a["total"] + b["total"]) / whole
+    ut = a["user_ticks"] + b["user_ticks"]
+    kt = a["kernel_ticks"] + b["kernel_ticks"]
+    user = per * ut / max(1, ut + kt)
+    return {"per_request": per, "user": user, "kernel": per - user,
+            "client": (a["client"] + b["client"]) / whole, "fixed": None,
+            "method": "both batches whole, over 3N"}
+
+
 # ---------------------------------------------------------------- annotate
 
 def function_costs(path, with_files=False):
@@ -625,13 +646,7 @@ def measure(e, tool, wls, ctx, deadline, results):
             if rb and rb.get("good"):
                 out["bytes_per_response"] = rb["bytes_read"] / rb["good"]
             if tool.name == "cpu":
-                # the 2N batch less the N batch again; user and kernel in
-                # the ratio of their clock ticks over both batches
-                ut = a["user_ticks"] + b["user_ticks"]
-                kt = a["kernel_ticks"] + b["kernel_ticks"]
-                out["user"] = out["per_request"] * ut / max(1, ut + kt)
-                out["kernel"] = out["per_request"] - out["user"]
-                out["client"] = (b["client"] - a["client"]) / n
+                out.update(cpu_figures(a, b, n))
                 out["requests_per_s"] = (rb or {}).get("good", 2 * n) / b["wall"]
                 out["concurrency"] = conc
             if tool.name == "sys":
@@ -659,11 +674,13 @@ def measure(e, tool, wls, ctx, deadline, results):
             e.proc = None  # the next workload starts it anew
         out["seconds"] = round(time.monotonic() - t0, 2)
         rec[tool.name] = out
-        fig = (f"{out['per_request']:,.1f}/req (fixed {out['fixed']:,})" if out["status"] == "ok"
-               else f"{out['status']}: {out.get('reason', '')[:160]}")
-        if tool.name == "cpu" and out["status"] == "ok":
+        if out["status"] != "ok":
+            fig = f"{out['status']}: {out.get('reason', '')[:160]}"
+        elif tool.name == "cpu":
             fig = (f"{out['per_request']:.1f} us/req (user {out['user']:.1f}, kernel "
                    f"{out['kernel']:.1f}; client {out['client']:.1f})")
+        else:
+            fig = f"{out['per_request']:,.1f}/req (fixed {out['fixed']:,})"
         log(f"bench-cost: {tool.name:5s} {e.name:18s} {wl:15s} n={n}: {fig} "
             f"[{out['seconds']:.1f} s]")
     e.stop(check=False)

@@ -10,6 +10,45 @@
 
 #include "rt.h"
 
+/* ---- system calls (rt-io.c, rt-sched.c) ---- */
+
+/* The calls of every request and wake-up (recvfrom, sendmsg, epoll_pwait,
+ * poll), made without libc: glibc's recv, sendmsg and epoll_wait are
+ * cancellation points (two calls into its bookkeeping each), and its
+ * syscall() is a call that moves every argument down one register and
+ * stores a failure in errno, which the caller then reads back. The
+ * runtime never cancels a thread and wants the error as a value. Returns
+ * the result, or -errno. On x86-64 it is the syscall instruction itself:
+ * number in rax, arguments in rdi, rsi, rdx, r10, r8, r9, and the kernel
+ * clobbers rcx and r11 (the x86-64 psABI, appendix A.2); elsewhere it is
+ * libc's syscall(). No errno is left to read after a switch (rt.h). */
+#if defined(__x86_64__)
+static inline long
+rt_sys6(long nr, long a, long b, long c, long d, long e, long f)
+{
+    register long r10 __asm__("r10") = d;
+    register long r8 __asm__("r8") = e;
+    register long r9 __asm__("r9") = f;
+    long ret;
+
+    __asm__ volatile("syscall"
+                     : "=a"(ret)
+                     : "a"(nr), "D"(a), "S"(b), "d"(c), "r"(r10), "r"(r8),
+                       "r"(r9)
+                     : "rcx", "r11", "memory");
+    return ret;
+}
+#else
+#include <errno.h>
+#include <unistd.h>
+static inline long
+rt_sys6(long nr, long a, long b, long c, long d, long e, long f)
+{
+    long ret = syscall(nr, a, b, c, d, e, f);
+    return ret < 0 ? -errno : ret;
+}
+#endif
+
 /* ---- coroutines (rt-coro.c) ---- */
 
 /* Wait state of a coroutine, one atomic word: generation << 2 | state.

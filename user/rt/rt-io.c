@@ -1,7 +1,8 @@
 /* rt-io.c — the I/O API the handler is written in. Each call tries the
  * syscall first and waits only on EAGAIN, so a ready socket costs exactly
- * one syscall. The raw syscalls sit in noinline helpers that turn errno
- * into a return value before anything can switch threads (rt.h). */
+ * one syscall. Each call's error comes back as a value before anything can
+ * switch threads (rt.h): the calls of every request from rt_sys6, which
+ * sets no errno, the others from noinline helpers that read it at once. */
 #include <errno.h>
 #include <linux/sockios.h>
 #include <poll.h>
@@ -15,34 +16,28 @@
 
 #define NOINLINE __attribute__((noinline))
 
-/* The two calls of every request go through syscall(2): glibc's recv and
- * sendmsg are cancellation points, which costs two calls into its
- * cancellation bookkeeping each time, and the runtime never cancels a
- * thread, so it needs none. */
-static NOINLINE ssize_t sys_recv(int fd, void *buf, size_t len)
+/* The two calls of every request, and the threads model's wait, without
+ * libc (rt_sys6 in rt-internal.h). */
+static inline ssize_t sys_recv(int fd, void *buf, size_t len)
 {
-    ssize_t n = syscall(SYS_recvfrom, fd, buf, len, 0, NULL, NULL);
-    return n < 0 ? -errno : n;
+    return rt_sys6(SYS_recvfrom, fd, (long) buf, (long) len, 0, 0, 0);
 }
 
-static NOINLINE ssize_t sys_sendmsg(int fd, struct msghdr *m, int flags)
+static inline ssize_t sys_sendmsg(int fd, struct msghdr *m, int flags)
 {
-    ssize_t n = syscall(SYS_sendmsg, fd, m, flags | MSG_NOSIGNAL);
-    return n < 0 ? -errno : n;
+    return rt_sys6(SYS_sendmsg, fd, (long) m, flags | MSG_NOSIGNAL, 0, 0, 0);
 }
 
-/* The threads model's wait, the same way: poll(2) without glibc's
- * cancellation bookkeeping (ppoll where the architecture has no poll). */
-static NOINLINE int sys_poll(struct pollfd *p, nfds_t n, int timeout_ms)
+/* poll(2), or ppoll where the architecture has no poll */
+static inline int sys_poll(struct pollfd *p, nfds_t n, int timeout_ms)
 {
 #ifdef SYS_poll
-    int r = (int) syscall(SYS_poll, p, n, timeout_ms);
+    return (int) rt_sys6(SYS_poll, (long) p, (long) n, timeout_ms, 0, 0, 0);
 #else
     struct timespec ts = {timeout_ms / 1000, (timeout_ms % 1000) * 1000000L};
-    int r = (int) syscall(SYS_ppoll, p, n, timeout_ms < 0 ? NULL : &ts, NULL,
-                          (size_t) 8);
+    return (int) rt_sys6(SYS_ppoll, (long) p, (long) n,
+                         timeout_ms < 0 ? 0 : (long) &ts, 0, 8, 0);
 #endif
-    return r < 0 ? -errno : r;
 }
 
 static NOINLINE ssize_t sys_send(int fd, const void *buf, size_t len)

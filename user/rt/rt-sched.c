@@ -81,10 +81,10 @@ static void runq_push(struct rt_worker *w, struct rt_coro *co)
     w->rq_tail = co;
 }
 
-static struct rt_coro *runq_pop(struct rt_worker *w)
+static INLINE_HOT struct rt_coro *runq_pop(struct rt_worker *w, const bool mn)
 {
     struct rt_coro *co;
-    if (model_mn)
+    if (mn)
         return rt_runq_pop(&w->rq);
     co = w->rq_head;
     if (co) {
@@ -95,9 +95,9 @@ static struct rt_coro *runq_pop(struct rt_worker *w)
     return co;
 }
 
-static bool runq_empty(struct rt_worker *w)
+static INLINE_HOT bool runq_empty(struct rt_worker *w, const bool mn)
 {
-    if (model_mn)
+    if (mn)
         return rt_runq_len(&w->rq) == 0;
     return w->rq_head == NULL;
 }
@@ -556,10 +556,13 @@ static int accept_all(struct rt_worker *w, int lfd)
 
 /* How long the loop may sleep at time now: 0 with work queued or a
  * deadline passed, else until the next deadline, at most max_sleep. */
-static INLINE_HOT int sleep_ms(struct rt_worker *w, uint64_t now, int max_sleep)
+static INLINE_HOT int sleep_ms(struct rt_worker *w,
+                               uint64_t now,
+                               int max_sleep,
+                               const bool mn)
 {
     int timeout = max_sleep;
-    if (!runq_empty(w))
+    if (!runq_empty(w, mn))
         return 0;
     const struct rt_timer_entry *t = rt_timer_top(&w->timers);
     if (t && t->deadline <= now)
@@ -576,31 +579,30 @@ static INLINE_HOT int sleep_ms(struct rt_worker *w, uint64_t now, int max_sleep)
 }
 
 /* The next coroutine w runs: its own oldest, else (mn) a stolen one. */
-static struct rt_coro *runq_next(struct rt_worker *w, bool *steal_busy)
+static INLINE_HOT struct rt_coro *runq_next(struct rt_worker *w,
+                                            bool *steal_busy,
+                                            const bool mn)
 {
-    struct rt_coro *co = runq_pop(w);
-    if (!co && model_mn && nworkers > 1)
+    struct rt_coro *co = runq_pop(w, mn);
+    if (!co && mn && nworkers > 1)
         co = runq_steal(w, steal_busy);
     return co;
 }
 
-static void *worker_main(void *arg)
+/* The worker's loop, made twice (worker_main): mn is a constant in each
+ * copy, so neither model pays for the other's branches. */
+static INLINE_HOT void worker_loop(struct rt_worker *w, const bool mn)
 {
-    struct rt_worker *w = arg;
     struct epoll_event ev[RT_EVENTS];
     bool saw_stop = false;
 
-    rt_worker_set_self(w);
-    urcu_memb_register_thread();
-    rt_coro_thread_dead_mode(model_mn ? RT_DEAD_SHARED : RT_DEAD_PRIVATE);
-    w->last_flush_ms = w->loop_now_ms = rt_now_ms();
     for (;;) {
         /* run what is ready */
         struct rt_coro *co;
         int ran = 0;
         bool steal_busy = false;
-        while ((!model_mn || ran < RT_BATCH) &&
-               (co = runq_next(w, &steal_busy))) {
+        while ((!mn || ran < RT_BATCH) &&
+               (co = runq_next(w, &steal_busy, mn))) {
             coro_run(w, co);
             ran++;
         }
@@ -608,15 +610,16 @@ static void *worker_main(void *arg)
 
         /* mn workers sleep at most 100 ms: a stop or a kick reaches only
          * one sleeper of the shared set, the others notice on their own */
-        int max_sleep = model_mn ? 100 : 1000;
+        int max_sleep = mn ? 100 : 1000;
         /* The clock of the wake-up is behind by the work just run; it is
          * read again only when a timer, not max_sleep, bounds the sleep. */
-        int timeout = steal_busy ? 0 : sleep_ms(w, w->loop_now_ms, max_sleep);
+        int timeout =
+            steal_busy ? 0 : sleep_ms(w, w->loop_now_ms, max_sleep, mn);
         if (timeout > 0 && timeout < max_sleep)
-            timeout = sleep_ms(w, rt_now_ms(), max_sleep);
+            timeout = sleep_ms(w, rt_now_ms(), max_sleep, mn);
         if (saw_stop && timeout > 50)
             timeout = 50;
-        if (timeout && model_mn)
+        if (timeout && mn)
             atomic_fetch_add(&shared_idle_workers, 1);
         /* The read-side section spans the wait too: an event names a
          * coroutine that another worker may close and free (call_rcu) at
@@ -625,13 +628,13 @@ static void *worker_main(void *arg)
          * worker delays frees by at most its timeout (1 s). An epoll-model
          * worker needs none: only it holds events naming its coroutines,
          * and it frees its dead only after handling them (rt_coro_reap). */
-        if (model_mn)
+        if (mn)
             urcu_memb_read_lock();
-        /* epoll_pwait with no mask is epoll_wait, without glibc's
-         * cancellation bookkeeping (rt-io.c) */
-        int n = (int) syscall(SYS_epoll_pwait, w->epfd, ev, RT_EVENTS, timeout,
-                              NULL, 0);
-        if (timeout && model_mn)
+        /* epoll_pwait with no mask is epoll_wait, without libc (rt_sys6);
+         * a failure (EINTR) is no event */
+        int n = (int) rt_sys6(SYS_epoll_pwait, w->epfd, (long) ev, RT_EVENTS,
+                              timeout, 0, 0);
+        if (timeout && mn)
             atomic_fetch_sub(&shared_idle_workers, 1);
         /* the clock of this wake-up, for what runs until the next one */
         uint64_t now = rt_now_ms();
@@ -643,13 +646,13 @@ static void *worker_main(void *arg)
             uint64_t tag = ev[i].data.u64;
             struct rt_coro *p = ev[i].data.ptr;
             if (tag >= TAG_END) {
-                if (!model_mn) {
+                if (!mn) {
                     /* epoll: run it now, without a trip through the run
                      * queue; its events come only here, so none is left
                      * behind */
                     if (coro_claim(p, RT_WAKE_IO))
                         coro_run(w, p);
-                } else if (n == 1 && runq_empty(w)) {
+                } else if (n == 1 && runq_empty(w, mn)) {
                     /* mn, a lone event and nothing queued: there is nothing
                      * for a peer to steal, so it runs at once (below) */
                     if (coro_claim(p, RT_WAKE_IO))
@@ -659,8 +662,8 @@ static void *worker_main(void *arg)
                 }
             } else if (tag == TAG_LISTEN) {
                 if (!saw_stop)
-                    queued += accept_all(
-                        w, model_mn ? rt_g.listen_fds[0] : w->listen_fd);
+                    queued +=
+                        accept_all(w, mn ? rt_g.listen_fds[0] : w->listen_fd);
             } else if (tag == TAG_KICK) {
                 uint64_t v;
                 if (read(shared_kick_fd, &v, sizeof(v)) < 0) {
@@ -671,7 +674,7 @@ static void *worker_main(void *arg)
                 epoll_ctl(w->epfd, EPOLL_CTL_DEL, rt_g.stop_fd, NULL);
             }
         }
-        if (model_mn)
+        if (mn)
             urcu_memb_read_unlock();
         /* claimed (RUNNING), so only this worker can close and free it */
         if (lone)
@@ -679,13 +682,12 @@ static void *worker_main(void *arg)
         if (w->accept_retry_ms && w->accept_retry_ms <= rt_now_ms() &&
             !saw_stop) {
             w->accept_retry_ms = 0;
-            if (!model_mn)
+            if (!mn)
                 listen_arm(w, true);
-            queued +=
-                accept_all(w, model_mn ? rt_g.listen_fds[0] : w->listen_fd);
+            queued += accept_all(w, mn ? rt_g.listen_fds[0] : w->listen_fd);
         }
         /* more than this worker runs at once: an idle peer will steal */
-        if (model_mn && queued > 0 && rt_runq_len(&w->rq) > 1 &&
+        if (mn && queued > 0 && rt_runq_len(&w->rq) > 1 &&
             atomic_load(&shared_idle_workers) > 0) {
             uint64_t one = 1;
             if (write(shared_kick_fd, &one, sizeof(one)) < 0) {
@@ -694,7 +696,7 @@ static void *worker_main(void *arg)
         }
 
         rt_coro_reap(now);
-        if (model_mn) { /* only mn workers arm timers in a peer's heap */
+        if (mn) { /* only mn workers arm timers in a peer's heap */
             cancel_inbox_drain(w);
             rekey_inbox_drain(w);
         }
@@ -712,9 +714,23 @@ static void *worker_main(void *arg)
         }
         if (asked)
             atomic_store(&w->flush_done, round);
-        if (atomic_load(&rt_g.exiting) && runq_empty(w))
+        if (atomic_load(&rt_g.exiting) && runq_empty(w, mn))
             break;
     }
+}
+
+static void *worker_main(void *arg)
+{
+    struct rt_worker *w = arg;
+
+    rt_worker_set_self(w);
+    urcu_memb_register_thread();
+    rt_coro_thread_dead_mode(model_mn ? RT_DEAD_SHARED : RT_DEAD_PRIVATE);
+    w->last_flush_ms = w->loop_now_ms = rt_now_ms();
+    if (model_mn)
+        worker_loop(w, true);
+    else
+        worker_loop(w, false);
     rt_worker_data_exit(w);
     rt_coro_thread_dead_mode(RT_DEAD_ALONE);
     urcu_memb_unregister_thread();

@@ -217,32 +217,32 @@ static void test_mn_queues(void)
 
     /* b has its own: it runs that, steals nothing */
     CHECK(coro_wake(b, &fake[5], RT_WAKE_IO));
-    CHECK(runq_next(b, &busy) == &fake[5]);
+    CHECK(runq_next(b, &busy, model_mn) == &fake[5]);
     CHECK(b->stolen == 0 && rt_runq_len(&a->rq) == 5);
     /* b empty: takes a's older half (3 of 5), the oldest to run now */
-    CHECK(runq_next(b, &busy) == &fake[0]);
+    CHECK(runq_next(b, &busy, model_mn) == &fake[0]);
     CHECK(b->stolen == 1 && !busy);
     CHECK(rt_runq_len(&a->rq) == 2 && rt_runq_len(&b->rq) == 2);
-    CHECK(runq_next(a, &busy) == &fake[3]);
-    CHECK(runq_next(a, &busy) == &fake[4]);
+    CHECK(runq_next(a, &busy, model_mn) == &fake[3]);
+    CHECK(runq_next(a, &busy, model_mn) == &fake[4]);
     /* a empty: steals b's older half, one of two */
-    CHECK(runq_next(a, &busy) == &fake[1]);
+    CHECK(runq_next(a, &busy, model_mn) == &fake[1]);
     CHECK(a->stolen == 1 && rt_runq_len(&b->rq) == 1);
-    CHECK(runq_next(b, &busy) == &fake[2]);
-    CHECK(runq_next(b, &busy) == NULL && !busy);
+    CHECK(runq_next(b, &busy, model_mn) == &fake[2]);
+    CHECK(runq_next(b, &busy, model_mn) == NULL && !busy);
 
     /* a's queue locked (a thief inside): b does not wait, says busy */
     CHECK(coro_wake(a, &fake[6], RT_WAKE_IO));
     pthread_spin_lock(&a->rq.lock);
-    CHECK(runq_next(b, &busy) == NULL && busy);
+    CHECK(runq_next(b, &busy, model_mn) == NULL && busy);
     pthread_spin_unlock(&a->rq.lock);
     busy = false;
-    CHECK(runq_next(b, &busy) == &fake[6] && !busy);
+    CHECK(runq_next(b, &busy, model_mn) == &fake[6] && !busy);
 
     /* fake[0] was NOTIFIED while queued: its park requeues it on b */
     coro_park(b, &fake[0]);
     CHECK(RT_ST(atomic_load(&fake[0].wstate)) == RT_ST_RUNNING);
-    CHECK(rt_runq_len(&b->rq) == 1 && runq_next(b, &busy) == &fake[0]);
+    CHECK(rt_runq_len(&b->rq) == 1 && runq_next(b, &busy, model_mn) == &fake[0]);
     /* no event meanwhile: it waits, queued nowhere */
     coro_park(b, &fake[0]);
     CHECK(RT_ST(atomic_load(&fake[0].wstate)) == RT_ST_WAITING);

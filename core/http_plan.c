@@ -286,7 +286,7 @@ enum http_plan_step http_plan_start(struct http_plan *p,
     const struct http_request *req = in->req;
     int pr;
 
-    memset(p, 0, offsetof(struct http_plan, etag));
+    memset(p, 0, offsetof(struct http_plan, req));
     p->req = req;
     p->buf = in->buf;
     p->work = w;

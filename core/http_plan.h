@@ -264,26 +264,27 @@ struct http_plan {
     struct http_response_head head; /* built by http_plan_head */
 
     /* ---- state between steps ---- */
-    const struct http_request *req;
-    const char *buf;
-    struct http_plan_work *work;
     struct http_path_info info;
     size_t dir_len; /* looking for an index: the directory's path length */
     int stage;
-    bool gzip;
     bool want_range;
     bool compressible;
-    bool gzip_static;
     bool page_tried;   /* an error page was looked up: never another */
     bool head_written; /* the head holds more than http_plan_start's */
     int8_t memo_kind;  /* http_head_memo_kind */
+
+    /* ---- http_plan_start zeroes the plan only up to here: what follows
+     * is the input it copies at once, then scratch written before it is
+     * read ---- */
+    const struct http_request *req;
+    const char *buf;
+    struct http_plan_work *work;
+    bool gzip;
+    bool gzip_static;
     uint32_t expires;
     const struct http_error_page *error_pages;
     size_t error_pages_n;
     const struct http_mime_table *mime;
-
-    /* ---- scratch: each written before it is read, so http_plan_start
-     * zeroes the plan only up to here ---- */
     char etag[HTTP_ETAG_MAX + 4];  /* the representation's validator */
     char text[HTTP_PLAN_TEXT_MAX]; /* BODY_TEXT */
     struct http_resource res;      /* the regular file being planned */

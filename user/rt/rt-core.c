@@ -30,10 +30,13 @@ static _Atomic uint64_t counters_shared[RT_NCOUNTERS];
 /* The worker of the calling thread. noinline and never cached by callers
  * across a wait: in the mn model the thread can change (rt.h). */
 static __thread struct rt_worker *tls_worker;
+/* its own counters, or NULL (own_counters) */
+static __thread _Atomic uint64_t *tls_counters;
 
 __attribute__((noinline)) void rt_worker_set_self(struct rt_worker *w)
 {
     tls_worker = w;
+    tls_counters = w && w->id >= 0 ? w->counters : NULL;
 }
 
 __attribute__((noinline)) struct rt_worker *rt_worker_self_full(void)
@@ -121,8 +124,7 @@ bool rt_stopping(void)
  * shared array. */
 static inline _Atomic uint64_t *own_counters(void)
 {
-    struct rt_worker *w = rt_worker_self_full();
-    return w && w->id >= 0 ? w->counters : NULL;
+    return tls_counters;
 }
 
 static inline void count_in(_Atomic uint64_t *own, int which, uint64_t n)
@@ -137,14 +139,16 @@ static inline void count_in(_Atomic uint64_t *own, int which, uint64_t n)
     atomic_fetch_add_explicit(&counters_shared[which], n, memory_order_relaxed);
 }
 
-void rt_count2(int a, int b)
+/* noinline, as every reader of the thread's own data: the calling
+ * coroutine may run on another thread after its next wait (rt.h) */
+__attribute__((noinline)) void rt_count2(int a, int b)
 {
     _Atomic uint64_t *own = own_counters();
     count_in(own, a, 1);
     count_in(own, b, 1);
 }
 
-void rt_count(int which, uint64_t n)
+__attribute__((noinline)) void rt_count(int which, uint64_t n)
 {
     count_in(own_counters(), which, n);
 }

@@ -342,6 +342,7 @@ struct rt_worker {
     struct rt_coro *cancel_inbox_locked;
     struct rt_coro *rekey_inbox_locked;
     uint64_t last_flush_ms;
+    uint64_t qs_ms; /* mn: the last quiescent state (rt-sched.c) */
     /* rt_now_ms() read after the last epoll_wait (a threads-model thread:
      * after its wake-up); every thread with a worker keeps it */
     uint64_t loop_now_ms;

@@ -242,7 +242,8 @@ static void test_mn_queues(void)
     /* fake[0] was NOTIFIED while queued: its park requeues it on b */
     coro_park(b, &fake[0]);
     CHECK(RT_ST(atomic_load(&fake[0].wstate)) == RT_ST_RUNNING);
-    CHECK(rt_runq_len(&b->rq) == 1 && runq_next(b, &busy, model_mn) == &fake[0]);
+    CHECK(rt_runq_len(&b->rq) == 1 &&
+          runq_next(b, &busy, model_mn) == &fake[0]);
     /* no event meanwhile: it waits, queued nowhere */
     coro_park(b, &fake[0]);
     CHECK(RT_ST(atomic_load(&fake[0].wstate)) == RT_ST_WAITING);
@@ -402,8 +403,22 @@ static void test_mn_workers(void)
         mn_conn(&wpeer[i]);
         CHECK(write(wpeer[i], "w", 1) == 1);
     }
+    /* the workers' loop runs inside a read-side section, left at most
+     * every RT_QS_MS of loop time: a grace period still ends, with the
+     * workers busy and with them idle (each wakes every 100 ms at most) */
+    uint64_t t0 = rt_now_ms();
+    urcu_memb_synchronize_rcu();
+    uint64_t busy_gp = rt_now_ms() - t0;
+    CHECK(busy_gp < 2000);
     CHECK(wait_until(&w_done, NW, 30000));
     CHECK(wait_until(&p_done, NP, 30000));
+    usleep(300 * 1000);
+    t0 = rt_now_ms();
+    urcu_memb_synchronize_rcu();
+    uint64_t idle_gp = rt_now_ms() - t0;
+    CHECK(idle_gp < 2000);
+    printf("test-rt: grace periods %llu ms busy, %llu ms idle\n",
+           (unsigned long long) busy_gp, (unsigned long long) idle_gp);
     CHECK(atomic_load(&p_lost) == 0);
     for (int i = 0; i < NP; i++)
         CHECK(atomic_load(&tokens[i]) == (uint64_t) NW * ITER);

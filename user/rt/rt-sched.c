@@ -689,8 +689,9 @@ static INLINE_HOT void worker_loop(struct rt_worker *w, const bool mn)
             coro_run(w, lone);
         /* Every event is claimed or dropped: a quiescent state, reported
          * at most every RT_QS_MS of loop time (a wake-up at most every
-         * 100 ms), so a grace period waits for a worker 200 ms at most.
-         * Reporting it at every wake-up was a tenth of the loop's cost.
+         * 100 ms), so a grace period waits for a worker about 200 ms, plus
+         * the longest a handler runs between two waits. Reporting it at
+         * every wake-up was a tenth of the loop's cost.
          * What runs inside the section (the handlers included) never
          * waits for a grace period, and the handlers' own sections nest in
          * this one, the cheaper kind; a coroutine's wait switches back

@@ -7,11 +7,12 @@
  * which a benchmark on its own document root does not need. System calls
  * are counted on a run without Valgrind, where nothing is preloaded.
  *
- * ktcp-httpd's runtime makes its per-request calls through syscall()
- * too, so the replacement must cost what libc's does or the counts would
- * charge the server for the shim: on x86-64 it is libc's sequence (move
- * the arguments down one register, the syscall instruction, the errno
- * check) plus one compare and branch for openat2. */
+ * Every other call through syscall() must cost what libc's does, or the
+ * counts would charge the server for the shim: on x86-64 it is libc's
+ * sequence (move the arguments down one register, the syscall
+ * instruction, the errno check) plus one compare and branch for openat2.
+ * (The runtime's per-request calls use the syscall instruction directly,
+ * not syscall().) */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <linux/openat2.h>

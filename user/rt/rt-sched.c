@@ -43,7 +43,7 @@
 #include "rt-internal.h"
 
 /* The steps every message takes (wake, run, park, the loop's sleep) are
- * inlined into worker_main, whatever the compiler's estimate: their calls'
+ * inlined into the worker loop, whatever the compiler's estimate: their calls'
  * prologues and spills were about 50 instructions of a 13-byte keep-alive
  * request (make bench-cost). */
 #define INLINE_HOT inline __attribute__((always_inline))
@@ -557,7 +557,7 @@ static int accept_all(struct rt_worker *w, int lfd)
             runq_push(w, co);
             queued++;
         } else {
-            coro_run(w, co); /* at once, as an event is (worker_main) */
+            coro_run(w, co); /* at once, as an event is (worker_loop) */
         }
     }
     return queued;

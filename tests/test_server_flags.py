@@ -22,19 +22,21 @@ SERVERS = ["ktcp-echo", "ktcp-msg-server", "ktcp-kcm-server", "ktcp-httpd"]
 # flags whose --help line is the same, word for word, in every server
 # that takes them (ktcp-httpd has no -s: its counters are at --status-path)
 SAME_LINE = ["-b, --bind ADDR", "-i, --idle-timeout-ms MS", "-c, --max-conns N",
-             "--max-conns-per-ip N", "--backlog N", "-s, --stats-file PATH",
-             "--version", "-h, --help"]
+             "--max-conns-per-ip N", "--busy-poll-us US", "--backlog N",
+             "-s, --stats-file PATH", "--version", "-h, --help"]
 # every shared flag's --help column; each says its default
 WITH_DEFAULT = ["-b, --bind ADDR", "-p, --port PORT", "-t, --threads N",
                 "-m, --model MODEL", "-i, --idle-timeout-ms MS", "-c, --max-conns N",
-                "--max-conns-per-ip N", "--backlog N", "-s, --stats-file PATH"]
+                "--max-conns-per-ip N", "--busy-poll-us US", "--backlog N",
+                "-s, --stats-file PATH"]
 NOT_TAKEN = {"ktcp-kcm-server": ["-m, --model MODEL"],
              "ktcp-httpd": ["-s, --stats-file PATH"]}
 # a bad number for each numeric shared flag, and the range it is refused with
 BAD_NUMBERS = [("--port", "99999", "1..65535"), ("--port", "0", "1..65535"),
                ("--threads", "0", "1..256"), ("--idle-timeout-ms", "-1", "0..2147483647"),
                ("--max-conns", "many", "0..2147483647"),
-               ("--max-conns-per-ip", "-1", "0..2147483647"), ("--backlog", "0", "1..65535")]
+               ("--max-conns-per-ip", "-1", "0..2147483647"), ("--backlog", "0", "1..65535"),
+               ("--busy-poll-us", "10001", "0..10000"), ("--busy-poll-us", "-1", "0..10000")]
 
 
 def exe_path(exe):

@@ -64,6 +64,7 @@ static void reload(int argc, char **argv, struct settings *running)
         {n.rt.max_conns_per_ip != running->rt.max_conns_per_ip,
          "--max-conns-per-ip"},
         {n.rt.backlog != running->rt.backlog, "--backlog"},
+        {n.rt.busy_poll_us != running->rt.busy_poll_us, "--busy-poll-us"},
         {n.cache_size != running->cache_size, "--cache-size"},
         {!same_str(n.status_path, running->status_path), "--status-path"},
         {!same_str(n.mime_types, running->mime_types), "--mime-types"},

@@ -82,7 +82,13 @@ static bool int_flag(const char *flag,
  * getopt and --help. A help text may hold one %d, the flag's default read
  * from the rt_config at def; the program's own flags come after
  * --backlog. */
-enum { OPT_BACKLOG = 1 << 20, OPT_VERSION, OPT_MAX_PER_IP, NO_DEFAULT = -1 };
+enum {
+    OPT_BACKLOG = 1 << 20,
+    OPT_VERSION,
+    OPT_MAX_PER_IP,
+    OPT_BUSY_POLL,
+    NO_DEFAULT = -1
+};
 static const struct shared_flag {
     int key; /* the short letter, or OPT_* for a long-only flag */
     const char *name, *arg, *help;
@@ -117,6 +123,12 @@ static const struct shared_flag {
      "IPv4-mapped IPv6 count as one); more are refused\n"
      "at accept; 0 = no limit (default %d)",
      offsetof(struct rt_config, max_conns_per_ip), 0},
+    {OPT_BUSY_POLL, "busy-poll-us", "US",
+     "epoll and mn: how long a worker out of events\n"
+     "may poll for more, yielding the CPU, before it\n"
+     "sleeps; adapted to the gaps it sees, at most\n"
+     "10000; 0 = never (default %d)",
+     offsetof(struct rt_config, busy_poll_us), 0},
     {OPT_BACKLOG, "backlog", "N", "listen backlog (default %d)",
      offsetof(struct rt_config, backlog), 0},
     {'s', "stats-file", "PATH",
@@ -245,6 +257,9 @@ static bool shared_flag(struct rt_cli *cli,
                         &cfg->max_conns_per_ip);
     case OPT_BACKLOG:
         return int_flag("--backlog", arg, 1, 65535, &cfg->backlog);
+    case OPT_BUSY_POLL:
+        return int_flag("--busy-poll-us", arg, 0, RT_BUSY_POLL_US_MAX,
+                        &cfg->busy_poll_us);
     case 's':
         cli->stats_file = arg;
         return true;

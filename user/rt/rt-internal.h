@@ -343,6 +343,10 @@ struct rt_worker {
     struct rt_coro *rekey_inbox_locked;
     uint64_t last_flush_ms;
     uint64_t qs_ms; /* mn: the last quiescent state (rt-sched.c) */
+    /* how long the worker polls before it sleeps (wait_events), at most
+     * rt_g.poll_max_ns; the clock (CLOCK_MONOTONIC, ns) of the worker's
+     * last wake-up */
+    uint64_t poll_ns, wake_ns;
     /* rt_now_ms() read after the last epoll_wait (a threads-model thread:
      * after its wake-up); every thread with a worker keeps it */
     uint64_t loop_now_ms;
@@ -364,7 +368,8 @@ struct rt_global {
     /* listen_fds all name one socket passed by systemd (socket activation):
      * never shut down (systemd keeps it for the next start), closed once */
     bool inherited;
-    int stop_fd; /* eventfd, level-triggered, readable once stopping */
+    int stop_fd;          /* eventfd, level-triggered, readable once stopping */
+    uint64_t poll_max_ns; /* cfg->busy_poll_us, in ns (wait_events) */
     _Atomic bool stopping;
     _Atomic bool exiting;
 };

@@ -81,6 +81,7 @@ bool rt_socket_activated(void)
 int rt_start(const struct rt_config *cfg)
 {
     rt_g.cfg = cfg;
+    rt_g.poll_max_ns = (uint64_t) cfg->busy_poll_us * 1000u;
     int err = rt_admit_init(cfg);
     if (err < 0)
         return err;

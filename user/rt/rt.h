@@ -77,6 +77,9 @@ struct rt_config {
     int max_conns_per_ip;
     /* RT_IDLE connections are closed after this; 0: never (a day) */
     int idle_timeout_ms;
+    /* epoll/mn: the longest a worker polls for events before it sleeps,
+     * adapted to the gaps it sees (rt-sched.c, wait_events); 0: never */
+    int busy_poll_us;
     rt_handler_fn handler;
     void (*refuse)(
         int fd); /* answer a connection over max_conns; NULL: close */
@@ -196,19 +199,22 @@ ssize_t rt_sendfile(struct rt_conn *c,
  * The flags every server on the runtime takes alike, with one meaning and
  * one default (docs/operating.md): -b/--bind, -p/--port, -t/--threads,
  * -m/--model, -i/--idle-timeout-ms, -c/--max-conns, --max-conns-per-ip,
- * --backlog, -s/--stats-file, --version, -h/--help; a program adds its own
- * flags to the same table and --help. rt_cli_serve is the rest of main():
- * signals taken by the main thread (SIGTERM/SIGINT stop, SIGUSR1 writes
- * the counters, SIGHUP is ignored: every setting is a flag), the start and
- * the stop. A program with a signal loop of its own (ktcp-httpd) uses the
- * parser alone. */
+ * --busy-poll-us, --backlog, -s/--stats-file, --version, -h/--help; a
+ * program adds its own flags to the same table and --help. rt_cli_serve is
+ * the rest of main(): signals taken by the main thread (SIGTERM/SIGINT
+ * stop, SIGUSR1 writes the counters, SIGHUP is ignored: every setting is a
+ * flag), the start and the stop. A program with a signal loop of its own
+ * (ktcp-httpd) uses the parser alone. */
 #include <stdio.h>
+
+#define RT_BUSY_POLL_US_DEFAULT 50
+#define RT_BUSY_POLL_US_MAX 10000
 
 /* The shared defaults, for a struct rt_config initialiser (workers: one
  * per core unless set). */
 #define RT_CLI_DEFAULTS                                                 \
     .model = RT_MODEL_EPOLL, .backlog = 1024, .idle_timeout_ms = 30000, \
-    .max_conns = 10000
+    .max_conns = 10000, .busy_poll_us = RT_BUSY_POLL_US_DEFAULT
 
 /* One of the program's own flags. */
 struct rt_cli_opt {

@@ -1,0 +1,107 @@
+"""Busy polling (--busy-poll-us; user/rt/rt-sched.c, wait_events): an
+epoll or mn worker that runs out of events polls its set for more,
+yielding the CPU between polls, before it sleeps in epoll_wait; the limit
+adapts to the gaps it sees, so an idle server stops polling.
+
+Told apart by what the kernel counts per thread (/proc/PID/task/*/status):
+a worker that sleeps in epoll_wait makes a voluntary context switch; a
+poll that finds the next request makes none (a yield to a thread ready on
+the same CPU is an involuntary switch)."""
+import glob
+import json
+import os
+import subprocess
+import time
+
+import pytest
+
+from testlib import BUILD, free_port, require_kind, run, task_cpu_seconds, wait_port
+
+REQUESTS = 400
+
+
+@pytest.fixture(autouse=True)
+def user_engines_only():
+    require_kind("user")
+
+
+def start(tmp_path, model, poll_us, threads=2):
+    root = tmp_path / "www"
+    root.mkdir(exist_ok=True)
+    (root / "index.html").write_text("hello, world\n")
+    port = free_port()
+    p = subprocess.Popen([os.path.join(BUILD, "ktcp-httpd"), "--model", model, "--threads", str(threads),
+                          "--bind", "127.0.0.1", "--port", str(port), "--root", str(root),
+                          "--busy-poll-us", str(poll_us)],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    wait_port(port)
+    return p, port
+
+
+def stop(p):
+    p.terminate()
+    _, err = p.communicate(timeout=10)
+    assert p.returncode == 0, err
+
+
+def voluntary_switches(pid):
+    total = 0
+    for status in glob.glob(f"/proc/{pid}/task/*/status"):
+        try:
+            with open(status) as f:
+                for line in f:
+                    if line.startswith("voluntary_ctxt_switches:"):
+                        total += int(line.split()[1])
+        except OSError:
+            pass  # a thread that ended meanwhile
+    return total
+
+
+def sleeps_per_request(tmp_path, model, poll_us):
+    """Voluntary switches of the server over REQUESTS keep-alive requests
+    sent one after another on one connection, per request."""
+    p, port = start(tmp_path, model, poll_us, threads=1)
+    try:
+        url = f"http://127.0.0.1:{port}/index.html"
+        run([os.path.join(BUILD, "htstress"), "-k", "-n", "50", url], timeout=30)  # warm
+        before = voluntary_switches(p.pid)
+        out = run([os.path.join(BUILD, "htstress"), "--json", "-k", "-n", str(REQUESTS), url],
+                  timeout=60)
+        after = voluntary_switches(p.pid)
+        assert json.loads(out.stdout)["good"] == REQUESTS, out.stdout
+    finally:
+        stop(p)
+    return (after - before) / REQUESTS
+
+
+@pytest.mark.parametrize("model", ["epoll", "mn"])
+def test_busy_poll_keeps_the_worker_awake_between_requests(tmp_path, model):
+    """With polling off, the worker sleeps after every response and the
+    next request wakes it; with it on (a limit far above the client's gap),
+    the poll finds most requests and the worker rarely sleeps.
+    One worker: an mn peer asleep on the shared set would be woken by each
+    event whoever polls (the kernel wakes a sleeper of an epoll set per
+    event), find it claimed and sleep again, so its switches would hide
+    the poller's."""
+    off = sleeps_per_request(tmp_path, model, 0)
+    on = sleeps_per_request(tmp_path, model, 10000)
+    assert off >= 0.5, f"polling off: {off:.2f} sleeps a request"
+    assert on <= 0.25, f"polling on: {on:.2f} sleeps a request (off: {off:.2f})"
+
+
+def test_busy_poll_stops_when_idle(tmp_path):
+    """An idle mn worker wakes every 100 ms: each wake-up's sleep is longer
+    than the limit, so the limit halves down to nothing and an idle server
+    polls no more. Polling the full 10 ms at every wake-up would cost its
+    two workers 0.4 s of CPU in these 2 s."""
+    p, port = start(tmp_path, "mn", 10000)
+    try:
+        run([os.path.join(BUILD, "htstress"), "-k", "-n", "20",
+             f"http://127.0.0.1:{port}/index.html"], timeout=30)
+        time.sleep(1.0)  # the limit falls within about 10 wake-ups
+        cpu0 = task_cpu_seconds(p.pid)
+        time.sleep(2.0)
+        used = task_cpu_seconds(p.pid) - cpu0
+    finally:
+        stop(p)
+    assert used < 0.1, f"an idle server used {used:.3f} s of CPU in 2 s"

@@ -529,6 +529,11 @@ int main(int argc, char **argv)
     struct rt_config cfg = {.name = "ktcp-kcm-server", .handler = kcm_serve};
     struct rt_cli cli = {
         .one_model = "kcm",
+        /* the runtime's worker only sees connections start and end */
+        .not_taken = RT_CLI_BUSY_POLL,
+        .not_taken_why =
+            "its message threads wait on KCM sockets of "
+            "their own",
         .start = start,
         .stopped = stopped,
     };
@@ -544,5 +549,6 @@ int main(int argc, char **argv)
      * their messages on nworkers threads of this file */
     cfg.model = RT_MODEL_EPOLL;
     cfg.workers = 1;
+    cfg.busy_poll_us = 0;
     return rt_cli_serve(&cli, &cfg);
 }

@@ -128,7 +128,7 @@ static const struct shared_flag {
      "may poll for more, yielding the CPU, before it\n"
      "sleeps; adapted to the gaps it sees, at most\n"
      "10000; 0 = never (default %d)",
-     offsetof(struct rt_config, busy_poll_us), 0},
+     offsetof(struct rt_config, busy_poll_us), RT_CLI_BUSY_POLL},
     {OPT_BACKLOG, "backlog", "N", "listen backlog (default %d)",
      offsetof(struct rt_config, backlog), 0},
     {'s', "stats-file", "PATH",

@@ -234,6 +234,7 @@ struct rt_cli_counter {
 
 /* Shared flags a program may not take (rt_cli.not_taken). */
 #define RT_CLI_STATS_FILE 1u
+#define RT_CLI_BUSY_POLL 2u
 
 struct rt_cli {
     const char *description; /* --help's paragraph under Usage */

@@ -75,6 +75,7 @@ struct rt_coro {
     struct rt_conn conn;
     struct rt_worker *worker; /* thread running it now; set before resume */
     int epfd;                 /* epoll set the fd is registered in */
+    bool registered;          /* in epfd: added at its first wait */
     bool armed_out;           /* EPOLLOUT added to the registration */
     enum rt_op op;            /* what it asked of the scheduler */
     int wake_reason;          /* written by the waker that won the CAS */

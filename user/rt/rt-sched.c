@@ -280,6 +280,26 @@ static void cancel_inbox_drain(struct rt_worker *w)
     }
 }
 
+/* A connection joins its worker's epoll set only when it first waits:
+ * one answered at once and closed (a connection per request) never does,
+ * which saves the EPOLL_CTL_ADD and the kernel's removal of the entry at
+ * close. EPOLL_CTL_ADD reports a readiness that predates it, so nothing
+ * that came before the registration is missed. */
+static int coro_register(struct rt_coro *co, bool out)
+{
+    struct epoll_event ev = {
+        .events = EPOLLIN | EPOLLRDHUP | EPOLLET | (out ? EPOLLOUT : 0),
+        .data.ptr = co,
+    };
+    if (epoll_ctl(co->epfd, EPOLL_CTL_ADD, co->conn.fd, &ev) < 0) {
+        rt_count(RT_C_ERRORS, 1);
+        return -errno;
+    }
+    co->registered = true;
+    co->armed_out = out;
+    return 0;
+}
+
 /* Called on the scheduler stack after co switched out asking to park. */
 static INLINE_HOT void coro_park(struct rt_worker *w, struct rt_coro *co)
 {
@@ -331,6 +351,10 @@ static INLINE_HOT void coro_idle(struct rt_worker *w, struct rt_coro *co)
         coro_close(w, co);
         return;
     }
+    if (!co->registered && coro_register(co, false) < 0) {
+        coro_close(w, co);
+        return;
+    }
     atomic_store(&co->idle, true);
     /* the time read after the last epoll_wait: older by one batch's run at
      * most, and one clock read less per message */
@@ -375,7 +399,11 @@ int rt_wait_coro(struct rt_coro *co,
         return -ESHUTDOWN;
     if (deadline_ms && rt_loop_now_ms() >= deadline_ms)
         return -ETIMEDOUT;
-    if ((events & POLLOUT) && !co->armed_out) {
+    if (!co->registered) {
+        int err = coro_register(co, events & POLLOUT);
+        if (err < 0)
+            return err;
+    } else if ((events & POLLOUT) && !co->armed_out) {
         /* Writes rarely wait, so EPOLLOUT joins the registration only now;
          * EPOLL_CTL_MOD re-checks readiness, so an edge is not lost. */
         struct epoll_event ev = {
@@ -542,19 +570,8 @@ static int accept_all(struct rt_worker *w, int lfd)
             continue;
         }
         rt_conn_set_peer(&co->conn, (struct sockaddr *) &ss);
+        /* joins the set at its first wait (coro_register) */
         co->epfd = w->epfd;
-        struct epoll_event ev = {
-            .events = EPOLLIN | EPOLLRDHUP | EPOLLET,
-            .data.ptr = co,
-        };
-        if (epoll_ctl(w->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
-            rt_count(RT_C_ERRORS, 1);
-            atomic_store(&co->wstate, RT_ST_DEAD);
-            close(fd);
-            rt_conn_release(&co->conn);
-            rt_coro_put(co);
-            continue;
-        }
         co->wake_reason = RT_WAKE_IO; /* start the handler: data is likely */
         if (model_mn) {
             runq_push(w, co);

@@ -1,15 +1,22 @@
-"""Busy polling (--busy-poll-us; user/rt/rt-sched.c, wait_events): an
-epoll or mn worker that runs out of events polls its set for more,
-yielding the CPU between polls, before it sleeps in epoll_wait; the limit
-adapts to the gaps it sees, so an idle server stops polling.
+"""The coroutine models' event loop (user/rt/rt-sched.c), told apart by what
+the kernel counts.
 
-Told apart by what the kernel counts per thread (/proc/PID/task/*/status):
-a worker that sleeps in epoll_wait makes a voluntary context switch; a
-poll that finds the next request makes none (a yield to a thread ready on
-the same CPU is an involuntary switch)."""
+Busy polling (--busy-poll-us; wait_events): an epoll or mn worker that runs
+out of events polls its set for more, yielding the CPU between polls,
+before it sleeps in epoll_wait; the limit adapts to the gaps it sees, so
+an idle server stops polling. Per thread (/proc/PID/task/*/status), a
+worker that sleeps in epoll_wait makes a voluntary context switch; a poll
+that finds the next request makes none (a yield to a thread ready on the
+same CPU is an involuntary switch).
+
+Lazy registration (coro_register): a connection joins its worker's epoll
+set at its first wait, so one answered at once and closed makes no
+epoll_ctl (strace)."""
 import glob
 import json
 import os
+import shutil
+import signal
 import subprocess
 import time
 
@@ -105,3 +112,61 @@ def test_busy_poll_stops_when_idle(tmp_path):
     finally:
         stop(p)
     assert used < 0.1, f"an idle server used {used:.3f} s of CPU in 2 s"
+
+
+def strace_counts(pid, client):
+    """System calls of every thread of pid while client() runs: strace -f
+    -c attached before, detached after. {name: calls}."""
+    out = f"/tmp/ktcp-strace-{pid}.txt"
+    st = subprocess.Popen(["strace", "-f", "-c", "-o", out, "-p", str(pid)],
+                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 20
+        while True:  # every thread seized, or the first calls go uncounted
+            tracers = []
+            for status in glob.glob(f"/proc/{pid}/task/*/status"):
+                with open(status) as f:
+                    tracers += [line.split()[1] for line in f if line.startswith("TracerPid:")]
+            if tracers and all(t == str(st.pid) for t in tracers):
+                break
+            assert time.monotonic() < deadline and st.poll() is None, "strace did not attach"
+            time.sleep(0.01)
+        time.sleep(0.05)
+        client()
+    finally:
+        st.send_signal(signal.SIGINT)
+        st.wait(timeout=30)
+    calls = {}
+    with open(out) as f:
+        for line in f:
+            t = line.split()
+            if len(t) >= 5 and t[0][0].isdigit() and t[3].isdigit():
+                calls[t[-1]] = int(t[3])
+    os.unlink(out)
+    return calls
+
+
+@pytest.mark.parametrize("model", ["epoll", "mn"])
+def test_connection_answered_at_once_never_joins_the_epoll_set(tmp_path, model):
+    """HTTP/1.0, one connection per request, one after another: the request
+    is there when the connection is accepted (the server is slowed by
+    strace), it is answered and closed, and nothing is registered. Before,
+    every accepted connection cost an EPOLL_CTL_ADD."""
+    if not shutil.which("strace"):
+        pytest.skip("strace not installed (scripts/deps)")
+    n = 100
+    p, port = start(tmp_path, model, 0)
+    try:
+        url = f"http://127.0.0.1:{port}/index.html"
+        res = {}
+
+        def client():
+            r = run([os.path.join(BUILD, "htstress"), "--json", "-n", str(n), url], timeout=60)
+            res.update(json.loads(r.stdout))
+
+        calls = strace_counts(p.pid, client)
+    finally:
+        stop(p)
+    assert res["good"] == n, res
+    assert calls.get("accept4", 0) >= n, calls
+    assert calls.get("epoll_ctl", 0) <= n // 10, calls

@@ -679,7 +679,7 @@ static INLINE_HOT int wait_events(struct rt_worker *w,
         if (grown < RT_POLL_GROW_START_NS)
             grown = RT_POLL_GROW_START_NS;
         w->poll_ns = grown < max_ns ? grown : max_ns;
-    } else {
+    } else if (w->poll_ns) { /* an idle worker's stays 0 at no cost */
         w->poll_ns /= 2;
         if (w->poll_ns < RT_POLL_GROW_START_NS)
             w->poll_ns = 0;

@@ -19,8 +19,9 @@ Two counts per engine and workload, each from its own server run:
   rusage), over the N and the 2N batch whole (3N requests; see
   cpu_figures). Not a count, so it moves with the host's load, but far
   less than a request rate: it says where a request's time goes, and the
-  best throughput ratio that time allows when client and server share the
-  cores.
+  best throughput ratio that time allows when client and server keep the
+  shared cores busy (a server that polls before it sleeps spends idle
+  time too, and can do better where wake-ups, not CPU, bound a run).
 
 The client (build/htstress; for ktcp-echo a paced echo client in this file)
 runs outside both tools: only the server is counted. Each count is taken
@@ -852,7 +853,7 @@ def cpu_split(doc):
     L = ["### CPU time per request, microseconds (unpaced; /proc/PID/stat and the "
          "client's rusage)", "",
          "| engine | workload | connections | server user | server kernel | client | sum | "
-         "× nginx's sum (best throughput ratio) | req/s in the batch |",
+         "× nginx's sum (best throughput ratio if CPU-bound) | req/s in the batch |",
          "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
         c = r["cpu"]

@@ -339,6 +339,7 @@ static struct rt_coro *mn_conn(int *peer)
     struct epoll_event ev = {.events = EPOLLIN | EPOLLRDHUP | EPOLLET,
                              .data.ptr = co};
     CHECK(epoll_ctl(co->epfd, EPOLL_CTL_ADD, sv[0], &ev) == 0);
+    co->registered = true; /* as an idle connection is (coro_idle) */
     *peer = sv[1];
     return co;
 }

@@ -235,10 +235,12 @@ def test_sighup_with_a_bad_file_keeps_running_settings(server, site, tmp_path, m
     srv.proc.send_signal(signal.SIGHUP)
     wait_for(lambda: "kept the running settings" in srv.stderr(), "the refusal")
     assert "--port 99999" in srv.stderr()
-    conf.write_text("gzip\ncache-size 1M\n")  # the cache size takes a restart
+    # the cache size and busy polling take a restart
+    conf.write_text("gzip\ncache-size 1M\nbusy-poll-us 20\n")
     srv.proc.send_signal(signal.SIGHUP)
     wait_for(lambda: "SIGHUP: reloaded" in srv.stderr(), "the reload")
     assert "--cache-size changed" in srv.stderr()
+    assert "--busy-poll-us changed" in srv.stderr()
     with Conn(srv.port) as c:
         assert gzip_get(c) == "gzip"
 

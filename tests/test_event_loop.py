@@ -18,11 +18,12 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import time
 
 import pytest
 
-from testlib import BUILD, free_port, require_kind, run, task_cpu_seconds, wait_port
+from testlib import BUILD, ROOT, free_port, require_kind, run, task_cpu_seconds, wait_port
 
 REQUESTS = 400
 
@@ -116,19 +117,17 @@ def test_busy_poll_stops_when_idle(tmp_path):
 
 def strace_counts(pid, client):
     """System calls of every thread of pid while client() runs: strace -f
-    -c attached before, detached after. {name: calls}."""
+    -c attached before, detached after, read by make bench-cost's own
+    helpers. {name: calls}."""
+    sys.path.insert(0, os.path.join(ROOT, "tools", "bench"))
+    import cost
+
     out = f"/tmp/ktcp-strace-{pid}.txt"
     st = subprocess.Popen(["strace", "-f", "-c", "-o", out, "-p", str(pid)],
                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 20
-        while True:  # every thread seized, or the first calls go uncounted
-            tracers = []
-            for status in glob.glob(f"/proc/{pid}/task/*/status"):
-                with open(status) as f:
-                    tracers += [line.split()[1] for line in f if line.startswith("TracerPid:")]
-            if tracers and all(t == str(st.pid) for t in tracers):
-                break
+        while not cost.traced_by(pid, st.pid):  # or the first calls go uncounted
             assert time.monotonic() < deadline and st.poll() is None, "strace did not attach"
             time.sleep(0.01)
         time.sleep(0.05)
@@ -136,12 +135,7 @@ def strace_counts(pid, client):
     finally:
         st.send_signal(signal.SIGINT)
         st.wait(timeout=30)
-    calls = {}
-    with open(out) as f:
-        for line in f:
-            t = line.split()
-            if len(t) >= 5 and t[0][0].isdigit() and t[3].isdigit():
-                calls[t[-1]] = int(t[3])
+    calls, _ = cost.parse_strace(out)
     os.unlink(out)
     return calls
 

@@ -88,9 +88,7 @@ const char *rt_name(void)
 
 uint64_t rt_now_ms(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    return rt_mono_ns() / 1000000u;
 }
 
 __attribute__((noinline)) uint64_t rt_loop_now_ms(void)

@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <urcu/urcu-memb.h>
 
 #include "rt.h"
@@ -375,6 +376,14 @@ struct rt_global {
     _Atomic bool exiting;
 };
 extern struct rt_global rt_g;
+
+/* CLOCK_MONOTONIC in ns: rt_now_ms's clock, for the loop's wait */
+static inline uint64_t rt_mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t) ts.tv_sec * 1000000000u + (uint64_t) ts.tv_nsec;
+}
 
 void rt_worker_set_self(struct rt_worker *w);
 /* A threads-model connection thread woke from a wait: its loop clock

@@ -618,13 +618,6 @@ static INLINE_HOT struct rt_coro *runq_next(struct rt_worker *w,
     return co;
 }
 
-static inline uint64_t mono_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t) ts.tv_sec * 1000000000u + (uint64_t) ts.tv_nsec;
-}
-
 /* Wait up to timeout ms for events, as epoll_wait; epoll_pwait with no
  * mask is epoll_wait, without libc (rt_sys6); a failure (EINTR) is no
  * event.
@@ -653,13 +646,13 @@ static INLINE_HOT int wait_events(struct rt_worker *w,
     if (!timeout || !max_ns) {
         n = (int) rt_sys6(SYS_epoll_pwait, w->epfd, (long) ev, RT_EVENTS,
                           timeout, 0, 0);
-        w->wake_ns = mono_ns();
+        w->wake_ns = rt_mono_ns();
         return n;
     }
     /* Not polling, it reads no clock before the sleep: the last wake-up
      * stands in for its start, and the sleep measured is longer by what
      * the loop ran since (a few microseconds a request). */
-    uint64_t start = w->poll_ns ? mono_ns() : w->wake_ns, t = start;
+    uint64_t start = w->poll_ns ? rt_mono_ns() : w->wake_ns, t = start;
     while (t - start < w->poll_ns) {
         n = (int) rt_sys6(SYS_epoll_pwait, w->epfd, (long) ev, RT_EVENTS, 0, 0,
                           0);
@@ -668,11 +661,11 @@ static INLINE_HOT int wait_events(struct rt_worker *w,
             return n;
         }
         sched_yield();
-        t = mono_ns();
+        t = rt_mono_ns();
     }
     n = (int) rt_sys6(SYS_epoll_pwait, w->epfd, (long) ev, RT_EVENTS, timeout,
                       0, 0);
-    t = mono_ns();
+    t = rt_mono_ns();
     w->wake_ns = t;
     if (t - start <= max_ns) {
         uint64_t grown = w->poll_ns * 2;
@@ -837,7 +830,7 @@ static void *worker_main(void *arg)
     rt_worker_set_self(w);
     urcu_memb_register_thread();
     rt_coro_thread_dead_mode(model_mn ? RT_DEAD_SHARED : RT_DEAD_PRIVATE);
-    w->wake_ns = mono_ns();
+    w->wake_ns = rt_mono_ns();
     w->last_flush_ms = w->loop_now_ms = w->wake_ns / 1000000u;
     w->poll_ns = rt_g.poll_max_ns;
     if (model_mn)

@@ -165,7 +165,7 @@ void http_plan_head_failed(struct http_plan *p)
     p->error_page = false;
     p->keep_alive = false;
     p->drain_body = false;
-    p->more = false;
+    p->more = true; /* closing */
     http_plan_error(p, 500);
 }
 
@@ -231,6 +231,7 @@ void http_plan_no_request(struct http_plan *p,
     p->head.date_len = in->date ? HTTP_DATE_LEN : 0;
     p->head.now_seconds = in->now;
     p->keep_alive = false;
+    p->more = true; /* the close follows: the FIN pushes the end */
     http_plan_error(p, status);
 }
 
@@ -265,15 +266,17 @@ static void plan_connection(struct http_plan *p,
     if ((has_body && req->expect_continue) || req->expect_unknown)
         p->keep_alive = false;
     p->drain_body = has_body && p->keep_alive;
-    /* Another whole request head already buffered behind this one (and its
-     * body)? Then the response may wait in the socket for the next one's;
-     * otherwise it must leave now. Chunked bodies: their end is unknown,
-     * assume not. */
+    /* The end of the response may wait in the socket when something is
+     * sure to push it: the connection's close (the engine shuts the write
+     * side at once, and the kernel puts the FIN on the waiting segment),
+     * or the next response, when another whole request head is buffered
+     * behind this one (and its body). Otherwise it must leave now.
+     * Chunked bodies: their end is unknown, assume no next head. */
     if (req->body_framing == HTTP_BODY_CONTENT_LENGTH)
         after += req->content_length;
-    p->more = p->keep_alive && req->body_framing != HTTP_BODY_CHUNKED &&
-              in->buffered > after &&
-              http_head_buffered(in->buf + after, in->buffered - after);
+    p->more = !p->keep_alive ||
+              (req->body_framing != HTTP_BODY_CHUNKED && in->buffered > after &&
+               http_head_buffered(in->buf + after, in->buffered - after));
     /* Closing with request bytes unread would send an RST that can
      * overtake the response: drop them first. */
     p->linger = has_body || in->buffered > after;
@@ -371,7 +374,7 @@ static void plan_listing(struct http_plan *p)
     if (p->req->version < HTTP_VERSION_1_1) {
         p->keep_alive = false;
         p->drain_body = false;
-        p->more = false;
+        p->more = true; /* the close ends the body and pushes it */
     }
     head_init(p, 200);
     p->head.content_type = "text/html; charset=utf-8";

@@ -254,8 +254,11 @@ struct http_plan {
     bool keep_alive;  /* false: close once the response is out */
     bool linger;      /* closing: shut the write side first and drop what
                          the client still sends (HTTP_SERVER_LINGER_*) */
-    bool more;        /* a whole next request head is buffered: the end of
-                         this response may wait for it (MSG_MORE) */
+    bool more;        /* the end of this response may wait in the socket
+                         (MSG_MORE): a whole next request head is buffered,
+                         or the connection closes after it. Closing, the
+                         engine shuts the write side at once: the FIN then
+                         leaves on the response's last segment */
     bool drain_body;  /* keeping the connection after a request body: read
                          and drop it (core's framing) before the next head */
     bool error_page;  /* the lookup or body is a custom error page */

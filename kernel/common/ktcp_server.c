@@ -127,6 +127,14 @@ static int ktcp_listen(const char *bind, unsigned short port, int backlog,
 		pr_err("cannot listen on port %u: %d\n", port, err);
 		goto out_release;
 	}
+	/*
+	 * The servers answer what they receive at once, and the answer
+	 * carries the ACK: delayed-ACK (pingpong) mode from the start,
+	 * inherited by every accepted socket, saves the bare ACK a new
+	 * connection sends for its first request. After listen, which
+	 * resets the mode.
+	 */
+	tcp_sock_set_quickack(sock->sk, 0);
 	*res = sock;
 	return 0;
 

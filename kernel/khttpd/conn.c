@@ -70,6 +70,9 @@ static void khttpd_refuse(struct socket *sock)
 	int n;
 
 	http_plan_no_request(&p, &in, 503);
+	/* The plan holds the end back (more) for the shutdown's FIN. */
+	if (p.more)
+		msg.msg_flags |= MSG_MORE;
 	n = http_plan_head(&p, head, sizeof(head));
 	if (n > 0) {
 		vec[0].iov_base = head;
@@ -417,8 +420,13 @@ static int khttpd_response_done(struct khttpd_conn *conn)
 	khttpd_trace_end(conn);
 	khttpd_out_reset(&conn->req->out);
 	ktcp_conn_touch(&conn->c);
-	if (conn->close_after && !conn->linger)
+	if (conn->close_after && !conn->linger) {
+		/* The plan held the response's end back (more): shutting the
+		 * write side sends it with the FIN, in one segment.
+		 */
+		kernel_sock_shutdown(conn->c.sock, SHUT_WR);
 		return -ESHUTDOWN;
+	}
 	if (conn->close_after)
 		khttpd_start_linger(conn);
 	else if (conn->body_left || conn->body_chunked)

@@ -5,6 +5,7 @@ import select
 import subprocess
 import signal
 import socket
+import struct
 import time
 
 import pytest
@@ -36,6 +37,40 @@ def test_http10_closes_by_default(http_engine):
         assert r.status == 200 and r.body == b"hello\n"
         assert r.header("Connection") in (None, "close")
         assert c.closed_within(3)
+
+
+def segments_without_data(port, wire):
+    """Send wire on a fresh connection, read to the server's close, and
+    count the segments that came without data: tcp_info's segs_in less
+    data_segs_in, as the client's kernel counted them."""
+    with Conn(port) as c:
+        c.send(wire)
+        r = c.read_response(wire.split(b" ", 1)[0].decode())
+        assert c.closed_within(3)
+        ti = c.sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 232)
+    segs_in, = struct.unpack_from("I", ti, 140)
+    data_segs_in, = struct.unpack_from("I", ti, 152)
+    return r, segs_in - data_segs_in
+
+
+@pytest.mark.parametrize("wire, status", [
+    (b"GET /a.txt HTTP/1.0\r\n\r\n", 200),
+    (b"HEAD /a.txt HTTP/1.0\r\n\r\n", 200),
+    (b"GET /a.txt HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", 200),
+    (b"GET /missing HTTP/1.0\r\n\r\n", 404),
+    (b"GET /a.txt HTTP/2.0\r\nHost: x\r\n\r\n", 505),
+])
+def test_closing_response_carries_ack_and_fin(http_engine, wire, status):
+    # One request on a new connection, answered and closed: the response's
+    # segment carries the ACK of the request (the listener is in
+    # delayed-ACK mode, so no bare ACK goes first) and the FIN (the end of
+    # the response waits for the shut write side). The SYN-ACK is then
+    # the one segment without data the client receives.
+    for _ in range(3):
+        r, bare = segments_without_data(http_engine.port, wire)
+        assert r.status == status
+        assert bare == 1, (f"{bare} segments without data: a bare ACK of "
+                           "the request or a FIN on its own")
 
 
 def test_http10_keepalive_when_asked(http_engine):

@@ -497,6 +497,7 @@ static void test_directories(void)
     CHECK_INT(r->plan.body, HTTP_PLAN_BODY_LISTING);
     CHECK(!has(r, "Transfer-Encoding"));
     CHECK(!r->plan.keep_alive);
+    CHECK(r->plan.more); /* a keep-alive asked for, now a close: held */
     CHECK(has(r, "Connection: close\r\n"));
 
     /* listing that cannot be opened */
@@ -512,6 +513,7 @@ static void test_connection(void)
     r = plan("GET /a.txt HTTP/1.0\r\n\r\n");
     CHECK(!r->plan.keep_alive);
     CHECK(!r->plan.linger); /* nothing unread: a plain close */
+    CHECK(r->plan.more);    /* the close's FIN takes the end along */
     CHECK(has(r, "Connection: close\r\n"));
 
     r = plan(
@@ -519,7 +521,7 @@ static void test_connection(void)
         "GET /a.txt HTTP/1.1\r\n");
     CHECK(!r->plan.keep_alive);
     CHECK(r->plan.linger); /* bytes follow: drop them before closing */
-    CHECK(!r->plan.more);
+    CHECK(r->plan.more);   /* closing: the shut write side pushes it */
 
     /* pipelining: a whole next head makes the response wait for it */
     r = plan(GET("/a.txt", "") GET("/a.txt", ""));
@@ -587,6 +589,7 @@ static void test_no_request(void)
         CHECK_INT(p.status, statuses[i]);
         CHECK(!p.keep_alive);
         CHECK(p.linger);
+        CHECK(p.more); /* the FIN of the shut write side pushes it */
         CHECK_INT(p.body, HTTP_PLAN_BODY_TEXT);
         int n = http_plan_head(&p, head, sizeof(head));
         CHECK(n > 0);
@@ -1068,6 +1071,7 @@ static void test_head_bound(void)
     http_plan_head_failed(&r->plan);
     CHECK_INT(r->plan.status, 500);
     CHECK(!r->plan.keep_alive);
+    CHECK(r->plan.more);
     CHECK_INT(r->plan.body, HTTP_PLAN_BODY_TEXT);
     CHECK(http_plan_head(&r->plan, buf, sizeof(buf)) > 0);
 }

@@ -71,6 +71,12 @@ int ktcp_listen_tcp(const char *bind_addr,
         close(fd);
         return err;
     }
+    /* Our servers answer what they receive at once, and the answer carries
+     * the ACK. Delayed-ACK ("pingpong") mode from the start, inherited by
+     * every accepted socket as TCP_NODELAY is, saves the bare ACK a new
+     * connection sends for its first request. After listen(), which
+     * resets the mode. */
+    setsockopt(fd, IPPROTO_TCP, TCP_QUICKACK, &zero, sizeof(zero));
     return fd;
 
 einval:

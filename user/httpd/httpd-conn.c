@@ -142,8 +142,10 @@ void httpd_conn_refuse(int fd)
         return;
     struct iovec iov[2] = {{head, (size_t) n}, {p.text, p.body_len}};
     struct msghdr m = {.msg_iov = iov, .msg_iovlen = 2};
-    /* best effort: a fresh socket's send buffer is empty */
-    if (sendmsg(fd, &m, MSG_NOSIGNAL | MSG_DONTWAIT) > 0)
+    /* best effort: a fresh socket's send buffer is empty. The plan holds
+     * the end back (more) for the shutdown's FIN to take along. */
+    if (sendmsg(fd, &m, MSG_NOSIGNAL | MSG_DONTWAIT | (p.more ? MSG_MORE : 0)) >
+        0)
         shutdown(fd, SHUT_WR);
 }
 
@@ -261,7 +263,12 @@ static bool answer(struct conn *cs, size_t head_len, bool *linger)
     if (!ok)
         return false;
     if (!p.keep_alive) {
+        /* the plan held the response's end back (more): shutting the
+         * write side sends it with the FIN, one segment (a lingering
+         * close shuts it itself) */
         *linger = p.linger;
+        if (!p.linger)
+            shutdown(cs->c->fd, SHUT_WR);
         return false;
     }
     cs->start += head_len;

@@ -2,6 +2,7 @@
  * memory into one writev. Whether the bytes may wait in the socket for
  * more (MSG_MORE) is the caller's, from the plan. */
 #include <stdlib.h>
+#include <sys/socket.h>
 #include <sys/uio.h>
 
 #include "httpd.h"
@@ -54,9 +55,10 @@ bool httpd_send_head(struct httpd_req *r,
             {.iov_base = r->hbuf, .iov_len = (size_t) n},
             {.iov_base = e.text, .iov_len = e.head_only ? 0 : e.body_len},
         };
-        if (rt_sendv(r->c, iov, 2, false, httpd_cfg.idle_timeout_ms) > 0 &&
+        if (rt_sendv(r->c, iov, 2, e.more, httpd_cfg.idle_timeout_ms) > 0 &&
             !e.head_only)
             r->sent += e.body_len;
+        shutdown(r->c->fd, SHUT_WR); /* the close's FIN pushes the end */
         return false;
     }
     r->status = p->status;

@@ -42,15 +42,18 @@ def test_http10_closes_by_default(http_engine):
 def segments_without_data(port, wire):
     """Send wire on a fresh connection, read to the server's close, and
     count the segments that came without data: tcp_info's segs_in less
-    data_segs_in, as the client's kernel counted them."""
+    data_segs_in, as the client's kernel counted them. Also returns the
+    seconds from the send to the response's head."""
     with Conn(port) as c:
+        t0 = time.monotonic()
         c.send(wire)
         r = c.read_response(wire.split(b" ", 1)[0].decode())
+        took = time.monotonic() - t0
         assert c.closed_within(3)
         ti = c.sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 232)
     segs_in, = struct.unpack_from("I", ti, 140)
     data_segs_in, = struct.unpack_from("I", ti, 152)
-    return r, segs_in - data_segs_in
+    return r, segs_in - data_segs_in, took
 
 
 @pytest.mark.parametrize("wire, status", [
@@ -65,12 +68,22 @@ def test_closing_response_carries_ack_and_fin(http_engine, wire, status):
     # segment carries the ACK of the request (the listener is in
     # delayed-ACK mode, so no bare ACK goes first) and the FIN (the end of
     # the response waits for the shut write side). The SYN-ACK is then
-    # the one segment without data the client receives.
-    for _ in range(3):
-        r, bare = segments_without_data(http_engine.port, wire)
+    # the one segment without data the client receives. A delayed ACK
+    # waits at least 40 ms (TCP_DELACK_MIN), so an answer slower than
+    # 20 ms (a loaded host) may come after a bare ACK: such tries only
+    # show that no more than that came alone.
+    quick = 0
+    for _ in range(5):
+        r, bare, took = segments_without_data(http_engine.port, wire)
         assert r.status == status
-        assert bare == 1, (f"{bare} segments without data: a bare ACK of "
-                           "the request or a FIN on its own")
+        if took < 0.02:
+            quick += 1
+            assert bare == 1, (f"{bare} segments without data: a bare ACK "
+                               "of the request or a FIN on its own")
+        else:
+            assert bare <= 2, f"{bare} segments without data"
+    if not quick:
+        pytest.skip("no answer within 20 ms: the host is too loaded to tell")
 
 
 def test_http10_keepalive_when_asked(http_engine):

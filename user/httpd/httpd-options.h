@@ -25,6 +25,7 @@ struct settings {
     size_t error_pages_n;
     const char *user;
     bool dotfiles;
+    bool test_config; /* --test-config: check, say so, exit */
     /* --config's strings, which the fields above may point into:
      * owned[1..owned_n) (httpd_settings_release frees them) */
     char **owned;
@@ -37,6 +38,10 @@ struct settings {
 enum rt_cli_result httpd_load_settings(int argc,
                                        char **argv,
                                        struct settings *s);
+
+/* The parser's description of ktcp-httpd (its flags, --help), for
+ * rt_cli_serve, which httpd-main.c gives its hooks. */
+struct rt_cli *httpd_cli(void);
 
 /* Free the strings read from --config into s (its fields may point into
  * them: s is not used afterwards). */

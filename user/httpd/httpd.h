@@ -41,6 +41,9 @@ struct httpd_config {
     size_t error_pages_n;
     const struct http_mime_table *mime; /* --mime-types, NULL: core's */
     bool dotfiles; /* serve and list names starting with '.' */
+    /* How httpd_log_open opens a file: fd or -errno (main sets it: started
+     * as root, through the opener that kept root) */
+    int (*open_log)(const char *path);
 };
 extern struct httpd_config httpd_cfg;
 
@@ -207,6 +210,7 @@ enum httpd_counter {
     HTTPD_C_CACHE_HITS,
     HTTPD_C_CACHE_MISSES,
     HTTPD_C_CACHE_EVICTIONS,
+    HTTPD_C_LOG_REOPEN_FAILED, /* a reopen of the access log failed */
     HTTPD_C_END
 };
 _Static_assert(HTTPD_C_END <= RT_NCOUNTERS, "more counters than rt.h has");

@@ -60,7 +60,7 @@ static NOINLINE int wait_poll(struct rt_conn *c,
                               bool idle)
 {
     for (;;) {
-        if (idle && rt_stopping())
+        if (rt_wait_cut(idle))
             return -ESHUTDOWN;
         int timeout = -1;
         if (deadline_ms) {
@@ -69,6 +69,9 @@ static NOINLINE int wait_poll(struct rt_conn *c,
                 return -ETIMEDOUT;
             timeout = (int) (deadline_ms - now);
         }
+        /* stopping: look again every 50 ms whether rt_stop_now cut us */
+        if (rt_stopping() && (timeout < 0 || timeout > 50))
+            timeout = 50;
         struct pollfd p[2] = {
             {.fd = c->fd, .events = events},
             {.fd = rt_g.stop_fd, .events = POLLIN},

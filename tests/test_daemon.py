@@ -236,6 +236,7 @@ def test_sigterm_cuts_stalled_downloads_at_the_shutdown_timeout(tmp_path, daemon
     assert in_flight(d) == 4, d.text()
     assert 1.8 <= took <= 3.0, f"exited {took:.2f} s after SIGTERM with --shutdown-timeout 2"
     assert "--shutdown-timeout passed: cutting 4 connections" in d.text(), d.text()
+    assert "left to the exit" not in d.text(), d.text()  # each cut ended its response
 
 
 @pytest.mark.parametrize("model", MODELS)
@@ -258,6 +259,7 @@ def test_second_sigterm_stops_at_once(tmp_path, daemons, site, model):
     assert rc == 0, d.text()
     assert took <= 1.0, f"exited {took:.2f} s after the second signal"
     assert "second SIGINT: cutting 2 connections" in d.text(), d.text()
+    assert "left to the exit" not in d.text(), d.text()
 
 
 @pytest.mark.parametrize("model", MODELS)

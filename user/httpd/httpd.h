@@ -40,7 +40,8 @@ struct httpd_config {
     const struct http_error_page *error_pages; /* --error-page */
     size_t error_pages_n;
     const struct http_mime_table *mime; /* --mime-types, NULL: core's */
-    bool dotfiles; /* serve and list names starting with '.' */
+    bool dotfiles;         /* serve and list names starting with '.' */
+    _Atomic bool listings; /* --listings: directories without an index */
     /* How httpd_log_open opens a file: fd or -errno (main sets it: started
      * as root, through the opener that kept root) */
     int (*open_log)(const char *path);

@@ -44,6 +44,9 @@ struct httpd_config {
     _Atomic bool listings; /* --listings: directories without an index */
     unsigned listing_max;  /* --listing-max, 0: any */
     size_t listing_bytes;  /* --listing-bytes, 0: any */
+    /* How httpd_log_open opens a file: fd or -errno (main sets it: started
+     * as root, through the opener that kept root) */
+    int (*open_log)(const char *path);
 };
 extern struct httpd_config httpd_cfg;
 
@@ -238,6 +241,7 @@ enum httpd_counter {
     HTTPD_C_CACHE_MISSES,
     HTTPD_C_CACHE_EVICTIONS,
     HTTPD_C_LISTINGS_REFUSED,
+    HTTPD_C_LOG_REOPEN_FAILED, /* a reopen of the access log failed */
     HTTPD_C_END
 };
 _Static_assert(HTTPD_C_END <= RT_NCOUNTERS, "more counters than rt.h has");

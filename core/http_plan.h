@@ -84,9 +84,13 @@
 #define HTTP_SERVER_MAX_STORED_HEADERS 32
 /* Longest normalised path, NUL included. */
 #define HTTP_SERVER_PATH_MAX 4096
-/* A listing is rendered and sent in pieces of this size (ktcp-httpd;
- * khttpd renders into a smaller buffer per connection). */
-#define HTTP_SERVER_LISTING_BUF 16384
+/* A listing is rendered and sent in pieces of at most this many bytes,
+ * by both engines alike: what fits one 8 KiB buffer with room for a chunk
+ * header (HTTP_CHUNK_HEADER_MAX) before and the chunk's end and the last
+ * chunk (7 bytes) after, so that each listing connection's buffer is one
+ * small kmalloc bucket; a row always fits an empty one
+ * (HTTP_LISTING_ENTRY_MAX). */
+#define HTTP_SERVER_LISTING_BUF (8192 - 18 - 7)
 /* A listing collects its directory's names before it sorts them and
  * renders the rows: at most this many names and this many bytes of them
  * per request. A directory with more lists the first names the file system

@@ -52,8 +52,10 @@
  * an empty one (HTTP_LISTING_ENTRY_MAX).
  */
 #define KHTTPD_LISTING_TAIL (2 + sizeof(HTTP_LAST_CHUNK) - 1)
-#define KHTTPD_LISTING_DATA \
-	(KHTTPD_LISTING_MEM - HTTP_CHUNK_HEADER_MAX - KHTTPD_LISTING_TAIL)
+#define KHTTPD_LISTING_DATA HTTP_SERVER_LISTING_BUF
+static_assert(HTTP_CHUNK_HEADER_MAX + KHTTPD_LISTING_DATA +
+		      KHTTPD_LISTING_TAIL <=
+	      KHTTPD_LISTING_MEM);
 static_assert(KHTTPD_LISTING_DATA >= HTTP_LISTING_ENTRY_MAX);
 
 /* Listings in flight and the bytes charged against listing_bytes. */

@@ -191,7 +191,7 @@ def test_listing_sorted_with_sizes_and_mtimes(http_engine):
 def test_listing_whose_title_exceeds_a_piece(http_engine):
     target = "/" + LONG_DIR + "/"
     title = html.escape(target, quote=True)
-    assert len(title) * 2 > 16384  # more than HTTP_SERVER_LISTING_BUF
+    assert len(title) * 2 > 16384  # more than a piece (HTTP_SERVER_LISTING_BUF)
     for version in ("1.1", "1.0"):
         with Conn(http_engine.port) as c:
             c.send(f"GET {target} HTTP/{version}\r\nHost: x\r\n\r\n".encode())

@@ -42,6 +42,8 @@
 #define NAMES_START 4096
 #define OFFS_START 256
 #define MEM_SIZE (HTTP_CHUNK_HEADER_MAX + HTTP_SERVER_LISTING_BUF + 2)
+_Static_assert(HTTP_SERVER_LISTING_BUF >= HTTP_LISTING_ENTRY_MAX,
+               "a row fits an empty buffer");
 
 /* Listings in flight and the bytes charged against --listing-bytes. */
 static _Atomic long listings_now;

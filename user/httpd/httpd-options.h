@@ -25,6 +25,10 @@ struct settings {
     size_t error_pages_n;
     const char *user;
     bool dotfiles;
+    /* HTTPS: --tls-port is rt.second_port */
+    const char *tls_cert;
+    const char *tls_key;
+    int tls_handshake_timeout_ms;
     /* --config's strings, which the fields above may point into:
      * owned[1..owned_n) (httpd_settings_release frees them) */
     char **owned;

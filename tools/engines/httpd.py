@@ -67,6 +67,9 @@ class UserHttpd(Engine):
         if self.tls:
             self.certs = tlscert.make_ca()
             self.plain_port = free_port()
+            # its start line, not a probe connection (which would count as
+            # a failed handshake)
+            options.setdefault("ready", "ktcp-httpd: HTTPS on port")
         return super().start(root, port, **options)
 
     def launch(self, o):

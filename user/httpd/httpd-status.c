@@ -102,8 +102,7 @@ static void build_body(struct http_buf *b, enum status_format fmt)
         const char *name, *help;
         int which;
     } tls[] = {
-        {"tls_handshakes", "TLS handshakes completed.",
-         HTTPD_C_TLS_HANDSHAKES},
+        {"tls_handshakes", "TLS handshakes completed.", HTTPD_C_TLS_HANDSHAKES},
         {"tls_handshake_failures",
          "TLS handshakes that failed (refused, garbage, plain HTTP, timed "
          "out).",

@@ -153,10 +153,10 @@ static void *accept_main(void *arg)
             /* the socket is systemd's too and is never shut down, or there
              * are two listeners: wait for a client or the stop, not in
              * accept() */
-            struct pollfd pf[3] = {{rt_g.listen_fds[0], POLLIN, 0},
-                                   {rt_g.stop_fd, POLLIN, 0},
-                                   {rt_g.nlisten2 ? rt_g.listen_fds2[0] : -1,
-                                    POLLIN, 0}};
+            struct pollfd pf[3] = {
+                {rt_g.listen_fds[0], POLLIN, 0},
+                {rt_g.stop_fd, POLLIN, 0},
+                {rt_g.nlisten2 ? rt_g.listen_fds2[0] : -1, POLLIN, 0}};
             if (poll(pf, 3, -1) < 0 && errno != EINTR)
                 break;
             if (rt_stopping())
@@ -167,9 +167,9 @@ static void *accept_main(void *arg)
                 continue;
             alternate = !alternate; /* both ready: take turns */
         }
-        int fd = accept4(which ? rt_g.listen_fds2[0] : rt_g.listen_fds[0],
-                         (struct sockaddr *) &ss, &sl,
-                         SOCK_NONBLOCK | SOCK_CLOEXEC);
+        int fd =
+            accept4(which ? rt_g.listen_fds2[0] : rt_g.listen_fds[0],
+                    (struct sockaddr *) &ss, &sl, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd < 0) {
             if (rt_stopping())
                 break;

@@ -8,6 +8,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <openssl/core_names.h>
+#include <openssl/crypto.h>
 #include <openssl/err.h>
 #include <openssl/evp.h>
 #include <openssl/rand.h>
@@ -76,7 +77,8 @@ static void ticket_keys_rotate(struct ktcp_tls_ctx *ctx)
     if (ctx->keys[0].valid && now - ctx->keys[0].made_s < ctx->rotate_s)
         return;
     /* a key unused for two periods is not kept for decryption either */
-    bool stale = ctx->keys[0].valid && now - ctx->keys[0].made_s >= 2 * (uint64_t) ctx->rotate_s;
+    bool stale = ctx->keys[0].valid &&
+                 now - ctx->keys[0].made_s >= 2 * (uint64_t) ctx->rotate_s;
     ctx->keys[1] = ctx->keys[0];
     ctx->keys[1].valid = ctx->keys[0].valid && !stale;
     ticket_key_make(&ctx->keys[0], now);
@@ -177,8 +179,7 @@ static SSL_CTX *make_ssl_ctx(struct ktcp_tls_ctx *ctx,
         !SSL_CTX_set_session_id_context(s, (const unsigned char *) "ktcp", 4))
         goto fail;
     SSL_CTX_set_options(s, SSL_OP_CIPHER_SERVER_PREFERENCE |
-                               SSL_OP_NO_RENEGOTIATION |
-                               SSL_OP_NO_COMPRESSION |
+                               SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_COMPRESSION |
                                (ctx->no_ktls ? 0 : SSL_OP_ENABLE_KTLS));
     SSL_CTX_set_mode(s, SSL_MODE_ENABLE_PARTIAL_WRITE |
                             SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER |
@@ -212,14 +213,18 @@ struct ktcp_tls_ctx *ktcp_tls_ctx_new(const struct ktcp_tls_opts *opts,
                                       char *err,
                                       size_t errlen)
 {
+    /* No clean-up at exit: the threads model's idle connection threads
+     * may still be ending (and freeing their OpenSSL thread state) while
+     * main returns; an atexit OPENSSL_cleanup would race them. */
+    OPENSSL_init_ssl(OPENSSL_INIT_NO_ATEXIT, NULL);
     struct ktcp_tls_ctx *ctx = calloc(1, sizeof(*ctx));
     if (!ctx) {
         set_err(err, errlen, strerror(ENOMEM));
         return NULL;
     }
     pthread_mutex_init(&ctx->lock, NULL);
-    ctx->rotate_s =
-        opts->ticket_rotate_s ? opts->ticket_rotate_s : KTCP_TLS_TICKET_ROTATE_S;
+    ctx->rotate_s = opts->ticket_rotate_s ? opts->ticket_rotate_s
+                                          : KTCP_TLS_TICKET_ROTATE_S;
     ctx->no_ktls = opts->no_ktls;
     ticket_key_make(&ctx->keys[0], mono_s());
     ctx->ssl = make_ssl_ctx(ctx, opts->cert_file, opts->key_file, err, errlen);

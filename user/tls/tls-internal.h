@@ -33,7 +33,7 @@ struct ktcp_tls_ctx {
 struct ktcp_tls_conn {
     SSL *ssl;
     int fd;
-    bool eof; /* the peer closed (close_notify or EOF) after data */
+    bool eof;        /* the peer closed (close_notify or EOF) after data */
     int pending_err; /* an error met after data was returned */
     /* a chunk read from a file (or gathered from an iovec by tls-rt.c)
      * and not yet all written: OpenSSL wants a retried write to present

@@ -140,9 +140,9 @@ static ssize_t io_sendfile(struct rt_conn *c,
 {
     size_t left = count;
     while (left > 0) {
-        ssize_t n = send_step(
-            c, ktcp_tls_sendfile(c->io_data, file_fd, offset, left),
-            timeout_ms);
+        ssize_t n =
+            send_step(c, ktcp_tls_sendfile(c->io_data, file_fd, offset, left),
+                      timeout_ms);
         if (n < 0)
             return n;
         offset += n;

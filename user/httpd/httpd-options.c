@@ -34,6 +34,7 @@ enum {
     OPT_TLS_CERT,
     OPT_TLS_KEY,
     OPT_TLS_HS_TIMEOUT,
+    OPT_LISTINGS,
 };
 
 #define DEFAULT_TLS_HS_TIMEOUT_MS 10000
@@ -98,11 +99,15 @@ static const struct rt_cli_opt opts[] = {
     {"tls-handshake-timeout-ms", OPT_TLS_HS_TIMEOUT, "MS",
      "a TLS handshake not done by then is closed\n"
      "(default: 10000)"},
+    {"listings", OPT_LISTINGS, "on|off",
+     "off: a directory without index.html answers 403\n"
+     "instead of its listing (default: on)"},
     {"config", OPT_CONFIG, "FILE",
      "read flags from FILE first, one per line without\n"
      "the dashes ('gzip', 'access-log /var/log/x.log');\n"
      "flags given here win; SIGHUP reads it again and\n"
-     "applies gzip, gzip-static, expires and access-log\n"
+     "applies gzip, gzip-static, expires, listings and\n"
+     "access-log"
      "(default: none)"},
     {"idle-timeout", 'i', "MS", NULL}, /* the old spelling */
     {0},
@@ -198,6 +203,11 @@ static bool option(void *data, int key, const char *arg, bool from_file)
             return false;
         s->tls_handshake_timeout_ms = (int) v;
         return true;
+    case OPT_LISTINGS:
+        if (strcmp(arg, "on") && strcmp(arg, "off"))
+            return rt_cli_bad("--listings", arg, "expected on or off");
+        s->listings = strcmp(arg, "on") == 0;
+        return true;
     case OPT_CONFIG:
         if (from_file)
             return rt_cli_bad("--config", arg,
@@ -232,6 +242,7 @@ static void settings_default(struct settings *s)
     s->cache_size = DEFAULT_CACHE_SIZE;
     s->mime_types = DEFAULT_MIME_TYPES;
     s->user = DEFAULT_USER;
+    s->listings = true;
     s->tls_handshake_timeout_ms = DEFAULT_TLS_HS_TIMEOUT_MS;
 }
 

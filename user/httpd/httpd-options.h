@@ -29,6 +29,7 @@ struct settings {
     const char *tls_cert;
     const char *tls_key;
     int tls_handshake_timeout_ms;
+    bool listings;
     /* --config's strings, which the fields above may point into:
      * owned[1..owned_n) (httpd_settings_release frees them) */
     char **owned;

@@ -72,3 +72,16 @@ def wrap(sock, port):
     if ctx is None:
         return sock
     return ctx.wrap_socket(sock, server_hostname="localhost")
+
+
+def url(port, path):
+    """The URL of path on the engine at port: https://localhost for a TLS
+    engine's port, http://127.0.0.1 otherwise."""
+    if port in TLS_PORTS:
+        return f"https://localhost:{port}{path}"
+    return f"http://127.0.0.1:{port}{path}"
+
+
+def curl_args(port):
+    """What curl needs to trust the engine at port (--cacert for TLS)."""
+    return ["--cacert", TLS_PORTS[port]] if port in TLS_PORTS else []

@@ -48,6 +48,9 @@ struct httpd_config {
     int tls_handshake_timeout_ms;
     unsigned listing_max; /* --listing-max, 0: any */
     size_t listing_bytes; /* --listing-bytes, 0: any */
+    /* How httpd_log_open opens a file: fd or -errno (main sets it: started
+     * as root, through the opener that kept root) */
+    int (*open_log)(const char *path);
 };
 extern struct httpd_config httpd_cfg;
 
@@ -238,6 +241,7 @@ enum httpd_counter {
     HTTPD_C_TLS_KTLS_TX,
     HTTPD_C_TLS_KTLS_RX,
     HTTPD_C_LISTINGS_REFUSED,
+    HTTPD_C_LOG_REOPEN_FAILED, /* a reopen of the access log failed */
     HTTPD_C_END
 };
 _Static_assert(HTTPD_C_END <= RT_NCOUNTERS, "more counters than rt.h has");

@@ -4,7 +4,9 @@
  * runtime's (rt_wait): a coroutine yields its worker, a threads-model
  * thread polls; no call here blocks a worker. */
 #include <errno.h>
+#include <linux/sockios.h>
 #include <poll.h>
+#include <sys/ioctl.h>
 
 #include "rt.h"
 #include "tls-internal.h"
@@ -78,8 +80,27 @@ static ssize_t send_step(struct rt_conn *c, ssize_t n, int timeout_ms)
     }
     if (!wants(n))
         return send_failed(n == 0 ? -EPIPE : n);
-    int w = wait_for(c, n, rt_now_ms() + (uint64_t) timeout_ms, false);
-    return w < 0 ? send_failed(w) : 0;
+    if (n == KTCP_TLS_WANT_READ) {
+        int w = wait_for(c, n, rt_now_ms() + (uint64_t) timeout_ms, false);
+        return w < 0 ? send_failed(w) : 0;
+    }
+    /* Room to write: as the runtime's own sends (rt-io.c), a slow but
+     * steady reader whose acknowledgements drain the unacknowledged queue
+     * (SIOCOUTQ) makes progress, though the socket may not turn writable
+     * within the timeout; only a reader that took nothing for a whole
+     * timeout is given up on. */
+    int queued = -1, now_queued;
+    if (ioctl(c->fd, SIOCOUTQ, &queued) < 0)
+        queued = -1;
+    for (;;) {
+        int w = rt_wait(c, POLLOUT, rt_now_ms() + (uint64_t) timeout_ms, false);
+        if (w == 0)
+            return 0;
+        if (w != -ETIMEDOUT || queued < 0 ||
+            ioctl(c->fd, SIOCOUTQ, &now_queued) < 0 || now_queued >= queued)
+            return send_failed(w);
+        queued = now_queued;
+    }
 }
 
 static ssize_t io_sendv(struct rt_conn *c,

@@ -12,16 +12,19 @@ BUG/WARNING/Oops in the guest's dmesg.
 """
 import errno
 import os
+import signal
 import socket
+import ssl
 import struct
 import subprocess
 import time
 
 import pytest
 
-from testlib import free_port, module_path, require_kind, run, wait_port
+from testlib import BUILD, free_port, module_path, require_kind, run, wait_port
 
 KHTTPD_KO = module_path("khttpd")
+TLSD = os.path.join(BUILD, "ktcp-tlsd")
 ADOPT = "/proc/net/khttpd_adopt"
 BIG = 8 * 1024 * 1024
 
@@ -97,6 +100,11 @@ class Client:
         self.s.sendmsg([bytes([2, desc])], [(SOL_TLS, TLS_SET_RECORD_TYPE, bytes([ALERT]))])
 
     def _more(self):
+        if isinstance(self.s, ssl.SSLSocket):  # OpenSSL makes the records
+            data = self.s.recv(1 << 20)
+            self.closed_by = None if data else "eof"
+            self.buf += data
+            return bool(data)
         data, anc, _, _ = self.s.recvmsg(1 << 20, socket.CMSG_SPACE(1))
         for level, kind, value in anc:
             if level == SOL_TLS and kind == TLS_GET_RECORD_TYPE and value[0] != APPLICATION_DATA:
@@ -379,3 +387,82 @@ def test_rmmod_with_live_adopted_connections(khttpd):
             pass  # reset, or EIO from a cut record: closed either way
         c.s.close()
 
+
+# ---- end to end: ktcp-tlsd does the handshake, khttpd the rest ----
+
+@pytest.fixture
+def test_ca(tmp_path):
+    """A CA and a server certificate for 127.0.0.1, made now, kept nowhere."""
+    d = tmp_path
+    ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes"]
+    run(["openssl", "req", "-x509", *ec, "-keyout", d / "ca.key", "-out", d / "ca.pem",
+         "-days", "1", "-subj", "/CN=ktcp test CA"])
+    run(["openssl", "req", *ec, "-keyout", d / "srv.key", "-out", d / "srv.csr",
+         "-subj", "/CN=127.0.0.1"])
+    (d / "ext").write_text("subjectAltName=IP:127.0.0.1\n")
+    run(["openssl", "x509", "-req", "-in", d / "srv.csr", "-CA", d / "ca.pem", "-CAkey", d / "ca.key",
+         "-CAcreateserial", "-days", "1", "-extfile", d / "ext", "-out", d / "srv.pem"])
+    return d
+
+
+class Tlsd:
+    def __init__(self, ca, port=None):
+        if not os.path.exists(TLSD):
+            pytest.fail(f"{TLSD} is not built (run make user)")
+        self.port = port or free_port()
+        self.p = subprocess.Popen([TLSD, "--port", str(self.port), "--bind", "127.0.0.1",
+                                   "--cert", str(ca / "srv.pem"), "--key", str(ca / "srv.key")],
+                                  stderr=subprocess.PIPE, text=True)
+        wait_port(self.port, proc=self.p)
+
+    def stop(self):
+        self.p.send_signal(signal.SIGTERM)
+        _, err = self.p.communicate(timeout=30)
+        assert self.p.returncode == 0, err
+        return err
+
+
+def test_curl_through_tlsd(khttpd, test_ca, tmp_path):
+    before, tls_before = stats(), tls_stat()
+    agent = Tlsd(test_ca)
+    try:
+        url = f"https://127.0.0.1:{agent.port}"
+        # Two files on one connection (keep-alive), checked against the CA.
+        run(["curl", "-sS", "--fail", "--cacert", str(test_ca / "ca.pem"),
+             f"{url}/hello.txt", "-o", str(tmp_path / "a"), f"{url}/big.bin", "-o", str(tmp_path / "b")],
+            timeout=120)
+        assert (tmp_path / "a").read_bytes() == b"hello, tls\n"
+        assert (tmp_path / "b").read_bytes() == (khttpd / "big.bin").read_bytes()
+        # A client that does not trust the CA never gets a response.
+        r = run(["curl", "-sS", f"{url}/hello.txt"], check=False, timeout=60)
+        assert r.returncode != 0
+    finally:
+        log = agent.stop()
+    after, tls_after = stats(), tls_stat()
+    assert after["tls_adopted"] == before["tls_adopted"] + 1, log
+    assert after["requests"] == before["requests"] + 2
+    assert tls_after["TlsTxSw"] > tls_before["TlsTxSw"]
+    assert tls_after["TlsRxSw"] > tls_before["TlsRxSw"]
+    assert "1 adopted" in log, log
+
+
+def test_agent_restart_keeps_served_connections(khttpd, test_ca):
+    agent = Tlsd(test_ca)
+    ctx = ssl.create_default_context(cafile=str(test_ca / "ca.pem"))
+    s = ctx.wrap_socket(socket.create_connection(("127.0.0.1", agent.port), timeout=20),
+                        server_hostname="127.0.0.1")
+    c = Client(s)
+    assert c.get("/hello.txt")[:3:2] == (200, b"hello, tls\n")
+    agent.stop()  # the agent exits: the connection is khttpd's
+    status, _, body = c.get("/big.bin")
+    assert status == 200 and body == (khttpd / "big.bin").read_bytes()
+    agent = Tlsd(test_ca, port=agent.port)  # and comes back
+    try:
+        s2 = ctx.wrap_socket(socket.create_connection(("127.0.0.1", agent.port), timeout=20),
+                             server_hostname="127.0.0.1")
+        assert Client(s2).get("/hello.txt")[0] == 200
+        assert c.get("/hello.txt")[0] == 200
+        s2.close()
+    finally:
+        agent.stop()
+    s.close()

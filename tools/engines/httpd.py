@@ -22,6 +22,7 @@ parameters (cache_size is its cache_bytes):
   user             the account files are read as: ktcp-httpd started as root
                    gets --user, khttpd the account's uid and gid
   dotfiles         "deny" or "allow": paths with a segment starting with '.'
+  listings         False: a directory without index.html answers 403
   bind             the address ktcp-httpd listens on
   args             more ktcp-httpd arguments, last on its command line
 """
@@ -82,6 +83,8 @@ class UserHttpd(Engine):
                           ("dotfiles", "--dotfiles")):
             if o.get(key):
                 cmd += [flag, o[key]]
+        if o.get("listings") is not None:
+            cmd += ["--listings", "on" if o["listings"] else "off"]
         if os.geteuid() == 0 and o.get("user"):
             cmd += ["--user", o["user"]]
         return cmd + list(o.get("args") or ())
@@ -106,7 +109,8 @@ class KernelHttpd(KernelModule):
     params_of = {"idle_timeout_ms": "idle_timeout_ms", "max_conns": "max_conns",
                  "gzip": "gzip", "cache_size": "cache_bytes",
                  "expires_s": "expires_s", "gzip_static": "gzip_static",
-                 "error_pages": "error_pages", "dotfiles": "dotfiles"}
+                 "error_pages": "error_pages", "dotfiles": "dotfiles",
+                 "listings": "listings"}
 
     def __init__(self, mode=None):
         super().__init__(f"khttpd-{mode}" if mode else "khttpd")

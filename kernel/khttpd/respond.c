@@ -44,7 +44,12 @@ static void khttpd_source_open(struct http_plan *p, struct khttpd_out *src)
 		src->listing = khttpd_listing_open(p->path, p->path_len,
 						   p->head.chunked,
 						   khttpd_dotfiles);
-		if (IS_ERR(src->listing)) {
+		if (PTR_ERR_OR_ZERO(src->listing) == -EBUSY) {
+			/* beyond the listing budget: come back in a second */
+			khttpd_count(listings_refused, 1);
+			http_plan_busy(p, 1);
+			src->listing = NULL;
+		} else if (IS_ERR(src->listing)) {
 			http_plan_fail(p, PTR_ERR(src->listing));
 			src->listing = NULL;
 		}

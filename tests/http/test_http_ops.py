@@ -352,7 +352,8 @@ def status(port, path="/status"):
 KHTTPD_NAMES = ["accepted", "active", "refused", "requests", "status_1xx",
                 "status_2xx", "status_3xx", "status_4xx", "status_5xx",
                 "bytes_out", "cache_hits", "cache_misses", "cache_evictions",
-                "cache_bytes", "cache_entries", "timeouts", "errors"]
+                "cache_bytes", "cache_entries", "timeouts", "errors",
+                "listings_refused", "listing_bytes"]
 
 
 @pytest.mark.parametrize("model", MODELS)

@@ -74,6 +74,8 @@ static void reload(int argc, char **argv, struct settings *running)
          "--error-page"},
         {!same_str(n.user, running->user), "--user"},
         {n.dotfiles != running->dotfiles, "--dotfiles"},
+        {n.listing_max != running->listing_max, "--listing-max"},
+        {n.listing_bytes != running->listing_bytes, "--listing-bytes"},
     };
     for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++)
         if (fixed[i].changed)
@@ -233,6 +235,8 @@ int main(int argc, char **argv)
     httpd_cfg.gzip_static = s.gzip_static;
     httpd_cfg.expires = s.expires;
     httpd_cfg.listings = s.listings;
+    httpd_cfg.listing_max = s.listing_max;
+    httpd_cfg.listing_bytes = s.listing_bytes;
     httpd_cfg.error_pages = s.error_pages;
     httpd_cfg.error_pages_n = s.error_pages_n;
     if (!load_mime_types(&s))

@@ -31,6 +31,8 @@ enum {
     OPT_USER,
     OPT_DOTFILES,
     OPT_LISTINGS,
+    OPT_LISTING_MAX,
+    OPT_LISTING_BYTES,
 };
 
 _Static_assert(HTTP_SERVER_EXPIRES_MAX == 315360000, "--help says so");
@@ -85,6 +87,14 @@ static const struct rt_cli_opt opts[] = {
     {"listings", OPT_LISTINGS, "on|off",
      "off: a directory without index.html answers 403\n"
      "instead of its listing (default: on)"},
+    {"listing-max", OPT_LISTING_MAX, "N",
+     "directory listings in flight at once; the next\n"
+     "gets 503 with Retry-After; 0 = no limit\n"
+     "(default: 1024)"},
+    {"listing-bytes", OPT_LISTING_BYTES, "BYTES",
+     "memory of the listings in flight (their name\n"
+     "tables and buffers); a listing beyond gets 503\n"
+     "with Retry-After; 0 = no limit (default: 64M)"},
     {"config", OPT_CONFIG, "FILE",
      "read flags from FILE first, one per line without\n"
      "the dashes ('gzip', 'access-log /var/log/x.log');\n"
@@ -175,6 +185,13 @@ static bool option(void *data, int key, const char *arg, bool from_file)
             return rt_cli_bad("--listings", arg, "expected on or off");
         s->listings = strcmp(arg, "on") == 0;
         return true;
+    case OPT_LISTING_MAX:
+        if (!rt_cli_long("--listing-max", arg, 0, 1L << 30, &v))
+            return false;
+        s->listing_max = (unsigned) v;
+        return true;
+    case OPT_LISTING_BYTES:
+        return parse_size("--listing-bytes", arg, &s->listing_bytes);
     case OPT_CONFIG:
         if (from_file)
             return rt_cli_bad("--config", arg,
@@ -210,6 +227,8 @@ static void settings_default(struct settings *s)
     s->mime_types = DEFAULT_MIME_TYPES;
     s->user = DEFAULT_USER;
     s->listings = true;
+    s->listing_max = 1024;
+    s->listing_bytes = 64UL << 20;
 }
 
 /* Apply argv (the command line, or a file's lines) to s. */

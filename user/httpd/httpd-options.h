@@ -26,6 +26,8 @@ struct settings {
     const char *user;
     bool dotfiles;
     bool listings;
+    unsigned listing_max;
+    size_t listing_bytes;
     /* --config's strings, which the fields above may point into:
      * owned[1..owned_n) (httpd_settings_release frees them) */
     char **owned;

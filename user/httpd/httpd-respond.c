@@ -3,6 +3,7 @@
  * and carries the plan out. Bodies in memory (cached small files, gzip
  * copies, error texts) leave in one writev with the head; large files
  * follow the head by sendfile; listings are streamed. */
+#include <errno.h>
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -38,12 +39,27 @@ static bool send_listing(struct httpd_req *r, struct http_plan *p)
         http_plan_fail(p, dfd < 0 ? dfd : -HTTP_ENOMEM);
         return httpd_send_head(r, p, p->text, p->body_len, p->more);
     }
-    bool ok = httpd_send_head(r, p, NULL, 0, !p->head_only || p->more);
-    if (!ok || p->head_only) {
+    if (p->head_only) { /* the head alone: no names to read */
         closedir(d);
-        return ok;
+        return httpd_send_head(r, p, NULL, 0, p->more);
     }
-    return httpd_listing_send(r, p, d);
+    /* the names are read before the head, so that a listing beyond the
+     * budget can still be a 503 */
+    struct httpd_listing *l;
+    int err = httpd_listing_open(p, d, &l);
+    if (err == -EBUSY) {
+        rt_count(HTTPD_C_LISTINGS_REFUSED, 1);
+        http_plan_busy(p, 1);
+    } else if (err < 0) {
+        http_plan_fail(p, err);
+    }
+    if (err < 0)
+        return httpd_send_head(r, p, p->text, p->body_len, p->more);
+    if (!httpd_send_head(r, p, NULL, 0, true)) {
+        httpd_listing_free(l);
+        return false;
+    }
+    return httpd_listing_send(r, p, l);
 }
 
 /* Carry the plan out; f is the entry it was made from (or NULL). */

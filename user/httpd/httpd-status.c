@@ -91,6 +91,8 @@ static void build_body(struct http_buf *b, enum status_format fmt)
     v[HTTP_CTR_CACHE_ENTRIES] = cache_entries;
     v[HTTP_CTR_TIMEOUTS] = c[RT_C_TIMEOUTS];
     v[HTTP_CTR_ERRORS] = c[RT_C_ERRORS];
+    v[HTTP_CTR_LISTINGS_REFUSED] = c[HTTPD_C_LISTINGS_REFUSED];
+    v[HTTP_CTR_LISTING_BYTES] = httpd_listing_bytes();
     if (fmt == STATUS_PLAIN)
         http_counters_plain(b, v);
     else

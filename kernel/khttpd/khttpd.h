@@ -233,6 +233,13 @@ struct khttpd_out {
 	struct khttpd_listing *listing; /* body rendered as it goes */
 	bool listing_last; /* mem holds the listing's last piece */
 	bool more; /* another request is already here: MSG_MORE at the end */
+	/* multipart/byteranges: the plan naming the parts, the cached body
+	 * they come from (NULL: the file), the next part head to build
+	 * (ranges.n: the closing delimiter)
+	 */
+	const struct http_plan *parts;
+	const char *parts_mem;
+	unsigned int part_next;
 };
 
 /*

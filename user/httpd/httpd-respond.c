@@ -5,6 +5,7 @@
  * follow the head by sendfile; listings are streamed. */
 #include <errno.h>
 #include <fcntl.h>
+#include <sys/random.h>
 #include <unistd.h>
 
 #include "httpd.h"
@@ -26,6 +27,52 @@ static bool send_file(struct httpd_req *r, struct http_plan *p)
         ok = n == (ssize_t) p->body_len;
     }
     close(fd);
+    return ok;
+}
+
+/* multipart/byteranges: each part's head from the planner, its bytes
+ * gathered with it from the cached body or sent by sendfile after it. */
+static bool send_parts(struct httpd_req *r,
+                       struct http_plan *p,
+                       const struct httpd_file *f)
+{
+    int fd = -1;
+    if (!p->parts_cached) {
+        fd = httpd_open_beneath(p->path, O_RDONLY | O_NONBLOCK);
+        if (fd < 0) {
+            http_plan_fail(p, fd);
+            return httpd_send_head(r, p, p->text, p->body_len, p->more);
+        }
+    }
+    bool ok = httpd_send_head(r, p, NULL, 0, !p->head_only || p->more);
+    for (unsigned i = 0; ok && !p->head_only && i <= p->ranges.n; i++) {
+        uint64_t off, len;
+        int n = http_plan_part(p, i, r->hbuf, r->hcap, &off, &len);
+        if (n < 0) {
+            ok = false;
+            break;
+        }
+        struct iovec iov[2] = {
+            {.iov_base = r->hbuf, .iov_len = (size_t) n},
+            {.iov_base = p->parts_cached ? f->body + off : NULL,
+             .iov_len = len},
+        };
+        int cnt = p->parts_cached ? 2 : 1;
+        bool last = i == p->ranges.n;
+        ok = rt_sendv(r->c, iov, cnt, !last || p->more,
+                      httpd_cfg.idle_timeout_ms) >= 0;
+        if (ok)
+            r->sent += (uint64_t) n + (cnt == 2 ? len : 0);
+        if (ok && fd >= 0 && len) {
+            ssize_t s = rt_sendfile(r->c, fd, (off_t) off, len,
+                                    httpd_cfg.idle_timeout_ms);
+            if (s > 0)
+                r->sent += (uint64_t) s;
+            ok = s == (ssize_t) len;
+        }
+    }
+    if (fd >= 0)
+        close(fd);
     return ok;
 }
 
@@ -80,6 +127,8 @@ static bool carry_out(struct httpd_req *r,
         return send_file(r, p);
     case HTTP_PLAN_BODY_LISTING:
         return send_listing(r, p);
+    case HTTP_PLAN_BODY_PARTS:
+        return send_parts(r, p, f);
     case HTTP_PLAN_BODY_NONE:
     default:
         return httpd_send_head(r, p, NULL, 0, p->more);
@@ -137,6 +186,11 @@ bool httpd_respond(struct httpd_req *r,
     struct http_plan_work work;
 
     add_settings(in);
+    /* a multipart answer's boundary: only a Range request can need one */
+    if (in->req && (in->req->seen & HTTP_SEEN_RANGE) &&
+        getrandom(&in->random, sizeof(in->random), GRND_NONBLOCK) !=
+            sizeof(in->random))
+        in->random = (uint64_t) (uintptr_t) r ^ (uint64_t) time(NULL);
     enum http_plan_step step = http_plan_start(p, in, &work);
     if (step == HTTP_PLAN_LOOKUP && !p->error_page && httpd_status_wanted(r))
         return httpd_status_serve(r, p); /* --status-path: the counters */

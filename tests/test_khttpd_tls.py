@@ -187,6 +187,13 @@ def khttpd(docroot):
     port = free_port()
     run(["insmod", KHTTPD_KO, f"root={docroot}", f"port={port}"])
     wait_port(port)
+    # wait_port's probe connection: counted and gone before a test looks.
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        st = stats()
+        if st["accepted"] >= 1 and st["active"] == 0:
+            break
+        time.sleep(0.02)
     yield docroot
     if module_loaded("khttpd"):
         run(["rmmod", "khttpd"], timeout=60)

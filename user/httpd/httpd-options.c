@@ -33,6 +33,7 @@ enum {
     OPT_LISTINGS,
     OPT_LISTING_MAX,
     OPT_LISTING_BYTES,
+    OPT_TEST_CONFIG,
 };
 
 _Static_assert(HTTP_SERVER_EXPIRES_MAX == 315360000, "--help says so");
@@ -99,9 +100,15 @@ static const struct rt_cli_opt opts[] = {
      "read flags from FILE first, one per line without\n"
      "the dashes ('gzip', 'access-log /var/log/x.log');\n"
      "flags given here win; SIGHUP reads it again and\n"
-     "applies gzip, gzip-static, expires, listings and\n"
-     "access-log"
-     "(default: none)"},
+     "applies gzip, gzip-static, expires, listings,\n"
+     "access-log and shutdown-timeout (default: none)"},
+    {"test-config", OPT_TEST_CONFIG, NULL,
+     "check the settings and exit: 0 when ktcp-httpd\n"
+     "could start with them, else 1 with one line per\n"
+     "problem (the root missing, or one the serving\n"
+     "user may not enter or list; no openat2; an access\n"
+     "log that cannot be opened); every start runs the\n"
+     "same checks"},
     {"idle-timeout", 'i', "MS", NULL}, /* the old spelling */
     {0},
 };
@@ -192,6 +199,11 @@ static bool option(void *data, int key, const char *arg, bool from_file)
         return true;
     case OPT_LISTING_BYTES:
         return parse_size("--listing-bytes", arg, &s->listing_bytes);
+    case OPT_TEST_CONFIG:
+        if (from_file)
+            return rt_cli_bad("--test-config", "", "not a setting");
+        s->test_config = true;
+        return true;
     case OPT_CONFIG:
         if (from_file)
             return rt_cli_bad("--config", arg,
@@ -208,13 +220,19 @@ static struct rt_cli cli = {
         "HEAD).",
     .footer =
         "--idle-timeout MS is the old spelling of --idle-timeout-ms, "
-        "still taken.\nSignals: SIGTERM/SIGINT stop, SIGHUP reloads "
-        "--config, SIGUSR1 reopens the\naccess log.",
+        "still taken.\nSignals: SIGTERM/SIGINT stop (a second one at once), "
+        "SIGQUIT stops without a\ndeadline, SIGHUP reloads --config, "
+        "SIGUSR1 reopens the access log.",
     .not_taken = RT_CLI_STATS_FILE,
     .not_taken_why = "its counters are served at --status-path",
     .opts = opts,
     .option = option,
 };
+
+struct rt_cli *httpd_cli(void)
+{
+    return &cli;
+}
 
 static void settings_default(struct settings *s)
 {

@@ -239,11 +239,17 @@ def test_stalled_handshakes_closed_while_others_are_served(https, docroot):
                 s.sendall(b"\x16")
                 stalled.append(s)
             t_stalled = time.monotonic()
-            t0 = time.monotonic()
-            status, body = tls_get(srv.port)[:2]
-            took = time.monotonic() - t0
-            assert (status, body) == (200, b"hello\n")
-            assert took < 1.0, f"a normal client took {took:.2f} s beside {n} stalled"
+            # the best of up to three tries: a loaded shared host can hold
+            # any one client back, never all three for the stalled ones
+            took = []
+            for _ in range(3):
+                t0 = time.monotonic()
+                status, body = tls_get(srv.port)[:2]
+                took.append(time.monotonic() - t0)
+                assert (status, body) == (200, b"hello\n")
+                if took[-1] < 1.0:
+                    break
+            assert min(took) < 1.0, f"a normal client took {took} s beside {n} stalled"
             # every stalled one closed by the timeout (3 s), none much later
             for s in stalled:
                 left = max(0.1, t_stalled + 3 + 10 - time.monotonic())

@@ -19,6 +19,7 @@
 #include <linux/in6.h>
 #include <linux/inet.h>
 #include <linux/kthread.h>
+#include <linux/random.h>
 #include <linux/net.h>
 #include <linux/sched.h>
 #include <linux/slab.h>
@@ -516,9 +517,16 @@ int ktcp_server_start(struct ktcp_server *srv,
 	unsigned int flags = p->wq_flags | WQ_MEM_RECLAIM;
 	int err = -ENOMEM;
 
+	if (p->max_conns_per_ip < 0 || !p->per_ip_v6_prefix ||
+	    p->per_ip_v6_prefix > 128) {
+		pr_err("max_conns_per_ip must be -1 or more, per_ip_v6_prefix 1..128\n");
+		return -EINVAL;
+	}
 	memset(srv, 0, sizeof(*srv));
 	srv->ops = ops;
 	srv->p = *p;
+	/* Random: a client cannot pick addresses that share a bucket. */
+	srv->peer_seed = get_random_u32();
 	atomic_set(&srv->active, 0);
 	init_waitqueue_head(&srv->all_released);
 	spin_lock_init(&srv->lock);

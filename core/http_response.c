@@ -280,6 +280,11 @@ int http_response_build(struct http_buf *b, const struct http_response_head *h)
         APPEND_CHECKED(b, "Location: ", h->location);
     if (h->allow)
         APPEND_CHECKED(b, "Allow: ", h->allow);
+    if (h->retry_after) {
+        APPEND_LIT(b, "Retry-After: ");
+        http_buf_append_u64(b, h->retry_after);
+        APPEND_LIT(b, "\r\n");
+    }
     if (h->keep_alive)
         APPEND_LIT(b, "Connection: keep-alive\r\n");
     else

@@ -822,3 +822,78 @@ def test_metrics_in_prometheus_format(docroot):
     assert samples['khttpd_responses_total{class="4xx"}'] == plain["status_4xx"]
     assert samples["khttpd_cache_entries"] == plain["cache_entries"]
     assert plain["status_4xx"] >= 1 and plain["status_2xx"] >= 1
+
+
+LEASE_HOLDER = r"""
+import fcntl, os, signal, sys
+signal.signal(signal.SIGIO, signal.SIG_IGN)  # the lease break's signal
+fd = os.open(sys.argv[1], os.O_RDONLY)
+fcntl.fcntl(fd, getattr(fcntl, "F_SETLEASE", 1024), fcntl.F_WRLCK)
+print("ready", flush=True)
+sys.stdin.read()
+"""
+LEASE_UID = 4242
+
+
+@pytest.fixture
+def leased(tmp_path):
+    """A 1 MiB file under a write lease its owner (uid 4242, no privilege)
+    holds until the test ends; khttpd has never opened it."""
+    root = tmp_path / "www"
+    root.mkdir()
+    root.chmod(0o755)
+    tmp_path.chmod(0o755)
+    (root / "hello.txt").write_bytes(b"hello, world\n")
+    f = root / "leased.bin"
+    f.write_bytes(os.urandom(1 << 20))
+    f.chmod(0o644)
+    os.chown(f, LEASE_UID, LEASE_UID)
+    # the system's python: the owner may not enter the virtualenv's home
+    holder = subprocess.Popen(["/usr/bin/python3", "-c", LEASE_HOLDER, str(f)],
+                              user=LEASE_UID, group=LEASE_UID, stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "ready", "no lease taken"
+        yield root
+    finally:
+        holder.stdin.close()
+        holder.wait(timeout=10)
+
+
+def timed_get(port, path):
+    t0 = time.monotonic()
+    resp = get(port, path)
+    return resp, time.monotonic() - t0
+
+
+def test_leased_file_answers_503_at_once(leased):
+    """A file under a write lease: the open would sleep until the holder
+    lets go (lease-break-time, 45 s); khttpd's non-blocking open answers
+    503 with Retry-After at once instead, and the worker is free."""
+    with Khttpd(leased) as k:
+        resp, took = timed_get(k.port, "/leased.bin")
+        assert took < 1.0, f"GET of a leased file took {took:.2f} s"
+        assert resp.startswith(b"HTTP/1.1 503 "), resp[:80]
+        assert b"\r\nRetry-After: 1\r\n" in resp.split(b"\r\n\r\n")[0], resp[:300]
+
+
+def test_leased_file_never_stalls_the_workers(leased):
+    """260 GETs of the leased file in flight at once; GET /hello.txt still
+    answers within 1 s, and every one of the 260 gets its 503."""
+    with Khttpd(leased) as k:
+        req = b"GET /leased.bin HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+        socks = []
+        try:
+            for _ in range(260):
+                s = socket.create_connection(("127.0.0.1", k.port), timeout=30)
+                s.sendall(req)
+                socks.append(s)
+            resp, took = timed_get(k.port, "/hello.txt")
+            assert resp.startswith(b"HTTP/1.1 200 "), resp[:80]
+            assert took < 1.0, f"GET /hello.txt took {took:.2f} s behind 260 leased GETs"
+            for s in socks:
+                got = s.recv(64)
+                assert got.startswith(b"HTTP/1.1 503 "), got
+        finally:
+            for s in socks:
+                s.close()

@@ -42,7 +42,8 @@ int vfs_path_lookup(struct dentry *dentry, struct vfsmount *mnt,
 static_assert(HTTP_EPERM == EPERM && HTTP_ENOENT == ENOENT &&
 	      HTTP_ENOMEM == ENOMEM && HTTP_EACCES == EACCES &&
 	      HTTP_EXDEV == EXDEV && HTTP_ENOTDIR == ENOTDIR &&
-	      HTTP_ENAMETOOLONG == ENAMETOOLONG && HTTP_ELOOP == ELOOP);
+	      HTTP_ENAMETOOLONG == ENAMETOOLONG && HTTP_ELOOP == ELOOP &&
+	      HTTP_EAGAIN == EWOULDBLOCK);
 
 #define KHTTPD_BENEATH (LOOKUP_BENEATH | LOOKUP_NO_MAGICLINKS)
 
@@ -134,16 +135,28 @@ int khttpd_getattr(const struct path *path, struct kstat *st)
 	return err;
 }
 
-/* Open what a lookup found: dentry_open() does not check permissions
+/*
+ * Open what a lookup found: dentry_open() does not check permissions
  * itself, so the read permission is checked here, as the server's user.
+ * Non-blocking: a file under a write lease answers -EWOULDBLOCK (a 503
+ * with Retry-After) at once, where a blocking open would sleep up to
+ * lease-break-time (45 s) in a shared worker; the lease break is still
+ * started. Reads stay blocking-mode reads (the flag is dropped after).
  */
 static struct file *khttpd_open_checked(const struct path *path, int flags)
 {
 	int err = path_permission(path, MAY_READ);
+	struct file *f;
 
 	if (err)
 		return ERR_PTR(err);
-	return dentry_open(path, flags, khttpd_cred);
+	f = dentry_open(path, flags | O_NONBLOCK, khttpd_cred);
+	if (!IS_ERR(f)) {
+		spin_lock(&f->f_lock);
+		f->f_flags &= ~O_NONBLOCK;
+		spin_unlock(&f->f_lock);
+	}
+	return f;
 }
 
 struct file *khttpd_open_path(const struct path *path)

@@ -48,7 +48,8 @@ def slab_active(cache):
 
 def test_kecho_rejects_bad_parameters():
     for bad in (["wq_mode=sideways"], ["port=0"], ["max_conns=0"], ["bind=localhost"],
-                ["bind=127.0.0.300"]):
+                ["bind=127.0.0.300"], ["bind=127.0.0.1:80"], ["per_ip_v6_prefix=0"],
+                ["max_conns_per_ip=-2"]):
         r = run(["insmod", KECHO_KO] + bad, check=False)
         assert r.returncode != 0, f"kecho loaded with {bad}"
         assert not module_loaded("kecho")

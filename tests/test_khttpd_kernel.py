@@ -148,6 +148,13 @@ def dmesg_tail():
     (["root=/tmp", "port=0"], "non-zero"),
     (["root=/tmp", "backlog=0"], "non-zero"),
     (["root=/tmp", "idle_timeout_ms=999999999"], "at most"),
+    # the cache counts in long: 2^63 would read as a negative bound
+    (["root=/tmp", "cache_bytes=9223372036854775808"], "cache_bytes=9223372036854775808: at most"),
+    # in4_pton() stops at the ':': the load used to bind 127.0.0.1 silently
+    (["root=/tmp", "bind=127.0.0.1:80"], "the port is its own parameter"),
+    (["root=/tmp", "per_ip_v6_prefix=129"], "per_ip_v6_prefix 1..128"),
+    (["root=/"], "the whole file system is not served"),
+    (["root=//."], "the whole file system is not served"),
 ])
 def test_rejects_bad_parameters(bad, message):
     r = run(["insmod", KHTTPD_KO, f"port={free_port()}"] + bad, check=False)
@@ -897,3 +904,97 @@ def test_leased_file_never_stalls_the_workers(leased):
         finally:
             for s in socks:
                 s.close()
+
+
+TRACING = "/sys/kernel/tracing"
+SERVE_UID = 4343
+
+
+def cred_fsuid_offset():
+    """Where struct cred keeps fsuid on the running kernel (its BTF): 28 on
+    6.1, 32 on 6.12 (usage became an atomic_long_t)."""
+    out = subprocess.run(["pahole", "-C", "cred", "/sys/kernel/btf/vmlinux"],
+                         capture_output=True, text=True, timeout=60).stdout
+    m = re.search(r"kuid_t\s+fsuid;\s*/\*\s*(\d+)", out)
+    assert m, out[:2000]
+    return int(m.group(1))
+
+
+@pytest.fixture
+def kprobes():
+    """kprobe events on override_creds (with the new credential's fsuid),
+    revert_creds, splice_direct_to_actor and vfs_getattr; yields a function
+    that returns the events traced so far as (pid, event, fsuid or None)."""
+    if not os.path.isdir(f"{TRACING}/events"):
+        run(["mount", "-t", "tracefs", "nodev", TRACING])
+    off = cred_fsuid_offset()
+    probes = [f"p:kdef/ovr override_creds fsuid=+{off}(%di):u32", "p:kdef/rev revert_creds",
+              "p:kdef/splice splice_direct_to_actor", "p:kdef/getattr vfs_getattr"]
+    with open(f"{TRACING}/kprobe_events", "a") as f:
+        for p in probes:
+            f.write(p + "\n")
+            f.flush()
+    open(f"{TRACING}/trace", "w").close()
+    with open(f"{TRACING}/events/kdef/enable", "w") as f:
+        f.write("1")
+
+    def events():
+        line_re = re.compile(r"-(\d+)\s+\[\d+\].*?\s(ovr|rev|splice|getattr):.*?(?:fsuid=(\d+))?$")
+        out = []
+        with open(f"{TRACING}/trace") as f:
+            for line in f:
+                m = line_re.search(line.rstrip())
+                if m:
+                    out.append((int(m.group(1)), m.group(2),
+                                int(m.group(3)) if m.group(3) else None))
+        return out
+    try:
+        yield events
+    finally:
+        with open(f"{TRACING}/events/kdef/enable", "w") as f:
+            f.write("0")
+        with open(f"{TRACING}/kprobe_events", "a") as f:
+            for p in probes:
+                f.write("-:kdef/" + p.split()[0].split("/")[1] + "\n")
+                f.flush()
+
+
+def test_every_file_access_runs_as_the_serving_user(tmp_path, kprobes):
+    """docs/security.md: files are never touched as root. Each zero-copy
+    send of a file (splice_direct_to_actor) and each stat of the gzip build
+    (vfs_getattr) by a khttpd worker runs inside override_creds() of the
+    serving credential (uid=4343 here), as the kprobes in the VM see it:
+    per worker, the credentials pushed and not yet reverted."""
+    root = tmp_path / "www"
+    root.mkdir()
+    tmp_path.chmod(0o755)
+    root.chmod(0o755)
+    (root / "big.bin").write_bytes(os.urandom(1 << 20))  # past the body cache: spliced
+    (root / "big.txt").write_bytes(b"compressible line of text\n" * 80000)  # gzip built off the file
+    with Khttpd(root, uid=SERVE_UID, gid=SERVE_UID) as k:
+        resp = get(k.port, "/big.bin")
+        assert resp.startswith(b"HTTP/1.1 200 ") and len(resp) > 1 << 20, resp[:80]
+        deadline = time.monotonic() + 30
+        while True:  # the first request queues the build; identity until it is there
+            resp = get(k.port, "/big.txt", "Accept-Encoding: gzip\r\n")
+            assert resp.startswith(b"HTTP/1.1 200 "), resp[:80]
+            if b"Content-Encoding: gzip" in resp.split(b"\r\n\r\n")[0]:
+                break
+            assert time.monotonic() < deadline, "no gzip copy built in 30 s"
+            time.sleep(0.2)
+    stacks, seen, outside = {}, {"splice": 0, "getattr": 0}, []
+    workers = {pid for pid, ev, fsuid in kprobes() if ev == "ovr" and fsuid == SERVE_UID}
+    assert workers, "no override_creds() of the serving credential traced"
+    for pid, ev, fsuid in kprobes():
+        st = stacks.setdefault(pid, [])
+        if ev == "ovr":
+            st.append(fsuid)
+        elif ev == "rev":
+            if st:
+                st.pop()
+        elif pid in workers:
+            seen[ev] += 1
+            if not st or st[-1] != SERVE_UID:
+                outside.append((pid, ev, st[-1] if st else None))
+    assert seen["splice"] >= 1 and seen["getattr"] >= 1, seen
+    assert not outside, f"file accesses by khttpd workers not as uid {SERVE_UID}: {outside[:10]}"

@@ -18,6 +18,7 @@
 #include <linux/fs.h>
 #include <linux/namei.h>
 #include <linux/sched/task.h>
+#include <linux/splice.h>
 #include <linux/version.h>
 
 #include "khttpd.h"
@@ -91,13 +92,24 @@ void khttpd_cred_exit(void)
 	khttpd_cred = NULL;
 }
 
+/*
+ * A LOOKUP_BENEATH walk answers -EAGAIN when a rename or a mount anywhere
+ * ran during it (it cannot prove it stayed beneath the root): tried again
+ * this many times in all before the -EAGAIN stands (a 503).
+ */
+#define KHTTPD_LOOKUP_TRIES 3
+
 /* Look rel up beneath the root as the server's user; the caller holds
  * the credential.
  */
 static int khttpd_lookup(const char *rel, unsigned int follow, struct path *out)
 {
-	return vfs_path_lookup(khttpd_root.dentry, khttpd_root.mnt, rel,
-			       follow | KHTTPD_BENEATH, out);
+	int i, err = -EAGAIN;
+
+	for (i = 0; i < KHTTPD_LOOKUP_TRIES && err == -EAGAIN; i++)
+		err = vfs_path_lookup(khttpd_root.dentry, khttpd_root.mnt, rel,
+				      follow | KHTTPD_BENEATH, out);
+	return err;
 }
 
 /*
@@ -228,6 +240,17 @@ int khttpd_read_whole(struct file *f, char *buf, size_t len)
 	}
 	revert_creds(old);
 	return err;
+}
+
+ssize_t khttpd_splice_file(struct file *f, struct splice_desc *sd,
+			   int (*actor)(struct pipe_inode_info *pipe,
+					struct splice_desc *sd))
+{
+	const struct cred *old = override_creds(khttpd_cred);
+	ssize_t ret = splice_direct_to_actor(f, sd, actor);
+
+	revert_creds(old);
+	return ret;
 }
 
 /*

@@ -834,7 +834,7 @@ def test_metrics_in_prometheus_format(docroot):
 LEASE_HOLDER = r"""
 import fcntl, os, signal, sys
 signal.signal(signal.SIGIO, signal.SIG_IGN)  # the lease break's signal
-fd = os.open(sys.argv[1], os.O_RDONLY)
+fd = int(sys.argv[1])  # opened by the test: the owner need not reach the file
 fcntl.fcntl(fd, getattr(fcntl, "F_SETLEASE", 1024), fcntl.F_WRLCK)
 print("ready", flush=True)
 sys.stdin.read()
@@ -855,10 +855,17 @@ def leased(tmp_path):
     f.write_bytes(os.urandom(1 << 20))
     f.chmod(0o644)
     os.chown(f, LEASE_UID, LEASE_UID)
-    # the system's python: the owner may not enter the virtualenv's home
-    holder = subprocess.Popen(["/usr/bin/python3", "-c", LEASE_HOLDER, str(f)],
-                              user=LEASE_UID, group=LEASE_UID, stdin=subprocess.PIPE,
-                              stdout=subprocess.PIPE, text=True)
+    # The system's python: the owner may not enter the virtualenv's home.
+    # The file is opened here and handed over (the test's directories are
+    # root's, 0700); a write lease needs the one open file to be the
+    # holder's, so ours closes.
+    fd = os.open(f, os.O_RDONLY)
+    try:
+        holder = subprocess.Popen(["/usr/bin/python3", "-c", LEASE_HOLDER, str(fd)],
+                                  user=LEASE_UID, group=LEASE_UID, cwd="/", pass_fds=[fd],
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    finally:
+        os.close(fd)
     try:
         assert holder.stdout.readline().strip() == "ready", "no lease taken"
         yield root

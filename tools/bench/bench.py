@@ -581,7 +581,9 @@ def run_vm(profile, out, deadline_epoch):
         if not os.path.exists(ko):
             return f"{os.path.relpath(ko, TOP)} not built (make modules KERNEL={series})"
     stage = tempfile.mkdtemp(prefix="bench-vm-", dir=os.path.join(TOP, "build"))
-    argv = [os.path.join(TOP, "scripts", "vm"), "--timeout", str(int(left + 60)), "--",
+    # --no-detectors: slub_debug would make every slab object bigger and
+    # every allocation slower than a production kernel's
+    argv = [os.path.join(TOP, "scripts", "vm"), "--no-detectors", "--timeout", str(int(left + 60)), "--",
             os.path.join(TOP, ".venv", "bin", "python"), os.path.abspath(__file__),
             "--phase", "vm", "--profile", profile, "--out", stage,
             "--deadline", f"{deadline_epoch:.0f}"]
@@ -640,7 +642,7 @@ def run_experiment(profile, out, phase):
     inside = out if out.startswith(TOP + os.sep) else \
         tempfile.mkdtemp(prefix=f"bench-{profile}-", dir=os.path.join(TOP, "build"))
     env = [f"{k}={os.environ[k]}" for k in mod.ENV_KEYS if k in os.environ]
-    argv = [os.path.join(TOP, "scripts", "vm"), "--timeout", str(mod.VM_TIMEOUT_S), "--",
+    argv = [os.path.join(TOP, "scripts", "vm"), "--no-detectors", "--timeout", str(mod.VM_TIMEOUT_S), "--",
             "env", *env, os.path.join(TOP, ".venv", "bin", "python"), os.path.abspath(__file__),
             "--profile", profile, "--phase", "vm", "--out", inside]
     log(f"bench: {profile}: booting scripts/vm, results in {os.path.relpath(out, os.getcwd())}")

@@ -83,7 +83,8 @@ deps:
 	scripts/deps
 
 # make check: set up what is missing, build, run the user-space tests on the
-# host, then boot the VM once per kernel and run the kernel tests inside it.
+# host, the portable runtime's (check-portable, user/rt/rt.mk: the ucontext
+# switch's build and the aarch64 switch under qemu), then boot the VM once per kernel and run the kernel tests inside it.
 # With the debug kernel cached (a 6.12 of the same version, built with
 # KASAN, lockdep, kmemleak...), 6.12's kernel suites run on it (make
 # check-debug), and the release 6.12 boot runs what only a release kernel
@@ -98,6 +99,7 @@ check: deps
 	$(MAKE) check-unit
 	$(MAKE) check-layers
 	$(MAKE) check-host
+	$(MAKE) check-portable
 	$(MAKE) check-detectors KERNEL=6.1
 	@set -e; debug=$$(scripts/kernels release debug >/dev/null 2>&1 && echo yes || true); \
 	for k in $(KERNELS); do \

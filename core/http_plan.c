@@ -141,6 +141,12 @@ void http_plan_error(struct http_plan *p, int status)
     p->linger = true;
 }
 
+void http_plan_busy(struct http_plan *p, uint32_t retry_after)
+{
+    http_plan_error(p, 503);
+    p->head.retry_after = retry_after ? retry_after : 1;
+}
+
 void http_plan_engine_body(struct http_plan *p,
                            const char *content_type,
                            uint64_t len)
@@ -299,6 +305,7 @@ enum http_plan_step http_plan_start(struct http_plan *p,
     p->work = w;
     p->gzip = in->gzip;
     p->gzip_static = in->gzip_static;
+    p->no_listings = in->no_listings;
     p->expires = in->expires > HTTP_SERVER_EXPIRES_MAX ? HTTP_SERVER_EXPIRES_MAX
                                                        : in->expires;
     p->error_pages = in->error_pages;
@@ -601,6 +608,8 @@ enum http_plan_step http_plan_resource(struct http_plan *p,
     case STAGE_INDEX:
         if (err == 0 && !res->is_dir)
             return plan_file(p, res, true);
+        if (p->no_listings)
+            return plan_error(p, 403);
         plan_listing(p);
         return HTTP_PLAN_RESPOND;
     case STAGE_GZ_STATIC:

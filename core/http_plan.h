@@ -83,7 +83,8 @@
 #define HTTP_SERVER_MAX_STORED_HEADERS 32
 /* Longest normalised path, NUL included. */
 #define HTTP_SERVER_PATH_MAX 4096
-/* A listing is rendered and sent in pieces of this size. */
+/* A listing is rendered and sent in pieces of this size (ktcp-httpd;
+ * khttpd renders into a smaller buffer per connection). */
 #define HTTP_SERVER_LISTING_BUF 16384
 /* A listing collects its directory's names before it sorts them and
  * renders the rows: at most this many names and this many bytes of them
@@ -236,6 +237,8 @@ struct http_plan_input {
                          Expires this many seconds ahead (nginx's
                          "expires"); at most HTTP_SERVER_EXPIRES_MAX */
     bool gzip_static; /* serve file.gz beside file (nginx's gzip_static) */
+    bool no_listings; /* a directory without index.html answers 403
+                         instead of its listing (nginx's autoindex off) */
     const struct http_error_page *error_pages; /* error_page */
     size_t error_pages_n;
     const struct http_mime_table *mime; /* read from mime.types, or NULL */
@@ -291,6 +294,7 @@ struct http_plan {
     struct http_plan_work *work;
     bool gzip;
     bool gzip_static;
+    bool no_listings;
     uint32_t expires;
     const struct http_error_page *error_pages;
     size_t error_pages_n;
@@ -346,6 +350,10 @@ void http_plan_engine_body(struct http_plan *p,
 
 /* Replace the plan by an error response (keeping the connection plan). */
 void http_plan_error(struct http_plan *p, int status);
+/* The engine has no room for the body now (a listing beyond its budget):
+ * 503 with Retry-After: retry_after seconds (at least 1), keeping the
+ * connection plan. */
+void http_plan_busy(struct http_plan *p, uint32_t retry_after);
 /* The engine could not open or allocate what the plan needs (-errno);
  * for a custom error page: the built-in text of the original status. */
 void http_plan_fail(struct http_plan *p, int err);

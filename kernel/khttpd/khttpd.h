@@ -31,6 +31,7 @@ extern bool khttpd_gzip_static;
 extern struct http_error_page khttpd_error_pages[HTTP_SERVER_ERROR_PAGES_MAX];
 extern size_t khttpd_error_pages_n;
 extern bool khttpd_dotfiles; /* serve and list names starting with '.' */
+extern bool khttpd_listings; /* list directories without an index */
 extern struct path khttpd_root; /* the served directory, referenced */
 /* Check every parameter and take the root: 0, or -errno (nothing held).
  * p: the server's parameters; uid, gid: the server's user.

@@ -80,6 +80,11 @@ static char *dotfiles = "deny";
 module_param(dotfiles, charp, 0444);
 MODULE_PARM_DESC(dotfiles,
 		 "deny (default): a path with a segment starting with '.' answers 404 and such names are not listed, /.well-known/ excepted; allow: serve and list them");
+
+bool khttpd_listings = true;
+module_param_named(listings, khttpd_listings, bool, 0444);
+MODULE_PARM_DESC(listings,
+		 "list a directory without index.html; N: answer 403 instead (default Y)");
 /* clang-format on */
 
 bool khttpd_dotfiles;

@@ -119,6 +119,7 @@ static void khttpd_add_settings(struct http_plan_input *in)
 	in->error_pages = khttpd_error_pages;
 	in->error_pages_n = khttpd_error_pages_n;
 	in->dotfiles = khttpd_dotfiles;
+	in->no_listings = !khttpd_listings;
 }
 
 /*

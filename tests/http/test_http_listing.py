@@ -72,3 +72,26 @@ def test_listing_http10_no_chunked(http_engine):
     assert r.status == 200
     assert r.header("Transfer-Encoding") is None
     assert b"inner.txt" in r.body and r.body.rstrip().endswith(b"</html>")
+
+
+def test_listings_off_answer_403(http_engine):
+    """listings off (ktcp-httpd --listings off, khttpd listings=0): a
+    directory without index.html answers 403, one with an index is still
+    served, and files are untouched."""
+    with http_engine.spawn(listings=False) as srv:
+        for target in ("/sub/", "/many/", "/"):
+            r = get(srv.port, target)
+            assert r.status == 403, target
+            assert b"inner.txt" not in r.body and b"<html" not in r.body, target
+        with Conn(srv.port) as c:
+            # the 403 keeps the connection; HEAD gets it as well
+            c.send(b"HEAD /sub/ HTTP/1.1\r\nHost: x\r\n\r\n"
+                   b"GET /idx/ HTTP/1.1\r\nHost: x\r\n\r\n"
+                   b"GET /sub/inner.txt HTTP/1.1\r\nHost: x\r\n\r\n")
+            assert c.read_response("HEAD").status == 403
+            r = c.read_response()
+            assert r.status == 200 and r.header("Content-Type").startswith("text/html")
+            assert r.header("Transfer-Encoding") is None  # the index file
+            assert c.read_response().status == 200
+    with http_engine.spawn(listings=True) as srv:
+        assert get(srv.port, "/sub/").status == 200

@@ -274,6 +274,36 @@ def test_sighup_reloads_expires_and_gzip_static(server, site, tmp_path, model):
     srv.stop()
 
 
+@pytest.mark.parametrize("model", MODELS)
+def test_sighup_reloads_listings(server, site, tmp_path, model):
+    """listings in the --config file: off answers 403 for a directory
+    without index.html; a SIGHUP turns it on under a live connection."""
+    (site / "d").mkdir()
+    (site / "d" / "x.txt").write_bytes(b"x\n")
+    (site / "i").mkdir()
+    (site / "i" / "index.html").write_bytes(b"<p>index</p>\n")
+    conf = tmp_path / "ktcp-httpd.conf"
+    conf.write_text("listings off\n")
+    srv = server(model, site, "--config", str(conf))
+    with Conn(srv.port) as c:
+        c.send(b"GET /d/ HTTP/1.1\r\nHost: h\r\n\r\nGET /i/ HTTP/1.1\r\nHost: h\r\n\r\n")
+        assert c.read_response().status == 403
+        assert c.read_response().body == b"<p>index</p>\n"
+        conf.write_text("listings on\n")
+        srv.proc.send_signal(signal.SIGHUP)
+        wait_for(lambda: "SIGHUP: reloaded" in srv.stderr(), "the reload")
+        c.send(b"GET /d/ HTTP/1.1\r\nHost: h\r\n\r\n")
+        r = c.read_response()
+        assert r.status == 200 and b"x.txt" in r.body
+    assert "listings on)" in srv.stderr()
+    conf.write_text("listings maybe\n")
+    srv.proc.send_signal(signal.SIGHUP)
+    wait_for(lambda: "kept the running settings" in srv.stderr(), "the refusal")
+    assert "--listings maybe" in srv.stderr()
+    assert get(srv.port, "/d/").status == 200
+    srv.stop()
+
+
 def test_config_file_errors_are_named(site, tmp_path):
     conf = tmp_path / "bad.conf"
     conf.write_text("gzip\nthreads zero\n")

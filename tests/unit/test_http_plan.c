@@ -118,6 +118,7 @@ static struct run *plan_ex(const char *req, int64_t gz_len, bool with_work)
     r.in.now = MTIME + 100;
     r.in.expires = settings.expires;
     r.in.gzip_static = settings.gzip_static;
+    r.in.no_listings = settings.no_listings;
     r.in.error_pages = settings.error_pages;
     r.in.error_pages_n = settings.error_pages_n;
     r.in.mime = settings.mime;
@@ -1210,6 +1211,57 @@ static void test_head_memo(void)
     settings.date = NULL;
 }
 
+static void test_no_listings(void)
+{
+    struct run *r;
+
+    settings = (struct http_plan_input){.no_listings = true};
+    /* a directory without an index: 403, not a listing */
+    r = plan(GET("/names/", ""));
+    CHECK_INT(r->plan.status, 403);
+    CHECK_INT(r->plan.body, HTTP_PLAN_BODY_TEXT);
+    CHECK(r->plan.keep_alive);
+    CHECK(!http_plan_body_follows(&r->plan));
+    r = plan(GET("/", ""));
+    CHECK_INT(r->plan.status, 403);
+    /* an index is still served */
+    r = plan(GET("/dir/", ""));
+    CHECK_INT(r->plan.status, 200);
+    CHECK_STR(r->plan.path, "dir/index.html");
+    /* and the 403 takes its custom page */
+    static struct http_error_page pages[1];
+    size_t n = 0;
+    const char *why = NULL;
+    CHECK_INT(
+        http_error_pages_parse("403=/err/404.html", 17, pages, 1, &n, &why), 0);
+    settings.error_pages = pages;
+    settings.error_pages_n = n;
+    r = plan(GET("/names/", ""));
+    CHECK_INT(r->plan.status, 403);
+    CHECK_STR(r->plan.path, "err/404.html");
+    settings = (struct http_plan_input){0};
+    r = plan(GET("/names/", ""));
+    CHECK_INT(r->plan.body, HTTP_PLAN_BODY_LISTING);
+
+    /* no room for the listing now: 503 with Retry-After, connection kept */
+    http_plan_busy(&r->plan, 2);
+    CHECK_INT(r->plan.status, 503);
+    CHECK_INT(r->plan.body, HTTP_PLAN_BODY_TEXT);
+    CHECK(r->plan.keep_alive);
+    r->head_len = http_plan_head(&r->plan, r->head, sizeof(r->head) - 1);
+    CHECK(r->head_len > 0);
+    r->head[r->head_len > 0 ? r->head_len : 0] = '\0';
+    CHECK(has(r, "Retry-After: 2\r\n"));
+    CHECK(has(r, "Content-Length: 24\r\n")); /* "503 Service Unavailable\n" */
+    /* a later error head has none */
+    http_plan_error(&r->plan, 500);
+    r->head_len = http_plan_head(&r->plan, r->head, sizeof(r->head) - 1);
+    CHECK(r->head_len > 0);
+    r->head[r->head_len > 0 ? r->head_len : 0] = '\0';
+    CHECK(has(r, "500 Internal Server Error"));
+    CHECK(!has(r, "Retry-After"));
+}
+
 int main(void)
 {
     test_head_memo();
@@ -1232,5 +1284,6 @@ int main(void)
     test_mime_table();
     test_long_location();
     test_head_bound();
+    test_no_listings();
     UNIT_DONE();
 }

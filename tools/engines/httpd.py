@@ -24,6 +24,7 @@ parameters (cache_size is its cache_bytes):
   user             the account files are read as: ktcp-httpd started as root
                    gets --user, khttpd the account's uid and gid
   dotfiles         "deny" or "allow": paths with a segment starting with '.'
+  listings         False: a directory without index.html answers 403
   bind             the address ktcp-httpd listens on
   args             more ktcp-httpd arguments, last on its command line
 """
@@ -84,6 +85,8 @@ class UserHttpd(Engine):
                           ("dotfiles", "--dotfiles")):
             if o.get(key):
                 cmd += [flag, o[key]]
+        if o.get("listings") is not None:
+            cmd += ["--listings", "on" if o["listings"] else "off"]
         if os.geteuid() == 0 and o.get("user"):
             cmd += ["--user", o["user"]]
         return cmd + list(o.get("args") or ())
@@ -109,7 +112,8 @@ class KernelHttpd(KernelModule):
                  "max_conns_per_ip": "max_conns_per_ip",
                  "gzip": "gzip", "cache_size": "cache_bytes",
                  "expires_s": "expires_s", "gzip_static": "gzip_static",
-                 "error_pages": "error_pages", "dotfiles": "dotfiles"}
+                 "error_pages": "error_pages", "dotfiles": "dotfiles",
+                 "listings": "listings"}
 
     def __init__(self, mode=None):
         super().__init__(f"khttpd-{mode}" if mode else "khttpd")

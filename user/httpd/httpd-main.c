@@ -90,6 +90,8 @@ static void reload(int argc, char **argv, struct settings *running)
     running->gzip_static = n.gzip_static;
     atomic_store(&httpd_cfg.expires, n.expires);
     running->expires = n.expires;
+    atomic_store(&httpd_cfg.listings, n.listings);
+    running->listings = n.listings;
     /* the same path too: a reload also reopens the log, as SIGUSR1 does */
     if (n.access_log)
         reopen_log(n.access_log, "SIGHUP");
@@ -98,9 +100,9 @@ static void reload(int argc, char **argv, struct settings *running)
     running->access_log = n.access_log;
     fprintf(stderr,
             "ktcp-httpd: SIGHUP: reloaded (gzip %s, access log %s, "
-            "gzip-static %s, expires %u)\n",
+            "gzip-static %s, expires %u, listings %s)\n",
             n.gzip ? "on" : "off", n.access_log ? n.access_log : "off",
-            n.gzip_static ? "on" : "off", n.expires);
+            n.gzip_static ? "on" : "off", n.expires, n.listings ? "on" : "off");
     httpd_settings_release(&last);
     last.owned = n.owned;
     last.owned_n = n.owned_n;
@@ -232,6 +234,7 @@ int main(int argc, char **argv)
     httpd_cfg.status_path = s.status_path;
     httpd_cfg.gzip_static = s.gzip_static;
     httpd_cfg.expires = s.expires;
+    httpd_cfg.listings = s.listings;
     httpd_cfg.error_pages = s.error_pages;
     httpd_cfg.error_pages_n = s.error_pages_n;
     if (!load_mime_types(&s))

@@ -30,6 +30,7 @@ enum {
     OPT_MIME_TYPES,
     OPT_USER,
     OPT_DOTFILES,
+    OPT_LISTINGS,
 };
 
 _Static_assert(HTTP_SERVER_EXPIRES_MAX == 315360000, "--help says so");
@@ -81,11 +82,15 @@ static const struct rt_cli_opt opts[] = {
      "deny: a path with a segment starting with '.'\n"
      "answers 404 and such names are not listed,\n"
      "/.well-known/ excepted (default: deny)"},
+    {"listings", OPT_LISTINGS, "on|off",
+     "off: a directory without index.html answers 403\n"
+     "instead of its listing (default: on)"},
     {"config", OPT_CONFIG, "FILE",
      "read flags from FILE first, one per line without\n"
      "the dashes ('gzip', 'access-log /var/log/x.log');\n"
      "flags given here win; SIGHUP reads it again and\n"
-     "applies gzip, gzip-static, expires and access-log\n"
+     "applies gzip, gzip-static, expires, listings and\n"
+     "access-log"
      "(default: none)"},
     {"idle-timeout", 'i', "MS", NULL}, /* the old spelling */
     {0},
@@ -165,6 +170,11 @@ static bool option(void *data, int key, const char *arg, bool from_file)
             return rt_cli_bad("--dotfiles", arg, "expected deny or allow");
         s->dotfiles = strcmp(arg, "allow") == 0;
         return true;
+    case OPT_LISTINGS:
+        if (strcmp(arg, "on") && strcmp(arg, "off"))
+            return rt_cli_bad("--listings", arg, "expected on or off");
+        s->listings = strcmp(arg, "on") == 0;
+        return true;
     case OPT_CONFIG:
         if (from_file)
             return rt_cli_bad("--config", arg,
@@ -199,6 +209,7 @@ static void settings_default(struct settings *s)
     s->cache_size = DEFAULT_CACHE_SIZE;
     s->mime_types = DEFAULT_MIME_TYPES;
     s->user = DEFAULT_USER;
+    s->listings = true;
 }
 
 /* Apply argv (the command line, or a file's lines) to s. */

@@ -25,6 +25,7 @@ struct settings {
     size_t error_pages_n;
     const char *user;
     bool dotfiles;
+    bool listings;
     /* --config's strings, which the fields above may point into:
      * owned[1..owned_n) (httpd_settings_release frees them) */
     char **owned;

@@ -71,7 +71,7 @@ static bool carry_out(struct httpd_req *r,
 }
 
 /* The operator's settings the planner takes, as they are now (a SIGHUP
- * may change expires and gzip_static between two requests). */
+ * may change expires, gzip_static and listings between two requests). */
 static void add_settings(struct http_plan_input *in)
 {
     in->expires =
@@ -82,6 +82,8 @@ static void add_settings(struct http_plan_input *in)
     in->error_pages_n = httpd_cfg.error_pages_n;
     in->mime = httpd_cfg.mime;
     in->dotfiles = httpd_cfg.dotfiles;
+    in->no_listings =
+        !atomic_load_explicit(&httpd_cfg.listings, memory_order_relaxed);
 }
 
 /* Run the planner's remaining steps against the cache, carry the plan

@@ -40,7 +40,8 @@ struct httpd_config {
     const struct http_error_page *error_pages; /* --error-page */
     size_t error_pages_n;
     const struct http_mime_table *mime; /* --mime-types, NULL: core's */
-    bool dotfiles; /* serve and list names starting with '.' */
+    bool dotfiles;         /* serve and list names starting with '.' */
+    _Atomic bool listings; /* --listings: directories without an index */
 };
 extern struct httpd_config httpd_cfg;
 

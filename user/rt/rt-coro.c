@@ -1,11 +1,6 @@
-/* rt-coro.c — coroutines: a six-register x86-64 context switch and stacks
- * from mmap with a guard page below them.
- *
- * Why not ucontext: swapcontext saves and restores the signal mask with a
- * sigprocmask system call on every switch; this switch is a dozen
- * instructions and never enters the kernel. Only the callee-saved registers
- * of the SysV ABI need saving, since the switch is an ordinary call.
- * (The x87 control word and MXCSR are not saved: nothing here changes them.)
+/* rt-coro.c — coroutines: stacks from mmap with a guard page below them,
+ * the frame every connection's handler runs in, and the freeing of dead
+ * coroutines. The context switch itself is rt-switch.c's.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -16,45 +11,28 @@
 
 #include "rt-internal.h"
 
-/* 128 KiB of address space per connection; only the pages a handler
- * touches become resident (see docs/httpd.md for measured RSS). */
+/* 128 KiB of address space per connection (rounded up to whole pages);
+ * only the pages a handler touches become resident (see docs/httpd.md for
+ * measured RSS). */
 #define RT_STACK_SIZE (128 * 1024)
-#define RT_GUARD_SIZE 4096
 #define RT_STACK_CACHE_MAX 256
 
-/* rt_coro_switch(void **save_sp, void *next_sp) */
-__asm__(
-    ".text\n"
-    ".globl rt_coro_switch\n"
-    ".type rt_coro_switch,@function\n"
-    "rt_coro_switch:\n"
-    "    pushq %rbp\n"
-    "    pushq %rbx\n"
-    "    pushq %r12\n"
-    "    pushq %r13\n"
-    "    pushq %r14\n"
-    "    pushq %r15\n"
-    "    movq %rsp, (%rdi)\n"
-    "    movq %rsi, %rsp\n"
-    "    popq %r15\n"
-    "    popq %r14\n"
-    "    popq %r13\n"
-    "    popq %r12\n"
-    "    popq %rbx\n"
-    "    popq %rbp\n"
-    "    ret\n"
-    ".size rt_coro_switch,.-rt_coro_switch\n"
-    /* First resume of a coroutine lands here with the coroutine in r12 and
-     * its entry function in r13; rsp is 16-byte aligned. */
-    ".globl rt_coro_trampoline\n"
-    ".type rt_coro_trampoline,@function\n"
-    "rt_coro_trampoline:\n"
-    "    movq %r12, %rdi\n"
-    "    callq *%r13\n"
-    "    ud2\n"
-    ".size rt_coro_trampoline,.-rt_coro_trampoline\n");
+/* The guard below each stack is one page of the running system
+ * (sysconf(_SC_PAGESIZE): 4 KiB on x86-64, 4, 16 or 64 KiB on aarch64),
+ * and the mapping a whole number of pages. Set once at load. */
+static size_t guard_size, stack_map_len;
 
-void rt_coro_trampoline(void);
+void rt_coro_stack_layout(size_t page)
+{
+    guard_size = page;
+    stack_map_len = (RT_STACK_SIZE + page - 1) / page * page + page;
+}
+
+static void __attribute__((constructor)) stack_layout_init(void)
+{
+    long page = sysconf(_SC_PAGESIZE);
+    rt_coro_stack_layout(page > 0 ? (size_t) page : 4096);
+}
 
 static rt_handler_fn coro_handler; /* set before any coroutine starts */
 
@@ -69,8 +47,9 @@ static __attribute__((noinline)) struct rt_coro *serve_take(void)
     return rt_serve.next;
 }
 
-static void __attribute__((noreturn)) coro_main(struct rt_coro *co)
+static void __attribute__((noreturn)) coro_main(void *arg)
 {
+    struct rt_coro *co = arg;
     for (;;) {
         enum rt_verdict v = coro_handler(&co->conn);
         co->op = v == RT_IDLE ? RT_OP_IDLE : RT_OP_EXIT;
@@ -87,8 +66,6 @@ static struct {
     void *head; /* each free stack stores the next one in its first word */
     int count;
 } stack_cache_locked = {PTHREAD_MUTEX_INITIALIZER, NULL, 0};
-
-#define STACK_MAP_LEN (RT_STACK_SIZE + RT_GUARD_SIZE)
 
 /* In front of the shared cache, each thread keeps a few stacks of its own,
  * without a lock: a handler that returns RT_IDLE after every message (an
@@ -108,19 +85,19 @@ static void *stack_get(void)
     pthread_mutex_lock(&stack_cache_locked.lock);
     if (stack_cache_locked.head) {
         base = stack_cache_locked.head;
-        stack_cache_locked.head = *(void **) ((char *) base + RT_GUARD_SIZE);
+        stack_cache_locked.head = *(void **) ((char *) base + guard_size);
         stack_cache_locked.count--;
     }
     pthread_mutex_unlock(&stack_cache_locked.lock);
     if (base)
         return base;
-    base = mmap(NULL, STACK_MAP_LEN, PROT_READ | PROT_WRITE,
+    base = mmap(NULL, stack_map_len, PROT_READ | PROT_WRITE,
                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (base == MAP_FAILED)
         return NULL;
     /* the guard page below the stack turns an overflow into a SIGSEGV */
-    if (mprotect(base, RT_GUARD_SIZE, PROT_NONE) < 0) {
-        munmap(base, STACK_MAP_LEN);
+    if (mprotect(base, guard_size, PROT_NONE) < 0) {
+        munmap(base, stack_map_len);
         return NULL;
     }
     return base;
@@ -130,14 +107,14 @@ static void stack_put_shared(void *base)
 {
     pthread_mutex_lock(&stack_cache_locked.lock);
     if (stack_cache_locked.count < RT_STACK_CACHE_MAX) {
-        *(void **) ((char *) base + RT_GUARD_SIZE) = stack_cache_locked.head;
+        *(void **) ((char *) base + guard_size) = stack_cache_locked.head;
         stack_cache_locked.head = base;
         stack_cache_locked.count++;
         base = NULL;
     }
     pthread_mutex_unlock(&stack_cache_locked.lock);
     if (base)
-        munmap(base, STACK_MAP_LEN);
+        munmap(base, stack_map_len);
 }
 
 void rt_coro_cache_stack(void *base)
@@ -188,19 +165,8 @@ int rt_coro_start_fresh(struct rt_coro *co)
     if (!co->stack)
         return -ENOMEM;
 
-    /* Initial frame popped by rt_coro_switch: r15 r14 r13 r12 rbx rbp, then
-     * the return address (the trampoline). After that ret, rsp must be
-     * 16-byte aligned so the trampoline's call leaves the ABI's alignment. */
-    uintptr_t top = ((uintptr_t) co->stack + STACK_MAP_LEN) & ~(uintptr_t) 15;
-    uint64_t *sp = (uint64_t *) (top - 16); /* rsp after ret */
-    *--sp = (uint64_t) (uintptr_t) rt_coro_trampoline;
-    *--sp = 0;                                /* rbp */
-    *--sp = 0;                                /* rbx */
-    *--sp = (uint64_t) (uintptr_t) co;        /* r12 */
-    *--sp = (uint64_t) (uintptr_t) coro_main; /* r13 */
-    *--sp = 0;                                /* r14 */
-    *--sp = 0;                                /* r15 */
-    co->sp = sp;
+    co->sp = rt_coro_frame((char *) co->stack + guard_size,
+                           stack_map_len - guard_size, coro_main, co);
     return 0;
 }
 

@@ -9,6 +9,7 @@
 #include <time.h>
 #include <urcu/urcu-memb.h>
 
+#include "rt-switch.h"
 #include "rt.h"
 
 /* ---- system calls (rt-io.c, rt-sched.c) ---- */
@@ -162,8 +163,10 @@ void rt_coro_thread_dead_mode(enum rt_dead_mode mode);
  * the gathered coroutines; called by a worker after handling a batch of
  * events, outside its read-side section. */
 void rt_coro_reap(uint64_t now_ms);
-/* Save the current context in *save_sp and resume the one at next_sp. */
-void rt_coro_switch(void **save_sp, void *next_sp);
+/* The stacks' layout for a page size: a guard of one page below a stack
+ * rounded up to whole pages. Set at load from sysconf(_SC_PAGESIZE); a
+ * test may set another multiple of the page size before any stack exists. */
+void rt_coro_stack_layout(size_t page);
 
 /* ---- timers (rt-timer.c): a binary min-heap per worker ---- */
 

@@ -15,9 +15,21 @@ $(BUILD)/user/rt/%.o: user/rt/%.c $(wildcard user/rt/*.h) $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -Iuser/rt -Iuser/common -c -o $@ $<
 
-# The coroutine switch is top-level assembly, which a link-time-optimised
-# object hides from nm (scripts/check-layers): compiled plainly.
-$(BUILD)/user/rt/rt-coro.o: CFLAGS += -fno-lto
+# The coroutine switch (rt-switch.c): hand-written for x86-64 and aarch64
+# (RT_CORO=asm, the default), or ucontext's (RT_CORO=ucontext: any
+# architecture with getcontext/makecontext/swapcontext; a system call per
+# switch). Another architecture without RT_CORO=ucontext stops at an
+# #error. The choice is in CFLAGS, so build/gen/flags rebuilds on a change.
+RT_CORO ?= asm
+ifeq ($(RT_CORO),ucontext)
+CFLAGS += -DRT_CORO_UCONTEXT
+else ifneq ($(RT_CORO),asm)
+$(error RT_CORO=$(RT_CORO): asm (x86-64, aarch64) or ucontext)
+endif
+
+# The switch is top-level assembly, which a link-time-optimised object
+# hides from nm (scripts/check-layers): compiled plainly.
+$(BUILD)/user/rt/rt-switch.o: CFLAGS += -fno-lto
 
 $(RT_LIB): $(RT_OBJS) $(KTCP_USER_COMMON)
 	@rm -f $@
@@ -27,7 +39,7 @@ $(RT_LIB): $(RT_OBJS) $(KTCP_USER_COMMON)
 UNIT_TESTS += $(BUILD)/test-rt
 
 # (the test compiles rt-sched.c in: a change to it rebuilds the test)
-$(BUILD)/test-rt: user/rt/tests/test-rt.c $(BUILD)/user/rt/rt-coro.o $(BUILD)/user/rt/rt-timer.o \
+$(BUILD)/test-rt: user/rt/tests/test-rt.c $(BUILD)/user/rt/rt-coro.o $(BUILD)/user/rt/rt-switch.o $(BUILD)/user/rt/rt-timer.o \
 		user/rt/rt-sched.c user/rt/rt-internal.h
 	$(CC) $(CFLAGS) -Iuser/rt -o $@ $< $(filter %.o,$^) $(LDFLAGS) $(RT_LIBS)
 
@@ -36,3 +48,41 @@ UNIT_TESTS += $(BUILD)/test-rt-admit
 
 $(BUILD)/test-rt-admit: user/rt/tests/test-rt-admit.c $(BUILD)/user/rt/rt-admit.o $(BUILD)/user/rt/rt-core.o $(KTCP_USER_COMMON)
 	$(CC) $(CFLAGS) -Iuser/rt -o $@ $^ $(LDFLAGS) $(RT_LIBS)
+
+# Unit test of the context switch alone (needs libc only): here for this
+# build's switch; make check-portable builds it for aarch64 too.
+UNIT_TESTS += $(BUILD)/test-rt-switch
+
+$(BUILD)/test-rt-switch: user/rt/tests/test-rt-switch.c $(BUILD)/user/rt/rt-switch.o
+	$(CC) $(CFLAGS) -Iuser/rt -o $@ $^ $(LDFLAGS)
+
+# make check-portable (part of make check): what the default build does
+# not cover. (1) The ucontext switch, in a build of its own (make
+# BUILD=build/ucontext RT_CORO=ucontext user): the runtime's unit tests,
+# then the HTTP conformance suite on the mn model (the one whose
+# connections are coroutines) against that build's ktcp-httpd
+# (KTCP_HTTPD_BIN). (2) The aarch64 switch and the
+# ucontext one built for aarch64 with Debian's cross compiler, statically,
+# and run under qemu-user (both from scripts/deps). Most of its time is the
+# suite's.
+AARCH64_CC   ?= aarch64-linux-gnu-gcc
+AARCH64_QEMU ?= qemu-aarch64
+AARCH64_CFLAGS = -O2 -g -std=gnu11 -Wall -Wextra -Werror -D_GNU_SOURCE -static -Iuser/rt
+PORTABLE_BUILD = build/ucontext
+
+$(BUILD)/aarch64/test-rt-switch: user/rt/tests/test-rt-switch.c user/rt/rt-switch.c user/rt/rt-switch.h
+	@mkdir -p $(@D)
+	$(AARCH64_CC) $(AARCH64_CFLAGS) -o $@ user/rt/tests/test-rt-switch.c user/rt/rt-switch.c
+$(BUILD)/aarch64/test-rt-switch-ucontext: user/rt/tests/test-rt-switch.c user/rt/rt-switch.c user/rt/rt-switch.h
+	@mkdir -p $(@D)
+	$(AARCH64_CC) $(AARCH64_CFLAGS) -DRT_CORO_UCONTEXT -o $@ user/rt/tests/test-rt-switch.c user/rt/rt-switch.c
+
+.PHONY: check-portable check-ucontext check-aarch64
+check-portable: check-ucontext check-aarch64
+check-ucontext: user
+	$(MAKE) --no-print-directory BUILD=$(PORTABLE_BUILD) RT_CORO=ucontext user
+	@set -e; for t in test-rt test-rt-admit test-rt-switch; do \
+		echo "== $(PORTABLE_BUILD)/$$t"; $(PORTABLE_BUILD)/$$t; done
+	KTCP_HTTPD_BIN=$(CURDIR)/$(PORTABLE_BUILD)/ktcp-httpd $(PYTHON) -m pytest -q tests/http -k user-mn $(PYTEST_ARGS)
+check-aarch64: $(BUILD)/aarch64/test-rt-switch $(BUILD)/aarch64/test-rt-switch-ucontext
+	@set -e; for t in $^; do echo "== $(AARCH64_QEMU) $$t"; $(AARCH64_QEMU) $$t; done

@@ -1,6 +1,7 @@
 /* test-rt.c — unit test of the runtime's pieces that need no server: the
  * timer heap (order, removal by index, heap_idx bookkeeping), the
- * coroutine switch (resume, park, finish, ABI stack alignment), and the mn
+ * coroutine switch (resume, park, finish, ABI stack alignment), the
+ * stacks' layout (a guard of one page, whatever the page size), and the mn
  * scheduler (rt-sched.c, compiled in here with the rest of the runtime
  * stubbed): its per-worker run queues (a wake queues on the waker, a thief
  * takes the older half, a locked queue is not waited on), two mn worker
@@ -86,6 +87,46 @@ static void run_once(struct rt_coro *co)
 {
     co->worker = &worker;
     rt_coro_switch(&worker.sched_sp, co->sp);
+}
+
+/* The stacks as on a system whose pages are four times this one's (16 KiB
+ * pages of aarch64 on x86-64's 4 KiB): the guard below a stack is then one
+ * such page and the stack a whole number of them, as /proc/self/maps shows. */
+static void test_stack_layout(void)
+{
+    size_t page = (size_t) sysconf(_SC_PAGESIZE) * 4;
+    rt_coro_stack_layout(page);
+    struct rt_coro *co = rt_coro_new(-1);
+    CHECK(co && rt_coro_start(co) == 0);
+    if (!co || !co->stack)
+        return;
+    uintptr_t base = (uintptr_t) co->stack, guard_end = 0, stack_end = 0;
+    FILE *f = fopen("/proc/self/maps", "r");
+    char line[512];
+    while (f && fgets(line, sizeof(line), f)) {
+        unsigned long lo, hi;
+        char perms[8];
+        if (sscanf(line, "%lx-%lx %7s", &lo, &hi, perms) != 3)
+            continue;
+        if (lo <= base && base < hi) {
+            CHECK(strcmp(perms, "---p") == 0);
+            guard_end = hi;
+        } else if (guard_end && lo == guard_end) {
+            CHECK(strncmp(perms, "rw", 2) == 0);
+            stack_end = hi;
+        }
+    }
+    if (f)
+        fclose(f);
+    CHECK(guard_end == base + page);
+    /* 128 KiB rounded up to whole pages above the guard (an adjacent
+     * mapping of the same kind may extend the region further) */
+    size_t want = (128 * 1024 + page - 1) / page * page;
+    CHECK(stack_end >= guard_end + want);
+    CHECK((uintptr_t) co->sp > guard_end &&
+          (uintptr_t) co->sp < guard_end + want);
+    rt_coro_cache_stack(co->stack); /* its frame never ran: not kept */
+    free(co);
 }
 
 static void test_coro(void)
@@ -443,6 +484,7 @@ static void test_mn_workers(void)
 int main(void)
 {
     test_heap();
+    test_stack_layout();
     test_coro();
     test_mn_queues();
     test_mn_workers();

@@ -243,7 +243,8 @@ dkms-prebuild:
 		--sourcetree $(CURDIR)/$(DKMS_PREBUILT)/src --dkmstree $(CURDIR)/$(DKMS_PREBUILT)/tree
 
 # make install: the user-space servers and tools, their man pages (help2man
-# from --help and --version), the systemd units and the modprobe.d example.
+# from --help and --version), the systemd units, ktcp-httpd's settings file
+# (kept when one is there) and logrotate file, and the modprobe.d example.
 # PREFIX (default /usr/local) and DESTDIR as usual; the modules install with
 # DKMS (make dkms-install).
 PREFIX  ?= /usr/local
@@ -251,6 +252,8 @@ BINDIR  ?= $(PREFIX)/bin
 MANDIR  ?= $(PREFIX)/share/man
 UNITDIR ?= $(PREFIX)/lib/systemd/system
 DOCDIR  ?= $(PREFIX)/share/doc/ktcp
+# /etc for PREFIX=/usr, else PREFIX/etc
+SYSCONFDIR ?= $(patsubst /usr/etc,/etc,$(PREFIX)/etc)
 INSTALL_BINS := ktcp-httpd ktcp-echo ktcp-kcm-server ktcp-msg-server htstress echo-bench lat msg-bench
 INSTALL_UNITS := ktcp-httpd.service ktcp-httpd.socket ktcp-khttpd.service
 MAN_NAME_ktcp-httpd      := static HTTP/1.1 server (threads, epoll or M:N coroutines)
@@ -268,17 +271,22 @@ $(BUILD)/man/%.1: $(BUILD)/%
 	@mkdir -p $(@D)
 	help2man --no-info --no-discard-stderr --name='$(MAN_NAME_$*)' --output=$@ ./$<
 install: user man
-	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(UNITDIR) $(DESTDIR)$(DOCDIR)/examples/modprobe.d
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(UNITDIR) $(DESTDIR)$(DOCDIR)/examples/modprobe.d \
+		$(DESTDIR)$(SYSCONFDIR)/logrotate.d
 	install -m 0755 $(INSTALL_BINS:%=$(BUILD)/%) $(DESTDIR)$(BINDIR)/
 	install -m 0644 $(MANPAGES) $(DESTDIR)$(MANDIR)/man1/
 	for u in $(INSTALL_UNITS); do \
-		sed -e 's,@BINDIR@,$(BINDIR),g' -e 's,@DOCDIR@,$(DOCDIR),g' dist/systemd/$$u >$(DESTDIR)$(UNITDIR)/$$u && \
+		sed -e 's,@BINDIR@,$(BINDIR),g' -e 's,@DOCDIR@,$(DOCDIR),g' -e 's,@SYSCONFDIR@,$(SYSCONFDIR),g' \
+			dist/systemd/$$u >$(DESTDIR)$(UNITDIR)/$$u && \
 		chmod 0644 $(DESTDIR)$(UNITDIR)/$$u || exit 1; done
 	install -m 0644 dist/modprobe.d/khttpd.conf $(DESTDIR)$(DOCDIR)/examples/modprobe.d/
+	[ -e $(DESTDIR)$(SYSCONFDIR)/ktcp-httpd.conf ] || install -m 0644 dist/ktcp-httpd.conf $(DESTDIR)$(SYSCONFDIR)/
+	install -m 0644 dist/logrotate/ktcp-httpd $(DESTDIR)$(SYSCONFDIR)/logrotate.d/
 	install -m 0644 README.md LICENSE $(DESTDIR)$(DOCDIR)/
 uninstall:
 	rm -f $(INSTALL_BINS:%=$(DESTDIR)$(BINDIR)/%) $(INSTALL_BINS:%=$(DESTDIR)$(MANDIR)/man1/%.1) \
-		$(INSTALL_UNITS:%=$(DESTDIR)$(UNITDIR)/%)
+		$(INSTALL_UNITS:%=$(DESTDIR)$(UNITDIR)/%) $(DESTDIR)$(SYSCONFDIR)/logrotate.d/ktcp-httpd
+	! cmp -s dist/ktcp-httpd.conf $(DESTDIR)$(SYSCONFDIR)/ktcp-httpd.conf || rm -f $(DESTDIR)$(SYSCONFDIR)/ktcp-httpd.conf
 	rm -rf $(DESTDIR)$(DOCDIR)
 
 clean:

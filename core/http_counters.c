@@ -37,6 +37,11 @@ static const struct counter_desc counters[HTTP_NCOUNTERS] = {
     [HTTP_CTR_ERRORS] = {"errors", false,
                          "Accept and socket errors other than a peer going "
                          "away."},
+    [HTTP_CTR_LISTINGS_REFUSED] = {"listings_refused", false,
+                                   "Directory listings answered 503 beyond "
+                                   "the listing budget."},
+    [HTTP_CTR_LISTING_BYTES] = {"listing_bytes", true,
+                                "Bytes charged against the listing budget."},
 };
 
 static bool is_status(int i)

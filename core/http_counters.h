@@ -25,6 +25,8 @@ enum http_counter {
     HTTP_CTR_CACHE_ENTRIES, /* a gauge */
     HTTP_CTR_TIMEOUTS,
     HTTP_CTR_ERRORS,
+    HTTP_CTR_LISTINGS_REFUSED,
+    HTTP_CTR_LISTING_BYTES, /* a gauge */
     HTTP_NCOUNTERS
 };
 

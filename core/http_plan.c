@@ -311,6 +311,7 @@ enum http_plan_step http_plan_start(struct http_plan *p,
     p->error_pages = in->error_pages;
     p->error_pages_n = in->error_pages_n;
     p->mime = in->mime;
+    p->random = in->random;
     p->head.date = in->date;
     p->head.date_len = in->date ? HTTP_DATE_LEN : 0;
     p->head.now_seconds = in->now;
@@ -393,7 +394,101 @@ static void plan_listing(struct http_plan *p)
     p->body = HTTP_PLAN_BODY_LISTING;
 }
 
-/* The identity representation, whole or one range of it. */
+/* A part's delimiter and head (i < n), or the closing delimiter. */
+#define PART_DASH "\r\n--"
+#define PART_TYPE "\r\nContent-Type: "
+#define PART_RANGE "\r\nContent-Range: bytes "
+#define PART_END "\r\n\r\n"
+#define PARTS_CLOSE "--\r\n"
+#define LIT_LEN(s) (sizeof(s) - 1)
+
+static size_t digits(uint64_t v)
+{
+    char tmp[20];
+
+    return http_format_u64(v, tmp);
+}
+
+/* What http_plan_part writes for part i, without writing it. */
+static uint64_t part_len(const struct http_plan *p, unsigned int i)
+{
+    uint64_t n = LIT_LEN(PART_DASH) + HTTP_PLAN_BOUNDARY_LEN;
+
+    if (i == p->ranges.n)
+        return n + LIT_LEN(PARTS_CLOSE);
+    return n + LIT_LEN(PART_TYPE) + strlen(p->part_type) + LIT_LEN(PART_RANGE) +
+           digits(p->ranges.first[i]) + 1 + digits(p->ranges.last[i]) + 1 +
+           digits(p->res.size) + LIT_LEN(PART_END);
+}
+
+int http_plan_part(const struct http_plan *p,
+                   unsigned int i,
+                   char *buf,
+                   size_t cap,
+                   uint64_t *off,
+                   uint64_t *len)
+{
+    /* the boundary is the tail of the multipart type */
+    const char *boundary =
+        p->multipart_type + LIT_LEN("multipart/byteranges; boundary=");
+    struct http_buf b;
+
+    *off = *len = 0;
+    if (p->body != HTTP_PLAN_BODY_PARTS || i > p->ranges.n)
+        return -1;
+    http_buf_init(&b, buf, cap);
+    http_buf_append(&b, PART_DASH, LIT_LEN(PART_DASH));
+    http_buf_append(&b, boundary, HTTP_PLAN_BOUNDARY_LEN);
+    if (i == p->ranges.n) {
+        http_buf_append(&b, PARTS_CLOSE, LIT_LEN(PARTS_CLOSE));
+        return b.overflow ? -1 : (int) b.len;
+    }
+    http_buf_append(&b, PART_TYPE, LIT_LEN(PART_TYPE));
+    http_buf_append_str(&b, p->part_type);
+    http_buf_append(&b, PART_RANGE, LIT_LEN(PART_RANGE));
+    http_buf_append_u64(&b, p->ranges.first[i]);
+    http_buf_append_char(&b, '-');
+    http_buf_append_u64(&b, p->ranges.last[i]);
+    http_buf_append_char(&b, '/');
+    http_buf_append_u64(&b, p->res.size);
+    http_buf_append(&b, PART_END, LIT_LEN(PART_END));
+    if (b.overflow)
+        return -1;
+    *off = p->ranges.first[i];
+    *len = p->ranges.last[i] - p->ranges.first[i] + 1;
+    return (int) b.len;
+}
+
+/* Several ranges: 206 multipart/byteranges, each part of the file's type,
+ * the boundary random (from the engine's bits). */
+static void plan_parts(struct http_plan *p)
+{
+    static const char hex[] = "0123456789abcdef";
+    const struct http_resource *r = &p->res;
+    char *t = p->multipart_type;
+    uint64_t rnd = p->random, len = 0;
+    size_t k = LIT_LEN("multipart/byteranges; boundary=");
+    unsigned int i;
+
+    memcpy(t, "multipart/byteranges; boundary=", k);
+    for (i = 0; i < HTTP_PLAN_BOUNDARY_LEN; i++, rnd >>= 4)
+        t[k + i] = hex[rnd & 15];
+    t[k + HTTP_PLAN_BOUNDARY_LEN] = '\0';
+    p->part_type = p->head.content_type;
+    p->body = HTTP_PLAN_BODY_PARTS;
+    for (i = 0; i <= p->ranges.n; i++)
+        len += part_len(p, i);
+    for (i = 0; i < p->ranges.n; i++)
+        len += p->ranges.last[i] - p->ranges.first[i] + 1;
+    p->status = p->head.status = 206;
+    p->head.content_type = t;
+    p->head.content_length = (int64_t) len;
+    p->body_off = 0;
+    p->body_len = len;
+    p->parts_cached = r->body_cached;
+}
+
+/* The identity representation, whole, one range of it or several. */
 static void plan_identity(struct http_plan *p)
 {
     const struct http_request *req = p->req;
@@ -402,8 +497,8 @@ static void plan_identity(struct http_plan *p)
 
     p->head.accept_ranges = true;
     if (p->want_range) {
-        int rr = http_range_parse(p->buf + req->range.off, req->range.len,
-                                  r->size, &first, &last);
+        int rr = http_ranges_parse(p->buf + req->range.off, req->range.len,
+                                   r->size, &p->ranges);
         const char *ir = field(p, HTTP_SEEN_IF_RANGE, req->if_range);
 
         /* If-Range: the range only holds for the validator it names */
@@ -420,7 +515,13 @@ static void plan_identity(struct http_plan *p)
             p->head.has_max_age = false; /* not on a 416 (as nginx) */
             return;
         }
+        if (rr == HTTP_RANGE_SATISFIABLE && p->ranges.n > 1) {
+            plan_parts(p);
+            return;
+        }
         if (rr == HTTP_RANGE_SATISFIABLE) {
+            first = p->ranges.first[0];
+            last = p->ranges.last[0];
             p->status = p->head.status = 206;
             p->head.has_content_range = true;
             p->head.range_first = first;

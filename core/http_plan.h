@@ -29,6 +29,7 @@
 #include "http_mime.h"
 #include "http_parser.h"
 #include "http_path.h"
+#include "http_range.h"
 #include "http_response.h"
 
 /* ---- limits both engines share ---- */
@@ -216,6 +217,11 @@ enum http_plan_body {
                                the close */
     HTTP_PLAN_BODY_ENGINE,  /* body_len bytes the engine makes itself (a
                                status page) */
+    HTTP_PLAN_BODY_PARTS,   /* multipart/byteranges, body_len bytes in
+                               all: for i in 0..ranges.n, the bytes
+                               http_plan_part writes, then (i < n) the
+                               part's bytes from the cached body
+                               (parts_cached) or plan.path opened */
 };
 
 /* What the engine tells the planner about the request. */
@@ -242,6 +248,8 @@ struct http_plan_input {
     const struct http_error_page *error_pages; /* error_page */
     size_t error_pages_n;
     const struct http_mime_table *mime; /* read from mime.types, or NULL */
+    uint64_t random; /* random bits for a multipart boundary: the engine
+                        fills them for a request with a Range field */
 };
 
 /* Scratch the plan writes paths into; the caller's (stack, or allocated
@@ -254,6 +262,13 @@ struct http_plan_work {
 };
 
 #define HTTP_PLAN_TEXT_MAX 64
+#define HTTP_PLAN_BOUNDARY_LEN 16
+/* The longest part head http_plan_part writes (its delimiter, type and
+ * Content-Range); every engine's head buffer holds one. */
+#define HTTP_PLAN_PART_HEAD_MAX                                              \
+    (sizeof("\r\n--\r\nContent-Type: \r\nContent-Range: bytes -/\r\n\r\n") + \
+     HTTP_PLAN_BOUNDARY_LEN + HTTP_MIME_TYPE_LEN_MAX +                       \
+     sizeof("; charset=utf-8") + 3 * 20)
 
 struct http_plan {
     /* ---- the outcome, read by the engine ---- */
@@ -302,6 +317,14 @@ struct http_plan {
     char etag[HTTP_ETAG_MAX + 4];  /* the representation's validator */
     char text[HTTP_PLAN_TEXT_MAX]; /* BODY_TEXT */
     struct http_resource res;      /* the regular file being planned */
+    uint64_t random;
+    /* BODY_PARTS: the ranges, where their bytes are, each part's type and
+     * the boundary (HTTP_PLAN_BOUNDARY_LEN hex digits) */
+    struct http_range_set ranges;
+    bool parts_cached;
+    const char *part_type;
+    char multipart_type[sizeof("multipart/byteranges; boundary=") +
+                        HTTP_PLAN_BOUNDARY_LEN];
 };
 
 /* Dispatch a parsed request (in->req): method, expectations, connection
@@ -357,6 +380,18 @@ void http_plan_busy(struct http_plan *p, uint32_t retry_after);
 /* The engine could not open or allocate what the plan needs (-errno);
  * for a custom error page: the built-in text of the original status. */
 void http_plan_fail(struct http_plan *p, int err);
+
+/* BODY_PARTS: part i's head (0 <= i < ranges.n: its delimiter, type and
+ * Content-Range; its bytes are [*off, +*len) of the file) or, for
+ * i == ranges.n, the closing delimiter (*len = 0) into buf; the length
+ * written, or -1 if it does not fit (never with HTTP_PLAN_PART_HEAD_MAX
+ * bytes). */
+int http_plan_part(const struct http_plan *p,
+                   unsigned int i,
+                   char *buf,
+                   size_t cap,
+                   uint64_t *off,
+                   uint64_t *len);
 
 /* Build the head into buf; its length, or -1 if it does not fit. */
 int http_plan_head(const struct http_plan *p, char *buf, size_t cap);
@@ -422,7 +457,8 @@ int http_plan_head_memo(const struct http_plan *p,
 static inline bool http_plan_body_follows(const struct http_plan *p)
 {
     return !p->head_only && (p->body == HTTP_PLAN_BODY_FILE ||
-                             p->body == HTTP_PLAN_BODY_LISTING);
+                             p->body == HTTP_PLAN_BODY_LISTING ||
+                             p->body == HTTP_PLAN_BODY_PARTS);
 }
 
 #endif /* KTCP_CORE_HTTP_PLAN_H */

@@ -1,6 +1,7 @@
-/* http_range.c — one byte range; several are answered with the whole
- * representation (RFC 9110 §14.2 lets a server ignore Range), which spares
- * multipart/byteranges and its amplification risk. */
+/* http_range.c — byte ranges (RFC 9110 §14): one, or a bounded set for a
+ * multipart/byteranges answer. A set that could amplify (more than
+ * HTTP_RANGES_MAX ranges, or more bytes than the representation) is
+ * ignored: the whole representation is sent, as nginx does. */
 #include "http_range.h"
 
 static bool parse_u64(const char *s, size_t len, uint64_t *v)
@@ -25,26 +26,16 @@ static bool is_ows(char c)
     return c == ' ' || c == '\t';
 }
 
-int http_range_parse(const char *field,
-                     size_t len,
-                     uint64_t size,
-                     uint64_t *first,
-                     uint64_t *last)
+/* One range-spec at field[i..len) (no comma): IGNORE when malformed. */
+static int one_spec(const char *field,
+                    size_t i,
+                    size_t len,
+                    uint64_t size,
+                    uint64_t *first,
+                    uint64_t *last)
 {
-    size_t i = 0, dash;
+    size_t dash;
     uint64_t a, b;
-
-    while (i < len && is_ows(field[i]))
-        i++;
-    while (len > i && is_ows(field[len - 1]))
-        len--;
-    if (len - i < 6 || !http_ascii_equal_nocase(field + i, 6, "bytes=", 6))
-        return HTTP_RANGE_IGNORE;
-    i += 6;
-    while (i < len && is_ows(field[i]))
-        i++;
-    if (memchr(field + i, ',', len - i))
-        return HTTP_RANGE_IGNORE;
 
     for (dash = i; dash < len && field[dash] != '-'; dash++)
         ;
@@ -78,4 +69,82 @@ int http_range_parse(const char *field,
     *first = a;
     *last = b >= size ? size - 1 : b;
     return HTTP_RANGE_SATISFIABLE;
+}
+
+/* The ranges after "bytes=": [*i, *end) trimmed, or false. */
+static bool unit_bytes(const char *field, size_t len, size_t *i, size_t *end)
+{
+    size_t k = 0;
+
+    while (k < len && is_ows(field[k]))
+        k++;
+    while (len > k && is_ows(field[len - 1]))
+        len--;
+    if (len - k < 6 || !http_ascii_equal_nocase(field + k, 6, "bytes=", 6))
+        return false;
+    k += 6;
+    while (k < len && is_ows(field[k]))
+        k++;
+    *i = k;
+    *end = len;
+    return true;
+}
+
+int http_range_parse(const char *field,
+                     size_t len,
+                     uint64_t size,
+                     uint64_t *first,
+                     uint64_t *last)
+{
+    size_t i, end;
+
+    if (!unit_bytes(field, len, &i, &end) || memchr(field + i, ',', end - i))
+        return HTTP_RANGE_IGNORE;
+    return one_spec(field, i, end, size, first, last);
+}
+
+int http_ranges_parse(const char *field,
+                      size_t len,
+                      uint64_t size,
+                      struct http_range_set *rs)
+{
+    size_t i, end, specs = 0;
+    uint64_t total = 0;
+
+    rs->n = 0;
+    if (!unit_bytes(field, len, &i, &end))
+        return HTTP_RANGE_IGNORE;
+    /* one pass over the field, each byte once; at most HTTP_RANGES_MAX
+     * specs are parsed before the field is given up */
+    while (i <= end) {
+        size_t a = i, b;
+        uint64_t first, last;
+        int rc;
+
+        while (i < end && field[i] != ',')
+            i++;
+        b = i++;
+        while (a < b && is_ows(field[a]))
+            a++;
+        while (b > a && is_ows(field[b - 1]))
+            b--;
+        if (a == b) /* an empty list element (RFC 9110 §5.6.1) */
+            continue;
+        if (++specs > HTTP_RANGES_MAX)
+            return HTTP_RANGE_IGNORE;
+        rc = one_spec(field, a, b, size, &first, &last);
+        if (rc == HTTP_RANGE_IGNORE)
+            return HTTP_RANGE_IGNORE;
+        if (rc == HTTP_RANGE_UNSATISFIABLE)
+            continue; /* dropped; the others may still be served */
+        total += last - first + 1;
+        if (total > size) /* overlaps that add up past the whole */
+            return HTTP_RANGE_IGNORE;
+        rs->first[rs->n] = first;
+        rs->last[rs->n] = last;
+        rs->n++;
+    }
+    if (!specs)
+        return HTTP_RANGE_IGNORE;
+    return rs->n ? HTTP_RANGE_SATISFIABLE : HTTP_RANGE_UNSATISFIABLE;
 }

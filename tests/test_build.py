@@ -67,11 +67,19 @@ def test_ucontext_switch_builds_and_runs(tmp_path):
 
 
 def test_aarch64_switch_runs_under_qemu(tmp_path):
-    build = str(tmp_path / "build")
-    make(build, f"{build}/aarch64/test-rt-switch", f"{build}/aarch64/test-rt-switch-ucontext")
-    for name, kind in (("test-rt-switch", "aarch64"), ("test-rt-switch-ucontext", "ucontext")):
-        path = f"{build}/aarch64/{name}"
-        assert open(path, "rb").read(20)[18] == 183  # ELF e_machine EM_AARCH64
-        r = subprocess.run(["qemu-aarch64", path], capture_output=True, text=True, timeout=120)
-        assert r.returncode == 0, r.stdout + r.stderr
-        assert f"test-rt-switch: {kind}: 3 coroutines x 2000 rounds ok" in r.stdout
+    """The cross build (make aarch64-build) of the switch's test and the
+    runtime's, with either switch, run under qemu-aarch64."""
+    for coro, kind in (("asm", "aarch64"), ("ucontext", "ucontext")):
+        build = str(tmp_path / coro)
+        r = subprocess.run(["make", "-C", ROOT, "--no-print-directory", "aarch64-build",
+                            f"AARCH64_BUILD={build}", f"RT_CORO={coro}", "AARCH64_BINS=test-rt-switch test-rt"],
+                           capture_output=True, text=True, timeout=300)
+        assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+        for name, want in (("test-rt-switch", f"test-rt-switch: {kind}: 3 coroutines x 2000 rounds ok"),
+                           ("test-rt", "test-rt: ok")):
+            path = f"{build}/{name}"
+            with open(path, "rb") as f:
+                assert f.read(20)[18] == 183  # ELF e_machine: EM_AARCH64
+            r = subprocess.run(["qemu-aarch64", path], capture_output=True, text=True, timeout=120)
+            assert r.returncode == 0, r.stdout + r.stderr
+            assert want in r.stdout

@@ -7,6 +7,7 @@ then scripts/deps itself with apt-get and dpkg-query stubbed, whose install
 adds links under a fake root as the packages' maintainer scripts do)."""
 import os
 import re
+import shutil
 import subprocess
 import time
 
@@ -26,18 +27,28 @@ OS_RELEASES = {
 }
 
 
+def real(cmd):
+    path = shutil.which(cmd)
+    assert path, f"{cmd} not installed"
+    return path
+
+
 def stubs(tmp_path, arch="amd64", installed=None, on_install=""):
     """A folder of commands put first on PATH: apt-get, sudo and
     dpkg-query log their calls to calls.log; dpkg --print-architecture
-    answers arch; dpkg-query says every package is installed but those not
+    answers arch (anything else goes to the real dpkg); dpkg-query says every package is installed but those not
     in installed (None: all are); apt-get install runs on_install."""
     d = tmp_path / "bin"
     d.mkdir()
     log = tmp_path / "calls.log"
     scripts = {
-        "dpkg": f'#!/bin/sh\n[ "$1" = --print-architecture ] && echo {arch}\n',
+        "dpkg": (f'#!/bin/sh\n[ "$1" = --print-architecture ] && {{ echo {arch}; exit 0; }}\n'
+                 f'exec {real("dpkg")} "$@"\n'),
         "sudo": f'#!/bin/sh\necho "sudo $*" >>{log}\nexec "$@"\n',
-        "apt-get": (f'#!/bin/sh\necho "apt-get $*" >>{log}\n'
+        # scripts/kernels and scripts/arm64-libs download with apt states
+        # of their own (into the project cache): those calls go through
+        "apt-get": (f'#!/bin/sh\ncase "$*" in *Dir::Etc::SourceList=*) exec {real("apt-get")} "$@";; esac\n'
+                    f'echo "apt-get $*" >>{log}\n'
                     f'case " $* " in *" install "*) {on_install} ;; esac\n'),
         "dpkg-query": (f'#!/bin/sh\necho "dpkg-query $*" >>{log}\n'
                        + ('for p; do :; done\n'

@@ -1014,3 +1014,187 @@ def test_every_file_access_runs_as_the_serving_user(tmp_path, kprobes):
                 outside.append((pid, ev, list(st)))
     assert seen["splice"] >= 1 and seen["getattr"] >= 1, seen
     assert not outside, f"file accesses by khttpd workers not as uid {SERVE_UID}: {outside[:10]}"
+
+
+# ------------------------------------------------------- listings' memory
+
+CROWD = 20000  # HTTP_SERVER_LISTING_MAX_ENTRIES: the biggest table there is
+
+
+@pytest.fixture(scope="module")
+def crowd_root(tmp_path_factory):
+    """A root with crowd/ (20,000 names), small/ (3) and a file."""
+    root = tmp_path_factory.mktemp("crowdroot")
+    root.chmod(0o755)
+    (root / "hello.txt").write_bytes(b"hello, world\n")
+    crowd = root / "crowd"
+    crowd.mkdir()
+    # 24 bytes a name: 480,000 bytes, within a table's 512 KiB of names
+    names = [f"entry-{(i * 7919) % CROWD:05d}-crowded.txt" for i in range(CROWD)]
+    for n in names:  # created out of order: the listing sorts them
+        os.mknod(crowd / n)
+    small = root / "small"
+    small.mkdir()
+    for n in ("b.txt", "a.txt", "c.txt"):
+        (small / n).write_bytes(b"x\n")
+    return root
+
+
+def kernel_memory():
+    """Slab + VmallocUsed from /proc/meminfo: what kmalloc (its big
+    buckets are pages counted in Slab) and kvmalloc's vmalloc side hold."""
+    got = {}
+    with open("/proc/meminfo") as f:
+        for line in f:
+            k, v = line.split(":")
+            got[k] = int(v.split()[0]) * 1024
+    return got["Slab"] + got["VmallocUsed"]
+
+
+class SmallSendBuffers:
+    """tcp_wmem capped for the connections made meanwhile (the guest's
+    setting, restored on exit): a server socket then queues about 16 KiB,
+    so a listing nobody reads stays in flight after a few rows instead of
+    rendering a megabyte of them into the socket first."""
+
+    PATH = "/proc/sys/net/ipv4/tcp_wmem"
+
+    def __enter__(self):
+        with open(self.PATH) as f:
+            self.old = f.read()
+        with open(self.PATH, "w") as f:
+            f.write("4096 16384 16384")
+        return self
+
+    def __exit__(self, *exc):
+        with open(self.PATH, "w") as f:
+            f.write(self.old)
+
+
+def stalled_listing(port, path):
+    """A connection that asks for a listing and never reads."""
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    s.settimeout(30)
+    s.connect(("127.0.0.1", port))
+    s.sendall(f"GET {path} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+    return s
+
+
+def listing_names(resp):
+    head, body = split(resp)
+    assert head.startswith("HTTP/1.1 200 "), head[:200]
+    text = dechunk(body).decode()
+    return [h.removeprefix("./") for h in re.findall(r'<a href="([^"]*)">', text)], text
+
+
+def wait_stat(name, cond, what, timeout=120):
+    deadline = time.monotonic() + timeout
+    while not cond(stats()[name]):
+        assert time.monotonic() < deadline, f"{what}: {name} {stats()[name]}"
+        time.sleep(0.2)
+
+
+@pytest.mark.release_kernel
+def test_500_stalled_listings_share_one_table(crowd_root):
+    """500 connections GET a 20,000-name directory and never read: the
+    kernel's Slab + VmallocUsed grows by less than 50 MiB (one shared name
+    table, a small buffer per connection; a table per connection took
+    several hundred), and a normal client is served meanwhile."""
+    skip_on_debug_kernel()
+    import resource
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, 4096), hard))
+    n = 500
+    with SmallSendBuffers(), Khttpd(crowd_root) as k:
+        get(k.port, "/hello.txt")
+        wait_active(0)
+        time.sleep(0.5)
+        mem0 = kernel_memory()
+        held = []
+        try:
+            for _ in range(n):
+                held.append(stalled_listing(k.port, "/crowd/"))
+            # every one answered (its head and first rows are out) and none
+            # finished: all 500 listings are in flight. (A table built per
+            # connection took minutes here: bounded, to measure it.)
+            deadline = time.monotonic() + 300
+            for s in held:
+                s.settimeout(max(1, deadline - time.monotonic()))
+                assert s.recv(16, socket.MSG_PEEK).startswith(b"HTTP/1.1 200")
+            time.sleep(2)
+            mem1 = kernel_memory()
+            st = stats()
+            grown = mem1 - mem0
+            record(f"{n} stalled listings of a {CROWD}-name directory: Slab+VmallocUsed "
+                   f"+{grown >> 10} KiB ({grown / n / 1024:.1f} KiB per connection), "
+                   f"listing_bytes {st.get('listing_bytes')}")
+            assert st.get("listings_refused", 0) == 0
+            # a normal client meanwhile: a file, a listing, the big listing
+            # whole and sorted from the shared table
+            assert split(get(k.port, "/hello.txt"))[1] == b"hello, world\n"
+            assert listing_names(get(k.port, "/small/"))[0] == ["../", "a.txt", "b.txt", "c.txt"]
+            names, text = listing_names(get(k.port, "/crowd/"))
+            names.remove("../")
+            assert len(names) == CROWD and names == sorted(names)
+            assert len(set(names)) == CROWD and "Only the first" not in text
+        finally:
+            for s in held:
+                s.close()
+        assert grown < 50 << 20, f"+{grown >> 20} MiB for {n} stalled listings"
+        assert st["listing_bytes"] > 0
+        wait_active(0, timeout=120)
+        wait_stat("listing_bytes", lambda v: v == 0, "listings gone")
+
+
+def test_listing_beyond_budget_gets_503(crowd_root):
+    """listing_max: the listing beyond it gets 503 with Retry-After and is
+    counted; once the others are gone listings are served again.
+    listing_bytes too small for the 20,000-name table: 503 for it, while a
+    small directory still lists."""
+    with SmallSendBuffers(), Khttpd(crowd_root, listing_max=2) as k:
+        held = [stalled_listing(k.port, "/crowd/") for _ in range(2)]
+        try:
+            for s in held:
+                assert s.recv(16, socket.MSG_PEEK).startswith(b"HTTP/1.1 200")
+            head, body = split(get(k.port, "/small/"))
+            assert head.startswith("HTTP/1.1 503 "), head
+            assert "\r\nRetry-After: 1\r\n" in head, head
+            assert body == b"503 Service Unavailable\n"
+            assert stats()["listings_refused"] == 1
+            # files are not listings
+            assert split(get(k.port, "/hello.txt"))[1] == b"hello, world\n"
+        finally:
+            for s in held:
+                s.close()
+        wait_stat("listing_bytes", lambda v: v == 0, "listings gone")
+        assert listing_names(get(k.port, "/small/"))[0] == ["../", "a.txt", "b.txt", "c.txt"]
+    with Khttpd(crowd_root, listing_bytes=64 * 1024) as k:
+        head, _ = split(get(k.port, "/crowd/"))
+        assert head.startswith("HTTP/1.1 503 ") and "\r\nRetry-After: 1\r\n" in head, head
+        assert stats()["listings_refused"] == 1
+        assert listing_names(get(k.port, "/small/"))[0] == ["../", "a.txt", "b.txt", "c.txt"]
+        assert stats()["listing_bytes"] == 0
+
+
+def test_listing_table_built_once_follows_changes(crowd_root, tmp_path):
+    """The table is built once and served to many (each listing whole and
+    sorted); a name added makes a new version of the directory, listed at
+    once."""
+    with Khttpd(crowd_root) as k:
+        want = None
+        for _ in range(5):
+            names, _ = listing_names(get(k.port, "/crowd/"))
+            assert len(names) == CROWD + 1 and names[1:] == sorted(names[1:])
+            want = want or names
+            assert names == want
+        cached = stats()["cache_bytes"]
+        assert cached > CROWD * 28  # the table (names and offsets) is cached
+        (crowd_root / "small" / "0-new.txt").write_bytes(b"new\n")
+        try:
+            names, _ = listing_names(get(k.port, "/small/"))
+            assert names == ["../", "0-new.txt", "a.txt", "b.txt", "c.txt"]
+        finally:
+            (crowd_root / "small" / "0-new.txt").unlink()
+        names, _ = listing_names(get(k.port, "/small/"))
+        assert names == ["../", "a.txt", "b.txt", "c.txt"]

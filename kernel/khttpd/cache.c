@@ -82,6 +82,7 @@ static void khttpd_obj_free_rcu(struct rcu_head *head)
 	struct khttpd_obj *o = container_of(head, struct khttpd_obj, rcu);
 
 	kvfree(o->gz);
+	kvfree(o->names);
 	kvfree(o->body);
 	kfree(o);
 }
@@ -457,6 +458,22 @@ static void khttpd_gz_publish(struct khttpd_obj *o, struct khttpd_gz *gz)
 	/* Pairs with the smp_load_acquire() in khttpd_cache_gzip(). */
 	smp_store_release(&o->gz, gz);
 	khttpd_evict_if_over();
+}
+
+bool khttpd_cache_set_names(struct khttpd_entry *e, struct khttpd_names *t)
+{
+	struct khttpd_obj *o = e->obj;
+
+	/* A full barrier: pairs with the readers' smp_load_acquire(). The
+	 * caller's reference keeps o alive, so the charge is in place before
+	 * anyone can drop o's last reference for it.
+	 */
+	if (cmpxchg(&o->names, NULL, t))
+		return false;
+	WRITE_ONCE(o->charge, o->charge + t->bytes);
+	atomic_long_add(t->bytes, &khttpd_cache_total);
+	khttpd_evict_if_over();
+	return true;
 }
 
 struct khttpd_gzip_job {

@@ -32,6 +32,8 @@ extern struct http_error_page khttpd_error_pages[HTTP_SERVER_ERROR_PAGES_MAX];
 extern size_t khttpd_error_pages_n;
 extern bool khttpd_dotfiles; /* serve and list names starting with '.' */
 extern bool khttpd_listings; /* list directories without an index */
+extern ulong khttpd_listing_bytes; /* listings' buffers and builds; 0: any */
+extern uint khttpd_listing_max; /* listings in flight; 0: any */
 extern struct path khttpd_root; /* the served directory, referenced */
 /* Check every parameter and take the root: 0, or -errno (nothing held).
  * p: the server's parameters; uid, gid: the server's user.
@@ -71,6 +73,7 @@ struct khttpd_stats {
 	u64 cache_hits;
 	u64 cache_misses;
 	u64 cache_evictions;
+	u64 listings_refused; /* 503: beyond listing_max or listing_bytes */
 };
 
 extern struct khttpd_stats __percpu *khttpd_stats;
@@ -96,8 +99,23 @@ struct khttpd_gz {
 };
 
 /*
+ * A directory's listed names, sorted (listing.c builds it): one
+ * allocation, immutable once published on its directory's object.
+ */
+struct khttpd_names {
+	size_t bytes; /* the whole allocation, this header included */
+	u32 count;
+	bool truncated; /* the directory has more than a listing holds */
+	bool root; /* built as the root (/.well-known/ listed) */
+	bool dotfiles; /* built with names starting with '.' listed */
+	u32 *off; /* count offsets into names, in sorted order */
+	char *names; /* NUL-terminated, back to back */
+};
+
+/*
  * One version of one file (device, inode, size, mtime): its body when small
- * enough and its gzip copy once built. Every path naming the file shares
+ * enough and its gzip copy once built; a directory's listed names once a
+ * listing built them. Every path naming the file shares
  * it, so aliases store the body once. Found in the object table by
  * (device, inode) and version; freed when no path entry, reader or gzip
  * build holds it, and counted against cache_bytes until then.
@@ -117,6 +135,7 @@ struct khttpd_obj {
 	size_t charge; /* bytes counted against cache_bytes */
 	char *body; /* whole file, or NULL */
 	struct khttpd_gz *gz; /* set once (smp_store_release) by the build */
+	struct khttpd_names *names; /* a directory's: set once (cmpxchg) */
 	unsigned long flags; /* KHTTPD_OBJ_BUILDING */
 };
 
@@ -153,6 +172,10 @@ void khttpd_cache_put(struct khttpd_entry *e);
  * not keep, so a copy is never made per request.
  */
 const struct khttpd_gz *khttpd_cache_gzip(struct khttpd_entry *e);
+/* Publish t as the name table of e's object (a directory) and charge it
+ * against cache_bytes: false (t not taken) when the object has one.
+ */
+bool khttpd_cache_set_names(struct khttpd_entry *e, struct khttpd_names *t);
 void khttpd_cache_exit(void);
 /* What the cache holds now: bytes charged and files (objects); what a
  * reader still holds stays counted until it lets go.
@@ -213,6 +236,13 @@ struct khttpd_out {
 	struct khttpd_listing *listing; /* body rendered as it goes */
 	bool listing_last; /* mem holds the listing's last piece */
 	bool more; /* another request is already here: MSG_MORE at the end */
+	/* multipart/byteranges: the plan naming the parts, the cached body
+	 * they come from (NULL: the file), the next part head to build
+	 * (ranges.n: the closing delimiter)
+	 */
+	const struct http_plan *parts;
+	const char *parts_mem;
+	unsigned int part_next;
 };
 
 /*
@@ -273,8 +303,11 @@ void khttpd_trace_begin(struct khttpd_conn *conn,
 void khttpd_trace_end(struct khttpd_conn *conn);
 
 /* ---- listing.c ---- */
-/* Open the directory rel for a listing (chunked: HTTP/1.1 framing); an
- * ERR_PTR on failure. Its first piece is rendered already.
+/* The piece buffer each listing connection renders into (one bucket). */
+#define KHTTPD_LISTING_MEM 8192
+/* Open the directory rel for a listing (chunked: HTTP/1.1 framing) and
+ * find or build its name table; an ERR_PTR on failure, -EBUSY beyond the
+ * listing budget.
  */
 struct khttpd_listing *khttpd_listing_open(const char *rel, size_t rel_len,
 					   bool chunked, bool dotfiles);
@@ -283,6 +316,8 @@ struct khttpd_listing *khttpd_listing_open(const char *rel, size_t rel_len,
  */
 int khttpd_listing_next(struct khttpd_conn *conn);
 void khttpd_listing_free(struct khttpd_listing *l);
+/* Bytes charged against listing_bytes now, and listings in flight. */
+void khttpd_listing_usage(size_t *bytes, size_t *active);
 
 /* ---- respond.c ---- */
 /* Plan the answer to the request in (core's planner) into conn->plan and

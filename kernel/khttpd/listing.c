@@ -1,23 +1,40 @@
 // SPDX-License-Identifier: MIT OR GPL-2.0
 /*
- * listing.c — a directory listing, sorted by name, streamed piece by piece.
+ * listing.c — a directory listing, sorted by name, streamed piece by piece
+ * from a name table every listing of that directory shares.
  *
- * The first piece reads the directory: iterate_dir() with a dir_context
- * actor collects the names core says are listed (no dotfiles unless
- * allowed) into core's name table, bounded by
- * HTTP_SERVER_LISTING_MAX_ENTRIES names and
+ * The table: iterate_dir() with a dir_context actor collects the names
+ * core says are listed (no dotfiles unless allowed) into core's name
+ * table, bounded by HTTP_SERVER_LISTING_MAX_ENTRIES names and
  * HTTP_SERVER_LISTING_MAX_NAME_BYTES bytes (past them the listing says it
- * is truncated); core sorts them. Rows are then rendered in order, each
- * name's metadata looked up beneath the root as the server's user, into a
- * buffer of HTTP_SERVER_LISTING_BUF bytes. Each full buffer leaves as one
- * chunk (HTTP/1.1) or as raw bytes before a close (HTTP/1.0 has no chunked
+ * is truncated); core sorts them and the result is packed into one
+ * immutable struct khttpd_names. It is published on the directory's cache
+ * object (one version of the directory: device, inode, size, mtime), so
+ * it is built once per version, shared by every reader through the cache
+ * entry each holds, charged against cache_bytes and freed with the object.
+ * Builds of one directory wait for each other (a hashed mutex), so a crowd
+ * asking for a new directory builds it once.
+ *
+ * Each request still opens the directory (the permission check, and its
+ * version compared with the object's) and looks each row's metadata up
+ * beneath the root as the server's user while it renders, into a buffer of
+ * KHTTPD_LISTING_MEM bytes. Each full buffer leaves as one chunk
+ * (HTTP/1.1) or as raw bytes before a close (HTTP/1.0 has no chunked
  * coding), as the plan's head says. A piece is rendered only once the
- * previous one is out, so a slow client holds no worker.
+ * previous one is out, so a slow client holds no worker and only its own
+ * small buffer.
+ *
+ * Budget: at most listing_max listings in flight, and at most
+ * listing_bytes bytes of per-connection buffers and tables being built (or
+ * kept privately by a listing whose directory changed under it); a listing
+ * beyond either is refused (respond.c answers 503 with Retry-After).
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
+#include <linux/atomic.h>
 #include <linux/cred.h>
 #include <linux/fs.h>
+#include <linux/mutex.h>
 #include <linux/namei.h>
 #include <linux/slab.h>
 #include <linux/stat.h>
@@ -25,70 +42,130 @@
 
 #include "khttpd.h"
 
-/* The name table starts this small and doubles up to core's bounds. */
+/* A table being built starts this small and doubles up to core's bounds. */
 #define KHTTPD_NAMES_START 4096
 #define KHTTPD_OFFS_START 256
 
+/*
+ * The per-connection piece buffer: one kmalloc bucket, its data part
+ * between the chunk header's room and the chunk end's; a row always fits
+ * an empty one (HTTP_LISTING_ENTRY_MAX).
+ */
+#define KHTTPD_LISTING_TAIL (2 + sizeof(HTTP_LAST_CHUNK) - 1)
+#define KHTTPD_LISTING_DATA \
+	(KHTTPD_LISTING_MEM - HTTP_CHUNK_HEADER_MAX - KHTTPD_LISTING_TAIL)
+static_assert(KHTTPD_LISTING_DATA >= HTTP_LISTING_ENTRY_MAX);
+
+/* Listings in flight and the bytes charged against listing_bytes. */
+static atomic_t khttpd_listings_now = ATOMIC_INIT(0);
+static atomic_long_t khttpd_listing_total = ATOMIC_LONG_INIT(0);
+
+/* Builds of one directory (one object) wait for each other. */
+#define KHTTPD_BUILD_LOCKS 8
+#define KHTTPD_BUILD_LOCK(i) __MUTEX_INITIALIZER(khttpd_build_locks[i])
+static struct mutex khttpd_build_locks[KHTTPD_BUILD_LOCKS] = {
+	KHTTPD_BUILD_LOCK(0), KHTTPD_BUILD_LOCK(1), KHTTPD_BUILD_LOCK(2),
+	KHTTPD_BUILD_LOCK(3), KHTTPD_BUILD_LOCK(4), KHTTPD_BUILD_LOCK(5),
+	KHTTPD_BUILD_LOCK(6), KHTTPD_BUILD_LOCK(7),
+};
+
 struct khttpd_listing {
-	struct dir_context ctx;
-	struct file *dir;
+	struct khttpd_entry *ref; /* the directory's entry: keeps its table */
+	const struct khttpd_names *names; /* ref's object's, or own */
+	struct khttpd_names *own; /* a table only this listing reads */
+	size_t charge; /* bytes counted against listing_bytes */
 	bool chunked;
-	bool dotfiles;
-	bool collected; /* the names are read and sorted */
-	bool full; /* the actor stopped: no room for the next name */
-	size_t need; /* bytes the name that did not fit needs */
-	bool truncated; /* more names than a listing holds */
+	bool truncated; /* the last row saying so is still to come */
 	bool began; /* the opening is rendered */
 	bool finished; /* the last piece is queued */
 	bool reset_pending; /* the previous piece is out: reuse the buffer */
 	struct http_listing_cursor cursor;
-	struct http_names names;
-	size_t next; /* the next row to render */
-	char *rel; /* "dir/" + a name: the row's path beneath the root */
+	u32 next; /* the next row to render */
 	size_t dir_len; /* of rel's "dir/" part; 0 for the root */
 	char *mem; /* [chunk header room][data][CRLF + last chunk room] */
 	struct http_buf b;
+	char rel[]; /* "dir/" + a name: the row's path beneath the root */
 };
 
-#define KHTTPD_LISTING_TAIL (2 + sizeof(HTTP_LAST_CHUNK) - 1)
-#define KHTTPD_REL_MAX (HTTP_SERVER_PATH_MAX + NAME_MAX + 2)
+/* Charge n more bytes against listing_bytes: false (nothing charged) when
+ * that would pass the budget.
+ */
+static bool khttpd_listing_charge(size_t n)
+{
+	long total = atomic_long_add_return(n, &khttpd_listing_total);
+
+	if (khttpd_listing_bytes && total > (long)khttpd_listing_bytes) {
+		atomic_long_sub(n, &khttpd_listing_total);
+		return false;
+	}
+	return true;
+}
+
+static void khttpd_listing_uncharge(size_t n)
+{
+	atomic_long_sub(n, &khttpd_listing_total);
+}
+
+void khttpd_listing_usage(size_t *bytes, size_t *active)
+{
+	long b = atomic_long_read(&khttpd_listing_total);
+	int a = atomic_read(&khttpd_listings_now);
+
+	*bytes = b > 0 ? b : 0;
+	*active = a > 0 ? a : 0;
+}
 
 void khttpd_listing_free(struct khttpd_listing *l)
 {
-	if (l->dir)
-		fput(l->dir);
-	kvfree(l->names.buf);
-	kvfree(l->names.off);
-	kfree(l->rel);
+	if (l->ref)
+		khttpd_cache_put(l->ref);
+	kvfree(l->own);
 	kfree(l->mem);
+	khttpd_listing_uncharge(l->charge);
 	kfree(l);
+	atomic_dec(&khttpd_listings_now);
 }
 
-static bool khttpd_listing_actor(struct dir_context *ctx, const char *name,
-				 int namelen, loff_t off, u64 ino,
-				 unsigned int d_type)
-{
-	struct khttpd_listing *l =
-		container_of(ctx, struct khttpd_listing, ctx);
-	const char *dir = l->dir_len ? l->rel : ".";
-	size_t dir_len = l->dir_len ? l->dir_len - 1 : 1;
+/* ---- building a table ---- */
 
-	if (!http_listing_visible(dir, dir_len, name, namelen, l->dotfiles))
+struct khttpd_build {
+	struct dir_context ctx;
+	struct http_names n;
+	size_t charge; /* n's buffers, counted against listing_bytes */
+	const char *dir; /* for http_listing_visible */
+	size_t dir_len;
+	bool dotfiles;
+	bool full; /* the actor stopped: no room for the next name */
+	size_t need; /* bytes the name that did not fit needs */
+};
+
+static bool khttpd_build_actor(struct dir_context *ctx, const char *name,
+			       int namelen, loff_t off, u64 ino,
+			       unsigned int d_type)
+{
+	struct khttpd_build *b = container_of(ctx, struct khttpd_build, ctx);
+
+	if (!http_listing_visible(b->dir, b->dir_len, name, namelen,
+				  b->dotfiles))
 		return true;
-	if (http_names_add(&l->names, name, namelen) == 0)
+	if (http_names_add(&b->n, name, namelen) == 0)
 		return true;
 	/* Full: stop here; iterate_dir resumes at this entry next time. */
-	l->full = true;
-	l->need = namelen + 1;
+	b->full = true;
+	b->need = namelen + 1;
 	return false;
 }
 
-/* Room for the name that did not fit, within core's bounds: 0, or
- * -ENOSPC when the listing holds no more. Allocates outside iterate_dir
- * (the directory's lock is not held here).
+/*
+ * Room for the name that did not fit, within core's bounds and the
+ * budget: 0, -ENOSPC when the listing holds no more, -EBUSY past the
+ * budget. Allocates outside iterate_dir (the directory's lock is not held
+ * here).
  */
-static int khttpd_names_grow(struct http_names *n, size_t need)
+static int khttpd_build_grow(struct khttpd_build *b)
 {
+	struct http_names *n = &b->n;
+
 	if (n->count >= n->max) {
 		size_t max = min_t(size_t, n->max * 2,
 				   HTTP_SERVER_LISTING_MAX_ENTRIES);
@@ -96,58 +173,194 @@ static int khttpd_names_grow(struct http_names *n, size_t need)
 
 		if (max <= n->max)
 			return -ENOSPC;
+		if (!khttpd_listing_charge(max * sizeof(*off)))
+			return -EBUSY;
 		off = kvmalloc_array(max, sizeof(*off), GFP_KERNEL);
-		if (!off)
+		if (!off) {
+			khttpd_listing_uncharge(max * sizeof(*off));
 			return -ENOMEM;
+		}
 		memcpy(off, n->off, n->count * sizeof(*off));
 		kvfree(n->off);
+		khttpd_listing_uncharge(n->max * sizeof(*off));
 		n->off = off;
 		n->max = max;
 	}
-	if (need > n->cap - n->len) {
-		size_t cap = max(n->cap * 2, n->len + need);
+	if (b->need > n->cap - n->len) {
+		size_t cap = max(n->cap * 2, n->len + b->need);
 		char *buf;
 
 		cap = min_t(size_t, cap, HTTP_SERVER_LISTING_MAX_NAME_BYTES);
-		if (cap < n->len + need)
+		if (cap < n->len + b->need)
 			return -ENOSPC;
+		if (!khttpd_listing_charge(cap))
+			return -EBUSY;
 		buf = kvmalloc(cap, GFP_KERNEL);
-		if (!buf)
+		if (!buf) {
+			khttpd_listing_uncharge(cap);
 			return -ENOMEM;
+		}
 		memcpy(buf, n->buf, n->len);
 		kvfree(n->buf);
+		khttpd_listing_uncharge(n->cap);
 		n->buf = buf;
 		n->cap = cap;
 	}
 	return 0;
 }
 
-/* Read the whole directory (up to the bounds) and sort its names. Each
- * round either adds names, grows the table or ends.
+/*
+ * Read the directory dir (up to core's bounds), sort its names and pack
+ * them into one table of exactly their size, charged against
+ * listing_bytes (the caller moves the charge when it publishes it).
  */
-static int khttpd_listing_collect(struct khttpd_listing *l)
+static struct khttpd_names *khttpd_build(struct file *dir, const char *rel,
+					 size_t rel_len, bool root,
+					 bool dotfiles)
 {
-	for (;;) {
-		int err;
+	struct khttpd_build b = {
+		.ctx.actor = khttpd_build_actor,
+		.dir = root ? "." : rel,
+		.dir_len = root ? 1 : rel_len,
+		.dotfiles = dotfiles,
+	};
+	struct khttpd_names *t = NULL;
+	bool truncated = false;
+	size_t size;
+	int err;
 
-		l->full = false;
-		err = khttpd_iterate_dir(l->dir, &l->ctx);
-		if (err < 0)
-			return err;
-		if (!l->full)
+	b.charge = KHTTPD_NAMES_START + KHTTPD_OFFS_START * sizeof(u32);
+	if (!khttpd_listing_charge(b.charge))
+		return ERR_PTR(-EBUSY);
+	b.n.buf = kvmalloc(KHTTPD_NAMES_START, GFP_KERNEL);
+	b.n.cap = KHTTPD_NAMES_START;
+	b.n.off = kvmalloc_array(KHTTPD_OFFS_START, sizeof(u32), GFP_KERNEL);
+	b.n.max = KHTTPD_OFFS_START;
+	err = b.n.buf && b.n.off ? 0 : -ENOMEM;
+	while (!err) {
+		b.full = false;
+		err = khttpd_iterate_dir(dir, &b.ctx);
+		if (err < 0 || !b.full)
 			break;
-		err = khttpd_names_grow(&l->names, l->need);
+		err = khttpd_build_grow(&b);
 		if (err == -ENOSPC) {
-			l->truncated = true;
+			truncated = true;
+			err = 0;
 			break;
 		}
-		if (err < 0)
-			return err;
 	}
-	http_names_sort(&l->names);
-	l->collected = true;
+	/* what the grows charged: the buffers as they are now */
+	b.charge = b.n.cap + b.n.max * sizeof(u32);
+	if (err < 0)
+		goto out;
+	http_names_sort(&b.n);
+
+	size = sizeof(*t) + b.n.count * sizeof(u32) + b.n.len;
+	err = khttpd_listing_charge(size) ? 0 : -EBUSY;
+	if (!err) {
+		t = kvmalloc(size, GFP_KERNEL);
+		if (!t) {
+			khttpd_listing_uncharge(size);
+			err = -ENOMEM;
+		}
+	}
+	if (err < 0)
+		goto out;
+	t->bytes = size;
+	t->count = b.n.count;
+	t->truncated = truncated;
+	t->root = root;
+	t->dotfiles = dotfiles;
+	t->off = (u32 *)(t + 1);
+	t->names = (char *)(t->off + t->count);
+	memcpy(t->off, b.n.off, t->count * sizeof(u32));
+	memcpy(t->names, b.n.buf, b.n.len);
+out:
+	kvfree(b.n.buf);
+	kvfree(b.n.off);
+	khttpd_listing_uncharge(b.charge);
+	return err < 0 ? ERR_PTR(err) : t;
+}
+
+/* Is the directory as opened (st) the version o describes? */
+static bool khttpd_obj_holds(const struct khttpd_obj *o, const struct kstat *st)
+{
+	return o->is_dir && o->dev == st->dev && o->ino == st->ino &&
+	       o->size == (u64)st->size && o->mtime == st->mtime.tv_sec &&
+	       o->mtime_nsec == st->mtime.tv_nsec;
+}
+
+static bool khttpd_names_fit(const struct khttpd_names *t, bool root,
+			     bool dotfiles)
+{
+	return t && t->root == root && t->dotfiles == dotfiles;
+}
+
+/*
+ * The table for l: the one published on the directory's object when it is
+ * this version's, else built (once per version: builders of one object
+ * wait for each other) and published; built for l alone when the
+ * directory is not what the cache knows (changed, or not cacheable).
+ */
+static int khttpd_listing_table(struct khttpd_listing *l, struct file *dir,
+				const char *rel, size_t rel_len, bool dotfiles)
+{
+	bool root = l->dir_len == 0;
+	struct khttpd_names *t;
+	struct khttpd_obj *o;
+	struct mutex *lock; /* the one this object's builders share */
+	struct kstat st;
+	int err;
+
+	err = khttpd_getattr(&dir->f_path, &st);
+	if (err < 0)
+		return err;
+	if (khttpd_cache_get(rel, rel_len, &l->ref) < 0)
+		l->ref = NULL;
+	if (!l->ref || !khttpd_obj_holds(l->ref->obj, &st)) {
+		/* not the cache's version: a table of its own */
+		t = khttpd_build(dir, rel, rel_len, root, dotfiles);
+		if (IS_ERR(t))
+			return PTR_ERR(t);
+		l->own = t;
+		l->names = t;
+		l->charge += t->bytes; /* stays charged while it lives */
+		return 0;
+	}
+	o = l->ref->obj;
+	/* Pairs with the release in khttpd_cache_set_names(). */
+	l->names = smp_load_acquire(&o->names);
+	if (khttpd_names_fit(l->names, root, dotfiles))
+		return 0;
+	lock = &khttpd_build_locks[o->hash % KHTTPD_BUILD_LOCKS];
+	if (mutex_lock_killable(lock))
+		return -EINTR;
+	/* Again under the lock: the builder we waited for published it. */
+	l->names = smp_load_acquire(&o->names);
+	if (khttpd_names_fit(l->names, root, dotfiles)) {
+		mutex_unlock(lock);
+		return 0;
+	}
+	t = khttpd_build(dir, rel, rel_len, root, dotfiles);
+	if (IS_ERR(t)) {
+		mutex_unlock(lock);
+		return PTR_ERR(t);
+	}
+	if (!l->names && khttpd_cache_set_names(l->ref, t)) {
+		/* the cache holds it now, and counts it */
+		khttpd_listing_uncharge(t->bytes);
+		l->names = t;
+	} else {
+		/* an alias of another kind (root, dotfiles) has the slot */
+		l->own = t;
+		l->names = t;
+		l->charge += t->bytes;
+	}
+	mutex_unlock(lock);
 	return 0;
 }
+
+/* ---- streaming ---- */
 
 /* Queue the buffer as the next piece of the body. */
 static void khttpd_listing_emit(struct khttpd_conn *conn,
@@ -188,7 +401,7 @@ static int khttpd_listing_row(struct khttpd_listing *l, const char *name)
 	size_t len = strlen(name);
 	struct kstat st;
 
-	if (l->dir_len + len + 1 > KHTTPD_REL_MAX)
+	if (len > NAME_MAX) /* no room in rel: no file system has one */
 		return 0;
 	memcpy(l->rel + l->dir_len, name, len + 1);
 	if (khttpd_stat_beneath(l->rel, &st) < 0)
@@ -200,9 +413,9 @@ static int khttpd_listing_row(struct khttpd_listing *l, const char *name)
 int khttpd_listing_next(struct khttpd_conn *conn)
 {
 	struct khttpd_listing *l = conn->req->out.listing;
+	const struct khttpd_names *t = l->names;
 	const char *dir = l->dir_len ? l->rel : ".";
 	size_t dir_len = l->dir_len ? l->dir_len - 1 : 1;
-	int err;
 
 	if (l->finished) {
 		khttpd_listing_free(l);
@@ -213,13 +426,9 @@ int khttpd_listing_next(struct khttpd_conn *conn)
 		l->b.len = 0;
 		l->reset_pending = false;
 	}
-	if (!l->collected) {
-		err = khttpd_listing_collect(l);
-		if (err < 0)
-			return err;
-	}
 	if (!l->began) {
 		/* a long path's title may take several pieces */
+		l->rel[l->dir_len] = '\0';
 		if (http_listing_begin_part(&l->b, dir, dir_len, &l->cursor) <
 		    0) {
 			khttpd_listing_emit(conn, l, false);
@@ -227,9 +436,8 @@ int khttpd_listing_next(struct khttpd_conn *conn)
 		}
 		l->began = true;
 	}
-	while (l->next < l->names.count) {
-		if (khttpd_listing_row(l, http_names_at(&l->names, l->next)) <
-		    0) {
+	while (l->next < t->count) {
+		if (khttpd_listing_row(l, t->names + t->off[l->next]) < 0) {
 			/* Full: send it, render this row again next time. */
 			khttpd_listing_emit(conn, l, false);
 			return 0;
@@ -237,7 +445,7 @@ int khttpd_listing_next(struct khttpd_conn *conn)
 		l->next++;
 	}
 	if (l->truncated) {
-		if (http_listing_truncated(&l->b, l->names.count) < 0) {
+		if (http_listing_truncated(&l->b, t->count) < 0) {
 			khttpd_listing_emit(conn, l, false);
 			return 0;
 		}
@@ -254,43 +462,59 @@ int khttpd_listing_next(struct khttpd_conn *conn)
 struct khttpd_listing *khttpd_listing_open(const char *rel, size_t rel_len,
 					   bool chunked, bool dotfiles)
 {
+	bool root = rel_len == 1 && rel[0] == '.';
+	size_t dir_len = root ? 0 : rel_len + 1;
+	size_t size = sizeof(struct khttpd_listing) + dir_len + NAME_MAX + 1;
 	struct khttpd_listing *l;
 	struct file *dir;
+	int err;
 
-	dir = khttpd_open_dir_beneath(rel);
-	if (IS_ERR(dir))
-		return ERR_CAST(dir);
-	l = kzalloc(sizeof(*l), GFP_KERNEL);
+	if (rel_len > HTTP_SERVER_PATH_MAX)
+		return ERR_PTR(-ENAMETOOLONG);
+	if (atomic_inc_return(&khttpd_listings_now) > khttpd_listing_max &&
+	    khttpd_listing_max) {
+		atomic_dec(&khttpd_listings_now);
+		return ERR_PTR(-EBUSY);
+	}
+	if (!khttpd_listing_charge(size + KHTTPD_LISTING_MEM)) {
+		atomic_dec(&khttpd_listings_now);
+		return ERR_PTR(-EBUSY);
+	}
+	l = kzalloc(size, GFP_KERNEL);
 	if (!l) {
-		fput(dir);
+		khttpd_listing_uncharge(size + KHTTPD_LISTING_MEM);
+		atomic_dec(&khttpd_listings_now);
 		return ERR_PTR(-ENOMEM);
 	}
-	l->dir = dir;
-	l->ctx.actor = khttpd_listing_actor;
+	/* from here on khttpd_listing_free undoes everything */
+	l->charge = size + KHTTPD_LISTING_MEM;
 	l->chunked = chunked;
-	l->dotfiles = dotfiles;
-	l->names.buf = kvmalloc(KHTTPD_NAMES_START, GFP_KERNEL);
-	l->names.cap = KHTTPD_NAMES_START;
-	l->names.off =
-		kvmalloc_array(KHTTPD_OFFS_START, sizeof(u32), GFP_KERNEL);
-	l->names.max = KHTTPD_OFFS_START;
-	l->rel = kmalloc(KHTTPD_REL_MAX, GFP_KERNEL);
-	l->mem = kmalloc(HTTP_CHUNK_HEADER_MAX + HTTP_SERVER_LISTING_BUF +
-				 KHTTPD_LISTING_TAIL,
-			 GFP_KERNEL);
-	if (!l->names.buf || !l->names.off || !l->rel || !l->mem ||
-	    rel_len + 2 > KHTTPD_REL_MAX) {
-		khttpd_listing_free(l);
-		return ERR_PTR(-ENOMEM);
-	}
 	/* rows are looked up as "dir/name" from the root ("name" there) */
-	if (!(rel_len == 1 && rel[0] == '.')) {
+	if (!root) {
 		memcpy(l->rel, rel, rel_len);
 		l->rel[rel_len] = '/';
-		l->dir_len = rel_len + 1;
 	}
-	l->rel[l->dir_len] = '\0';
+	l->dir_len = dir_len;
+	l->mem = kmalloc(KHTTPD_LISTING_MEM, GFP_KERNEL);
+	if (!l->mem) {
+		err = -ENOMEM;
+		goto fail;
+	}
 	http_buf_init(&l->b, l->mem + HTTP_CHUNK_HEADER_MAX,
-		      HTTP_SERVER_LISTING_BUF);
+		      KHTTPD_LISTING_DATA);
+
+	dir = khttpd_open_dir_beneath(rel);
+	if (IS_ERR(dir)) {
+		err = PTR_ERR(dir);
+		goto fail;
+	}
+	err = khttpd_listing_table(l, dir, rel, rel_len, dotfiles);
+	fput(dir);
+	if (err < 0)
+		goto fail;
+	l->truncated = l->names->truncated;
 	return l;
+fail:
+	khttpd_listing_free(l);
+	return ERR_PTR(err);
 }

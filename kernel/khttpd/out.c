@@ -59,13 +59,48 @@ static int khttpd_splice_actor(struct pipe_inode_info *pipe,
 	return ret;
 }
 
+/* Part heads still to send after what the output holds now. */
+static bool khttpd_parts_left(const struct khttpd_out *o)
+{
+	return o->parts && o->part_next <= o->parts->ranges.n;
+}
+
+/*
+ * The next part of a multipart answer: its head into hbuf (the response's
+ * head is out), its bytes from the cached body or the file.
+ */
+static int khttpd_next_part(struct khttpd_conn *conn)
+{
+	struct khttpd_out *o = &conn->req->out;
+	u64 off, len;
+	int n = http_plan_part(o->parts, o->part_next++, conn->req->hbuf,
+			       sizeof(conn->req->hbuf), &off, &len);
+
+	if (n < 0)
+		return -EIO;
+	o->head_off = 0;
+	o->head_len = n;
+	if (o->parts_mem) {
+		o->mem = o->parts_mem + off;
+		o->mem_off = 0;
+		o->mem_len = len;
+	} else {
+		o->pos = off;
+		o->file_left = len;
+	}
+	return 0;
+}
+
 static int khttpd_send_file_piece(struct khttpd_conn *conn)
 {
 	struct khttpd_out *o = &conn->req->out;
 	size_t piece = min_t(u64, o->file_left, KHTTPD_SPLICE_PIECE);
 	struct splice_desc sd = {
 		.total_len = piece,
-		.flags = (o->file_left > piece || o->more) ? SPLICE_F_MORE : 0,
+		.flags = (o->file_left > piece || o->more ||
+			  khttpd_parts_left(o)) ?
+				 SPLICE_F_MORE :
+				 0,
 		.pos = o->pos,
 		.u.data = conn,
 	};
@@ -112,7 +147,7 @@ int khttpd_out_flush(struct khttpd_conn *conn, int *pieces)
 			 */
 			msg.msg_flags = MSG_DONTWAIT | MSG_NOSIGNAL;
 			if (o->file_left || (o->listing && !o->listing_last) ||
-			    o->more)
+			    o->more || khttpd_parts_left(o))
 				msg.msg_flags |= MSG_MORE;
 			ret = kernel_sendmsg(conn->c.sock, &msg, vec, n, total);
 			if (ret < 0)
@@ -134,6 +169,12 @@ int khttpd_out_flush(struct khttpd_conn *conn, int *pieces)
 			if ((*pieces)-- == 0)
 				return -EINPROGRESS;
 			ret = khttpd_send_file_piece(conn);
+			if (ret < 0)
+				return ret;
+			continue;
+		}
+		if (khttpd_parts_left(o)) {
+			ret = khttpd_next_part(conn);
 			if (ret < 0)
 				return ret;
 			continue;

@@ -85,6 +85,16 @@ bool khttpd_listings = true;
 module_param_named(listings, khttpd_listings, bool, 0444);
 MODULE_PARM_DESC(listings,
 		 "list a directory without index.html; N: answer 403 instead (default Y)");
+
+ulong khttpd_listing_bytes = 64UL << 20;
+module_param_named(listing_bytes, khttpd_listing_bytes, ulong, 0444);
+MODULE_PARM_DESC(listing_bytes,
+		 "bytes of listing buffers and name tables being built at once; a listing beyond gets 503 with Retry-After; 0 = no limit (default 64 MiB)");
+
+uint khttpd_listing_max = 1024;
+module_param_named(listing_max, khttpd_listing_max, uint, 0444);
+MODULE_PARM_DESC(listing_max,
+		 "directory listings in flight at once; the next gets 503 with Retry-After; 0 = no limit (default 1024)");
 /* clang-format on */
 
 bool khttpd_dotfiles;

@@ -21,12 +21,13 @@ static void khttpd_counters_get(u64 v[HTTP_NCOUNTERS])
 {
 	struct ktcp_server_stats conns;
 	struct khttpd_stats sum;
-	size_t cache_bytes, cache_entries;
+	size_t cache_bytes, cache_entries, listing_bytes, listings;
 	int i;
 
 	khttpd_stats_sum(&sum);
 	khttpd_conns_sum(&conns);
 	khttpd_cache_usage(&cache_bytes, &cache_entries);
+	khttpd_listing_usage(&listing_bytes, &listings);
 	v[HTTP_CTR_ACCEPTED] = conns.accepted;
 	v[HTTP_CTR_ACTIVE] = khttpd_conns_active();
 	v[HTTP_CTR_REFUSED] = conns.refused;
@@ -41,6 +42,8 @@ static void khttpd_counters_get(u64 v[HTTP_NCOUNTERS])
 	v[HTTP_CTR_CACHE_ENTRIES] = cache_entries;
 	v[HTTP_CTR_TIMEOUTS] = conns.timeouts;
 	v[HTTP_CTR_ERRORS] = conns.errors;
+	v[HTTP_CTR_LISTINGS_REFUSED] = sum.listings_refused;
+	v[HTTP_CTR_LISTING_BYTES] = listing_bytes;
 }
 
 /* Both files: core renders into a page, shown whole. */

@@ -12,6 +12,7 @@
 
 #include <linux/err.h>
 #include <linux/fs.h>
+#include <linux/random.h>
 #include <linux/slab.h>
 #include <linux/string.h>
 
@@ -34,7 +35,8 @@ void khttpd_out_reset(struct khttpd_out *o)
  */
 static void khttpd_source_open(struct http_plan *p, struct khttpd_out *src)
 {
-	if (p->body == HTTP_PLAN_BODY_FILE) {
+	if (p->body == HTTP_PLAN_BODY_FILE ||
+	    (p->body == HTTP_PLAN_BODY_PARTS && !p->parts_cached)) {
 		src->file = khttpd_open_beneath(p->path);
 		if (IS_ERR(src->file)) {
 			http_plan_fail(p, PTR_ERR(src->file));
@@ -44,7 +46,12 @@ static void khttpd_source_open(struct http_plan *p, struct khttpd_out *src)
 		src->listing = khttpd_listing_open(p->path, p->path_len,
 						   p->head.chunked,
 						   khttpd_dotfiles);
-		if (IS_ERR(src->listing)) {
+		if (PTR_ERR_OR_ZERO(src->listing) == -EBUSY) {
+			/* beyond the listing budget: come back in a second */
+			khttpd_count(listings_refused, 1);
+			http_plan_busy(p, 1);
+			src->listing = NULL;
+		} else if (IS_ERR(src->listing)) {
 			http_plan_fail(p, PTR_ERR(src->listing));
 			src->listing = NULL;
 		}
@@ -81,6 +88,16 @@ static void khttpd_source_attach(struct khttpd_conn *conn,
 		return;
 	case HTTP_PLAN_BODY_LISTING:
 		swap(o->listing, src->listing);
+		return;
+	case HTTP_PLAN_BODY_PARTS:
+		/* out.c builds each part's head as the last one is out */
+		o->parts = p;
+		if (p->parts_cached) {
+			o->parts_mem = src->ref->body;
+			swap(o->ref, src->ref);
+		} else {
+			swap(o->file, src->file);
+		}
 		return;
 	case HTTP_PLAN_BODY_NONE:
 	default:
@@ -163,6 +180,9 @@ bool khttpd_respond(struct khttpd_conn *conn, const struct http_plan_input *in)
 	bool ok;
 
 	khttpd_add_settings(&full);
+	/* a multipart answer's boundary: only a Range request can need one */
+	if (in->req && (in->req->seen & HTTP_SEEN_RANGE))
+		full.random = get_random_u64();
 	ok = khttpd_finish(conn, http_plan_start(&conn->req->plan, &full, w));
 	kfree(w);
 	return ok;

@@ -33,6 +33,7 @@ void khttpd_stats_sum(struct khttpd_stats *sum)
 		sum->cache_hits += READ_ONCE(s->cache_hits);
 		sum->cache_misses += READ_ONCE(s->cache_misses);
 		sum->cache_evictions += READ_ONCE(s->cache_evictions);
+		sum->listings_refused += READ_ONCE(s->listings_refused);
 	}
 }
 

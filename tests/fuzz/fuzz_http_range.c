@@ -5,7 +5,9 @@
  * representation (first <= last < size) and an empty one is never
  * satisfiable; the range handed back, written canonically, parses to
  * itself; the unit's case and the whitespace around the field do not
- * change the result.
+ * change the result. A set of ranges (http_ranges_parse) holds at most
+ * HTTP_RANGES_MAX ranges, each inside the representation, adding up to
+ * no more than it; a field one range parses to agrees with the set.
  */
 #include <string.h>
 
@@ -30,6 +32,27 @@ static int range(const char *f,
     return rc;
 }
 
+static void check_set(const char *f, size_t len, uint64_t size)
+{
+    struct http_range_set rs;
+    uint64_t total = 0, first = 0, last = 0;
+    unsigned int i;
+    int rc = http_ranges_parse(f, len, size, &rs);
+
+    REQUIRE(rc == HTTP_RANGE_IGNORE || rc == HTTP_RANGE_SATISFIABLE ||
+            rc == HTTP_RANGE_UNSATISFIABLE);
+    REQUIRE((rc == HTTP_RANGE_SATISFIABLE) == (rs.n > 0));
+    REQUIRE(rs.n <= HTTP_RANGES_MAX);
+    for (i = 0; i < rs.n; i++) {
+        REQUIRE(rs.first[i] <= rs.last[i] && rs.last[i] < size);
+        total += rs.last[i] - rs.first[i] + 1;
+        REQUIRE(total <= size);
+    }
+    if (http_range_parse(f, len, size, &first, &last) == HTTP_RANGE_SATISFIABLE)
+        REQUIRE(rc == HTTP_RANGE_SATISFIABLE && rs.n == 1 &&
+                rs.first[0] == first && rs.last[0] == last);
+}
+
 static void check_size(const char *f, size_t len, uint64_t size)
 {
     static char alt[FIELD_MAX + 8];
@@ -37,6 +60,7 @@ static void check_size(const char *f, size_t len, uint64_t size)
     int rc = range(f, len, size, &first, &last);
     size_t i = 0;
 
+    check_set(f, len, size);
     if (rc == HTTP_RANGE_SATISFIABLE) {
         char canon[64];
         struct http_buf b;

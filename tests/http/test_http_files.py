@@ -121,11 +121,6 @@ def test_416_exact(http_engine):
     assert r.body == b"" or int(r.header("Content-Length")) == len(r.body)
 
 
-def test_multiple_ranges_whole_file(http_engine):
-    r = get(http_engine.port, "/a.txt", [("Range", "bytes=0-1,3-4")])
-    assert r.status == 200 and r.body == b"hello\n"
-
-
 def test_if_range(http_engine):
     etag = get(http_engine.port, "/a.txt").header("ETag")
     r = get(http_engine.port, "/a.txt", [("Range", "bytes=0-1"), ("If-Range", etag)])

@@ -2,6 +2,7 @@
 the text and percent-encoded in the link, large directories complete."""
 import html
 import re
+import time
 import urllib.parse
 
 from docroot import MANY, SPECIAL_NAMES
@@ -95,3 +96,25 @@ def test_listings_off_answer_403(http_engine):
             assert c.read_response().status == 200
     with http_engine.spawn(listings=True) as srv:
         assert get(srv.port, "/sub/").status == 200
+
+
+def test_listing_beyond_its_budget_is_503(http_engine):
+    """listing_bytes (khttpd's parameter, ktcp-httpd's --listing-bytes) too
+    small for the biggest name table: that listing is 503 with
+    Retry-After, counted in listings_refused, and charges nothing after;
+    a small directory still lists, files are served."""
+    with http_engine.spawn(listing_bytes=64 * 1024, status_path="/_status") as srv:
+        r = get(srv.port, "/crowded/")
+        assert r.status == 503, r.status
+        assert r.header("Retry-After") == "1"
+        assert r.body == b"503 Service Unavailable\n"
+        r = get(srv.port, "/sub/")
+        assert r.status == 200 and b"inner.txt" in r.body
+        assert get(srv.port, "/a.txt").body == b"hello\n"
+        deadline = time.monotonic() + 5
+        while True:
+            c = srv.counters()
+            if c["listing_bytes"] == 0 or time.monotonic() > deadline:
+                break
+            time.sleep(0.05)
+        assert c["listings_refused"] == 1 and c["listing_bytes"] == 0, c

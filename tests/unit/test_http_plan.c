@@ -440,6 +440,84 @@ static void test_range(void)
     CHECK_INT(r->plan.status, 200);
 }
 
+/* The parts of a multipart plan laid end to end: the planned length. */
+static void check_parts_len(const struct http_plan *p)
+{
+    char buf[HTTP_PLAN_PART_HEAD_MAX];
+    uint64_t total = 0, off, len;
+    unsigned int i;
+
+    for (i = 0; i <= p->ranges.n; i++) {
+        int n = http_plan_part(p, i, buf, sizeof(buf), &off, &len);
+
+        CHECK(n > 0);
+        total += (uint64_t) n + len;
+    }
+    CHECK_INT(total, p->body_len);
+    CHECK_INT(http_plan_part(p, p->ranges.n + 1, buf, sizeof(buf), &off, &len),
+              -1);
+}
+
+static void test_multi_range(void)
+{
+    struct run *r;
+    char buf[HTTP_PLAN_PART_HEAD_MAX];
+    uint64_t off, len;
+    int n;
+
+    r = plan(GET("/a.txt", "Range: bytes=0-1,5-\r\n"));
+    CHECK_INT(r->plan.status, 206);
+    CHECK_INT(r->plan.body, HTTP_PLAN_BODY_PARTS);
+    CHECK(r->plan.parts_cached);
+    CHECK_INT(r->plan.ranges.n, 2);
+    CHECK(has(r,
+              "Content-Type: multipart/byteranges; boundary="
+              "0000000000000000\r\n"));
+    CHECK(!has(r, "Content-Range"));
+    check_parts_len(&r->plan);
+    n = http_plan_part(&r->plan, 1, buf, sizeof(buf), &off, &len);
+    CHECK(n > 0);
+    buf[n > 0 ? n : 0] = '\0';
+    CHECK_STR(buf,
+              "\r\n--0000000000000000\r\n"
+              "Content-Type: text/plain; charset=utf-8\r\n"
+              "Content-Range: bytes 5-9/10\r\n\r\n");
+    CHECK_INT(off, 5);
+    CHECK_INT(len, 5);
+    n = http_plan_part(&r->plan, 2, buf, sizeof(buf), &off, &len);
+    buf[n > 0 ? n : 0] = '\0';
+    CHECK_STR(buf, "\r\n--0000000000000000--\r\n");
+    CHECK_INT(len, 0);
+    /* too small a buffer: -1, never a cut part */
+    CHECK_INT(http_plan_part(&r->plan, 0, buf, 20, &off, &len), -1);
+
+    /* a large file: the parts come from the file */
+    r = plan(GET("/big.html", "Range: bytes=-1,0-0,99-99999\r\n"));
+    CHECK_INT(r->plan.body, HTTP_PLAN_BODY_PARTS);
+    CHECK(!r->plan.parts_cached);
+    CHECK(has(r, "Content-Length: "));
+    check_parts_len(&r->plan);
+    /* HEAD: the same head, no body */
+    r = plan(
+        "HEAD /big.html HTTP/1.1\r\nHost: x\r\nRange: bytes=0-0,5-5\r\n\r\n");
+    CHECK_INT(r->plan.status, 206);
+    CHECK(r->plan.head_only);
+    /* one satisfiable range left: a plain 206 */
+    r = plan(GET("/a.txt", "Range: bytes=0-1,50-60\r\n"));
+    CHECK_INT(r->plan.body, HTTP_PLAN_BODY_CACHED);
+    CHECK(has(r, "Content-Range: bytes 0-1/10\r\n"));
+    /* more than the file together, or too many: the whole 200 */
+    r = plan(GET("/a.txt", "Range: bytes=0-5,4-9\r\n"));
+    CHECK_INT(r->plan.status, 200);
+    r = plan(GET("/a.txt",
+                 "Range: bytes=0-0,0-0,0-0,0-0,0-0,0-0,0-0,0-0,"
+                 "0-0,0-0,0-0,0-0,0-0,0-0,0-0,0-0,0-0\r\n"));
+    CHECK_INT(r->plan.status, 200);
+    /* If-Range for another version: the whole 200 */
+    r = plan(GET("/a.txt", "Range: bytes=0-0,2-2\r\nIf-Range: \"old\"\r\n"));
+    CHECK_INT(r->plan.status, 200);
+}
+
 static void test_directories(void)
 {
     struct run *r;
@@ -1273,6 +1351,7 @@ int main(void)
     test_gzip();
     test_conditional();
     test_range();
+    test_multi_range();
     test_directories();
     test_connection();
     test_no_request();

@@ -8,7 +8,8 @@ import time
 
 from .base import BUILD, Engine, KernelModule, stats_file_counters
 
-ECHO_BIN = os.path.join(BUILD, "ktcp-echo")
+# KTCP_ECHO_BIN runs the suite against another build (as KTCP_HTTPD_BIN).
+ECHO_BIN = os.environ.get("KTCP_ECHO_BIN", os.path.join(BUILD, "ktcp-echo"))
 KECHO_MODES = ("unbound", "bound", "highpri", "cpu_intensive")
 
 

@@ -25,6 +25,8 @@ parameters (cache_size is its cache_bytes):
                    gets --user, khttpd the account's uid and gid
   dotfiles         "deny" or "allow": paths with a segment starting with '.'
   listings         False: a directory without index.html answers 403
+  listing_max      listings in flight; beyond: 503 with Retry-After
+  listing_bytes    memory of the listings in flight; beyond: the same
   bind             the address ktcp-httpd listens on
   args             more ktcp-httpd arguments, last on its command line
 """
@@ -71,7 +73,8 @@ class UserHttpd(Engine):
         flags = (("bind", "--bind"), ("model", "--model"), ("threads", "--threads"),
                  ("idle_timeout_ms", "--idle-timeout-ms"), ("max_conns", "--max-conns"),
                  ("max_conns_per_ip", "--max-conns-per-ip"), ("access_log", "--access-log"), ("cache_size", "--cache-size"),
-                 ("expires_s", "--expires"))
+                 ("expires_s", "--expires"), ("listing_max", "--listing-max"),
+                 ("listing_bytes", "--listing-bytes"))
         o = dict(o, model=self.model)
         for key, flag in flags:
             if o.get(key) is not None:
@@ -113,7 +116,8 @@ class KernelHttpd(KernelModule):
                  "gzip": "gzip", "cache_size": "cache_bytes",
                  "expires_s": "expires_s", "gzip_static": "gzip_static",
                  "error_pages": "error_pages", "dotfiles": "dotfiles",
-                 "listings": "listings"}
+                 "listings": "listings", "listing_max": "listing_max",
+                 "listing_bytes": "listing_bytes"}
 
     def __init__(self, mode=None):
         super().__init__(f"khttpd-{mode}" if mode else "khttpd")

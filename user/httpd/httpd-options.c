@@ -31,6 +31,9 @@ enum {
     OPT_USER,
     OPT_DOTFILES,
     OPT_LISTINGS,
+    OPT_LISTING_MAX,
+    OPT_LISTING_BYTES,
+    OPT_TEST_CONFIG,
 };
 
 _Static_assert(HTTP_SERVER_EXPIRES_MAX == 315360000, "--help says so");
@@ -85,13 +88,27 @@ static const struct rt_cli_opt opts[] = {
     {"listings", OPT_LISTINGS, "on|off",
      "off: a directory without index.html answers 403\n"
      "instead of its listing (default: on)"},
+    {"listing-max", OPT_LISTING_MAX, "N",
+     "directory listings in flight at once; the next\n"
+     "gets 503 with Retry-After; 0 = no limit\n"
+     "(default: 1024)"},
+    {"listing-bytes", OPT_LISTING_BYTES, "BYTES",
+     "memory of the listings in flight (their name\n"
+     "tables and buffers); a listing beyond gets 503\n"
+     "with Retry-After; 0 = no limit (default: 64M)"},
     {"config", OPT_CONFIG, "FILE",
      "read flags from FILE first, one per line without\n"
      "the dashes ('gzip', 'access-log /var/log/x.log');\n"
      "flags given here win; SIGHUP reads it again and\n"
-     "applies gzip, gzip-static, expires, listings and\n"
-     "access-log"
-     "(default: none)"},
+     "applies gzip, gzip-static, expires, listings,\n"
+     "access-log and shutdown-timeout (default: none)"},
+    {"test-config", OPT_TEST_CONFIG, NULL,
+     "check the settings and exit: 0 when ktcp-httpd\n"
+     "could start with them, else 1 with one line per\n"
+     "problem (the root missing, or one the serving\n"
+     "user may not enter or list; no openat2; an access\n"
+     "log that cannot be opened); every start runs the\n"
+     "same checks"},
     {"idle-timeout", 'i', "MS", NULL}, /* the old spelling */
     {0},
 };
@@ -175,6 +192,18 @@ static bool option(void *data, int key, const char *arg, bool from_file)
             return rt_cli_bad("--listings", arg, "expected on or off");
         s->listings = strcmp(arg, "on") == 0;
         return true;
+    case OPT_LISTING_MAX:
+        if (!rt_cli_long("--listing-max", arg, 0, 1L << 30, &v))
+            return false;
+        s->listing_max = (unsigned) v;
+        return true;
+    case OPT_LISTING_BYTES:
+        return parse_size("--listing-bytes", arg, &s->listing_bytes);
+    case OPT_TEST_CONFIG:
+        if (from_file)
+            return rt_cli_bad("--test-config", "", "not a setting");
+        s->test_config = true;
+        return true;
     case OPT_CONFIG:
         if (from_file)
             return rt_cli_bad("--config", arg,
@@ -191,13 +220,19 @@ static struct rt_cli cli = {
         "HEAD).",
     .footer =
         "--idle-timeout MS is the old spelling of --idle-timeout-ms, "
-        "still taken.\nSignals: SIGTERM/SIGINT stop, SIGHUP reloads "
-        "--config, SIGUSR1 reopens the\naccess log.",
+        "still taken.\nSignals: SIGTERM/SIGINT stop (a second one at once), "
+        "SIGQUIT stops without a\ndeadline, SIGHUP reloads --config, "
+        "SIGUSR1 reopens the access log.",
     .not_taken = RT_CLI_STATS_FILE,
     .not_taken_why = "its counters are served at --status-path",
     .opts = opts,
     .option = option,
 };
+
+struct rt_cli *httpd_cli(void)
+{
+    return &cli;
+}
 
 static void settings_default(struct settings *s)
 {
@@ -210,6 +245,8 @@ static void settings_default(struct settings *s)
     s->mime_types = DEFAULT_MIME_TYPES;
     s->user = DEFAULT_USER;
     s->listings = true;
+    s->listing_max = 1024;
+    s->listing_bytes = 64UL << 20;
 }
 
 /* Apply argv (the command line, or a file's lines) to s. */

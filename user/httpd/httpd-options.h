@@ -26,6 +26,9 @@ struct settings {
     const char *user;
     bool dotfiles;
     bool listings;
+    unsigned listing_max;
+    size_t listing_bytes;
+    bool test_config; /* --test-config: check, say so, exit */
     /* --config's strings, which the fields above may point into:
      * owned[1..owned_n) (httpd_settings_release frees them) */
     char **owned;
@@ -38,6 +41,10 @@ struct settings {
 enum rt_cli_result httpd_load_settings(int argc,
                                        char **argv,
                                        struct settings *s);
+
+/* The parser's description of ktcp-httpd (its flags, --help), for
+ * rt_cli_serve, which httpd-main.c gives its hooks. */
+struct rt_cli *httpd_cli(void);
 
 /* Free the strings read from --config into s (its fields may point into
  * them: s is not used afterwards). */

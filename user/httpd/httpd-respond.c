@@ -3,7 +3,9 @@
  * and carries the plan out. Bodies in memory (cached small files, gzip
  * copies, error texts) leave in one writev with the head; large files
  * follow the head by sendfile; listings are streamed. */
+#include <errno.h>
 #include <fcntl.h>
+#include <sys/random.h>
 #include <unistd.h>
 
 #include "httpd.h"
@@ -28,6 +30,52 @@ static bool send_file(struct httpd_req *r, struct http_plan *p)
     return ok;
 }
 
+/* multipart/byteranges: each part's head from the planner, its bytes
+ * gathered with it from the cached body or sent by sendfile after it. */
+static bool send_parts(struct httpd_req *r,
+                       struct http_plan *p,
+                       const struct httpd_file *f)
+{
+    int fd = -1;
+    if (!p->parts_cached) {
+        fd = httpd_open_beneath(p->path, O_RDONLY | O_NONBLOCK);
+        if (fd < 0) {
+            http_plan_fail(p, fd);
+            return httpd_send_head(r, p, p->text, p->body_len, p->more);
+        }
+    }
+    bool ok = httpd_send_head(r, p, NULL, 0, !p->head_only || p->more);
+    for (unsigned i = 0; ok && !p->head_only && i <= p->ranges.n; i++) {
+        uint64_t off, len;
+        int n = http_plan_part(p, i, r->hbuf, r->hcap, &off, &len);
+        if (n < 0) {
+            ok = false;
+            break;
+        }
+        struct iovec iov[2] = {
+            {.iov_base = r->hbuf, .iov_len = (size_t) n},
+            {.iov_base = p->parts_cached ? f->body + off : NULL,
+             .iov_len = len},
+        };
+        int cnt = p->parts_cached ? 2 : 1;
+        bool last = i == p->ranges.n;
+        ok = rt_sendv(r->c, iov, cnt, !last || p->more,
+                      httpd_cfg.idle_timeout_ms) >= 0;
+        if (ok)
+            r->sent += (uint64_t) n + (cnt == 2 ? len : 0);
+        if (ok && fd >= 0 && len) {
+            ssize_t s = rt_sendfile(r->c, fd, (off_t) off, len,
+                                    httpd_cfg.idle_timeout_ms);
+            if (s > 0)
+                r->sent += (uint64_t) s;
+            ok = s == (ssize_t) len;
+        }
+    }
+    if (fd >= 0)
+        close(fd);
+    return ok;
+}
+
 static bool send_listing(struct httpd_req *r, struct http_plan *p)
 {
     int dfd = httpd_open_beneath(p->path, O_RDONLY | O_DIRECTORY);
@@ -38,12 +86,27 @@ static bool send_listing(struct httpd_req *r, struct http_plan *p)
         http_plan_fail(p, dfd < 0 ? dfd : -HTTP_ENOMEM);
         return httpd_send_head(r, p, p->text, p->body_len, p->more);
     }
-    bool ok = httpd_send_head(r, p, NULL, 0, !p->head_only || p->more);
-    if (!ok || p->head_only) {
+    if (p->head_only) { /* the head alone: no names to read */
         closedir(d);
-        return ok;
+        return httpd_send_head(r, p, NULL, 0, p->more);
     }
-    return httpd_listing_send(r, p, d);
+    /* the names are read before the head, so that a listing beyond the
+     * budget can still be a 503 */
+    struct httpd_listing *l;
+    int err = httpd_listing_open(p, d, &l);
+    if (err == -EBUSY) {
+        rt_count(HTTPD_C_LISTINGS_REFUSED, 1);
+        http_plan_busy(p, 1);
+    } else if (err < 0) {
+        http_plan_fail(p, err);
+    }
+    if (err < 0)
+        return httpd_send_head(r, p, p->text, p->body_len, p->more);
+    if (!httpd_send_head(r, p, NULL, 0, true)) {
+        httpd_listing_free(l);
+        return false;
+    }
+    return httpd_listing_send(r, p, l);
 }
 
 /* Carry the plan out; f is the entry it was made from (or NULL). */
@@ -64,6 +127,8 @@ static bool carry_out(struct httpd_req *r,
         return send_file(r, p);
     case HTTP_PLAN_BODY_LISTING:
         return send_listing(r, p);
+    case HTTP_PLAN_BODY_PARTS:
+        return send_parts(r, p, f);
     case HTTP_PLAN_BODY_NONE:
     default:
         return httpd_send_head(r, p, NULL, 0, p->more);
@@ -121,6 +186,11 @@ bool httpd_respond(struct httpd_req *r,
     struct http_plan_work work;
 
     add_settings(in);
+    /* a multipart answer's boundary: only a Range request can need one */
+    if (in->req && (in->req->seen & HTTP_SEEN_RANGE) &&
+        getrandom(&in->random, sizeof(in->random), GRND_NONBLOCK) !=
+            sizeof(in->random))
+        in->random = (uint64_t) (uintptr_t) r ^ (uint64_t) time(NULL);
     enum http_plan_step step = http_plan_start(p, in, &work);
     if (step == HTTP_PLAN_LOOKUP && !p->error_page && httpd_status_wanted(r))
         return httpd_status_serve(r, p); /* --status-path: the counters */

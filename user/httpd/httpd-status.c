@@ -91,10 +91,26 @@ static void build_body(struct http_buf *b, enum status_format fmt)
     v[HTTP_CTR_CACHE_ENTRIES] = cache_entries;
     v[HTTP_CTR_TIMEOUTS] = c[RT_C_TIMEOUTS];
     v[HTTP_CTR_ERRORS] = c[RT_C_ERRORS];
-    if (fmt == STATUS_PLAIN)
+    v[HTTP_CTR_LISTINGS_REFUSED] = c[HTTPD_C_LISTINGS_REFUSED];
+    v[HTTP_CTR_LISTING_BYTES] = httpd_listing_bytes();
+    /* after khttpd's set, the one counter only this server has */
+    uint64_t reopen_failed = c[HTTPD_C_LOG_REOPEN_FAILED];
+    if (fmt == STATUS_PLAIN) {
         http_counters_plain(b, v);
-    else
+        http_buf_append_str(b, "log_reopen_failures ");
+        http_buf_append_u64(b, reopen_failed);
+        http_buf_append_char(b, '\n');
+    } else {
         http_counters_prometheus(b, "ktcp_httpd", v);
+        http_buf_append_str(
+            b,
+            "# HELP ktcp_httpd_log_reopen_failures_total Reopens of the "
+            "access log that failed (SIGUSR1, SIGHUP).\n"
+            "# TYPE ktcp_httpd_log_reopen_failures_total counter\n"
+            "ktcp_httpd_log_reopen_failures_total ");
+        http_buf_append_u64(b, reopen_failed);
+        http_buf_append_char(b, '\n');
+    }
 }
 
 bool httpd_status_serve(struct httpd_req *r, struct http_plan *p)

@@ -42,6 +42,11 @@ struct httpd_config {
     const struct http_mime_table *mime; /* --mime-types, NULL: core's */
     bool dotfiles;         /* serve and list names starting with '.' */
     _Atomic bool listings; /* --listings: directories without an index */
+    unsigned listing_max;  /* --listing-max, 0: any */
+    size_t listing_bytes;  /* --listing-bytes, 0: any */
+    /* How httpd_log_open opens a file: fd or -errno (main sets it: started
+     * as root, through the opener that kept root) */
+    int (*open_log)(const char *path);
 };
 extern struct httpd_config httpd_cfg;
 
@@ -190,9 +195,22 @@ int httpd_gzip_start(void);
 bool httpd_gzip_queue(struct httpd_gzip_job *job);
 
 /* ---- listing (httpd-listing.c) ---- */
-/* Stream the listing of the open directory d (p->path names it) as p's
- * body; closes d. False if the connection must be closed. */
-bool httpd_listing_send(struct httpd_req *r, const struct http_plan *p, DIR *d);
+struct httpd_listing;
+/* The listing of the open directory d (p->path names it), its names read
+ * and sorted, within the listing budget (--listing-max, --listing-bytes):
+ * 0 and *out; -EBUSY beyond the budget, -ENOMEM. d is the listing's (closed
+ * on failure). */
+int httpd_listing_open(const struct http_plan *p,
+                       DIR *d,
+                       struct httpd_listing **out);
+/* Stream l as p's body and free it. False if the connection must be
+ * closed. */
+bool httpd_listing_send(struct httpd_req *r,
+                        const struct http_plan *p,
+                        struct httpd_listing *l);
+void httpd_listing_free(struct httpd_listing *l);
+/* Bytes charged against --listing-bytes now. */
+size_t httpd_listing_bytes(void);
 
 /* ---- per-thread state, date and access log (httpd-log.c) ---- */
 
@@ -208,6 +226,8 @@ enum httpd_counter {
     HTTPD_C_CACHE_HITS,
     HTTPD_C_CACHE_MISSES,
     HTTPD_C_CACHE_EVICTIONS,
+    HTTPD_C_LISTINGS_REFUSED,
+    HTTPD_C_LOG_REOPEN_FAILED, /* a reopen of the access log failed */
     HTTPD_C_END
 };
 _Static_assert(HTTPD_C_END <= RT_NCOUNTERS, "more counters than rt.h has");

@@ -376,6 +376,8 @@ struct rt_global {
     int stop_fd;          /* eventfd, level-triggered, readable once stopping */
     uint64_t poll_max_ns; /* cfg->busy_poll_us, in ns (wait_events) */
     _Atomic bool stopping;
+    /* rt_stop_now: waits for a slow reader end too (-ESHUTDOWN) */
+    _Atomic bool cutting;
     _Atomic bool exiting;
 };
 extern struct rt_global rt_g;
@@ -417,6 +419,13 @@ void rt_conn_set_peer(struct rt_conn *c, const struct sockaddr *sa);
 int rt_open_listener(const struct rt_config *cfg, bool reuseport);
 /* Add the counters of the threads that are not coroutine workers. */
 void rt_counters_add_shared(uint64_t out[RT_NCOUNTERS]);
+/* Stopping, and this wait must end now: an idle one, or any once
+ * rt_stop_now cut the in-flight responses. */
+static inline bool rt_wait_cut(bool idle)
+{
+    return atomic_load_explicit(&rt_g.stopping, memory_order_relaxed) &&
+           (idle || atomic_load_explicit(&rt_g.cutting, memory_order_relaxed));
+}
 /* The program's name for messages (cfg->name). */
 const char *rt_name(void);
 

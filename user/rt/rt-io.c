@@ -53,14 +53,16 @@ static NOINLINE ssize_t sys_sendfile(int out, int in, off_t *off, size_t n)
 }
 
 /* threads model: block in poll(2), also watching the stop eventfd while
- * the connection is idle so a stopping server can close it. */
+ * the connection is idle so a stopping server can close it, and until the
+ * stop begins so that a wait for a slow reader then looks every 50 ms
+ * whether rt_stop_now cut it. */
 static NOINLINE int wait_poll(struct rt_conn *c,
                               short events,
                               uint64_t deadline_ms,
                               bool idle)
 {
     for (;;) {
-        if (idle && rt_stopping())
+        if (rt_wait_cut(idle))
             return -ESHUTDOWN;
         int timeout = -1;
         if (deadline_ms) {
@@ -69,11 +71,14 @@ static NOINLINE int wait_poll(struct rt_conn *c,
                 return -ETIMEDOUT;
             timeout = (int) (deadline_ms - now);
         }
+        bool stopping = rt_stopping();
+        if (stopping && (timeout < 0 || timeout > 50))
+            timeout = 50;
         struct pollfd p[2] = {
             {.fd = c->fd, .events = events},
             {.fd = rt_g.stop_fd, .events = POLLIN},
         };
-        int n = sys_poll(p, idle ? 2 : 1, timeout);
+        int n = sys_poll(p, idle || !stopping ? 2 : 1, timeout);
         if (n < 0 && n != -EINTR)
             return n;
         if (n > 0 && p[0].revents) {

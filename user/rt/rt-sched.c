@@ -395,7 +395,7 @@ int rt_wait_coro(struct rt_coro *co,
                  uint64_t deadline_ms,
                  bool idle)
 {
-    if (idle && rt_stopping())
+    if (rt_wait_cut(idle))
         return -ESHUTDOWN;
     if (deadline_ms && rt_loop_now_ms() >= deadline_ms)
         return -ETIMEDOUT;
@@ -483,12 +483,15 @@ static INLINE_HOT void timers_expire(struct rt_worker *w, uint64_t now)
         timers_expire_due(w, now);
 }
 
-/* While stopping: wake every idle waiter this worker's heap knows of. */
+/* While stopping: wake every idle waiter this worker's heap knows of, and
+ * once rt_stop_now cut the in-flight responses every waiter (each wait of
+ * a response has a deadline, so it is in a heap). */
 static void timers_stop_sweep(struct rt_worker *w)
 {
+    bool all = atomic_load(&rt_g.cutting);
     for (size_t i = 0; i < w->timers.len; i++) {
         struct rt_coro *co = w->timers.v[i].co;
-        if (atomic_load(&co->idle))
+        if (all || atomic_load(&co->idle))
             coro_wake(w, co, RT_WAKE_STOP);
     }
 }

@@ -100,6 +100,17 @@ int rt_start(const struct rt_config *cfg)
         for (int i = 0; i < n; i++)
             rt_g.listen_fds[rt_g.nlisten++] = inherited;
     }
+    /* one server per port: a second one would join the first's
+     * SO_REUSEPORT group and take half its connections */
+    err = rt_g.inherited ? 0 : ktcp_port_free(cfg->bind, cfg->port);
+    if (err == -EADDRINUSE) {
+        fprintf(stderr,
+                "%s: --bind %s --port %d: %s: another process listens "
+                "there (one server per port)\n",
+                rt_name(), cfg->bind ? cfg->bind : "(any)", cfg->port,
+                strerror(EADDRINUSE));
+        return err;
+    }
     for (int i = 0; i < n && !rt_g.inherited; i++) {
         int fd = rt_open_listener(cfg, cfg->model == RT_MODEL_EPOLL);
         if (fd < 0)
@@ -133,6 +144,14 @@ void rt_stop(void)
         rt_threads_wake_all(); /* threads waiting for a connection exit */
     if (rt_g.cfg->model != RT_MODEL_THREADS)
         rt_wake_all();
+}
+
+void rt_stop_now(void)
+{
+    atomic_store(&rt_g.cutting, true);
+    rt_stop();
+    if (rt_g.cfg->model != RT_MODEL_THREADS)
+        rt_wake_all(); /* threads-model waits look every 50 ms */
 }
 
 void rt_finish(void)

@@ -101,6 +101,9 @@ struct rt_config {
     /* Called once the listeners are open and before any thread serves:
      * dropping privileges goes here. Non-zero fails rt_start. */
     int (*listening)(void);
+    /* rt_cli_serve: how long a SIGTERM/SIGINT lets in-flight responses
+     * finish before they are cut (rt_stop_now); 0: no deadline */
+    int shutdown_timeout_s;
 };
 
 /* Open the listeners (or take the one systemd passed: socket activation)
@@ -115,6 +118,10 @@ long rt_live_conns(void);
 /* Ask the server to stop: no more accepts, idle connections closed,
  * in-flight responses finished. Safe to call from another thread. */
 void rt_stop(void);
+/* rt_stop, and cut the in-flight responses too: every wait, a send to a
+ * client that does not read included, returns -ESHUTDOWN within about
+ * 50 ms, so rt_finish returns soon after. */
+void rt_stop_now(void);
 bool rt_stopping(void);
 
 /* Counters. The runtime counts connections (accepted, refused, timed
@@ -206,10 +213,11 @@ ssize_t rt_sendfile(struct rt_conn *c,
  * -m/--model, -i/--idle-timeout-ms, -c/--max-conns, --max-conns-per-ip,
  * --busy-poll-us, --backlog, -s/--stats-file, --version, -h/--help; a
  * program adds its own flags to the same table and --help. rt_cli_serve is
- * the rest of main(): signals taken by the main thread (SIGTERM/SIGINT
- * stop, SIGUSR1 writes the counters, SIGHUP is ignored: every setting is a
- * flag), the start and the stop. A program with a signal loop of its own
- * (ktcp-httpd) uses the parser alone. */
+ * the rest of main(): the start, the signal loop (docs/operating.md has
+ * the table: SIGTERM/SIGINT stop within --shutdown-timeout, a second one
+ * at once; SIGQUIT stops without a deadline; SIGHUP calls cli->reload,
+ * SIGUSR1 cli->reopen or writes the counters; SIGUSR2 and SIGPIPE are
+ * ignored), systemd's readiness protocol, and the stop. */
 #include <stdio.h>
 
 #define RT_BUSY_POLL_US_DEFAULT 50
@@ -224,7 +232,7 @@ ssize_t rt_sendfile(struct rt_conn *c,
     .model = RT_MODEL_EPOLL, .backlog = 1024, .idle_timeout_ms = 30000, \
     .max_conns = 10000, .max_conns_per_ip = RT_PER_IP_AUTO,             \
     .per_ip_v6_prefix = RT_PER_IP_V6_PREFIX,                            \
-    .busy_poll_us = RT_BUSY_POLL_US_DEFAULT
+    .busy_poll_us = RT_BUSY_POLL_US_DEFAULT, .shutdown_timeout_s = 10
 
 /* One of the program's own flags. */
 struct rt_cli_opt {
@@ -275,6 +283,14 @@ struct rt_cli {
     int (*start)(void);
     /* rt_cli_serve: after rt_finish, before the last counters */
     void (*stopped)(void);
+    /* rt_cli_serve, on the main thread, between two signals: after the
+     * start, say what is served (NULL: a line of the runtime's); SIGHUP,
+     * reload what can change while serving (NULL: nothing to reload);
+     * SIGUSR1, reopen the logs (NULL: write the counters). Each runs
+     * alone: the next signal waits for it. */
+    void (*serving)(void);
+    void (*reload)(void);
+    void (*reopen)(void);
     const char *stats_file; /* -s, or NULL: stderr */
 };
 
@@ -315,9 +331,19 @@ bool rt_cli_long(const char *flag,
                  long *out);
 /* --model's name of m. */
 const char *rt_model_name(enum rt_model m);
-/* Start, serve until SIGTERM/SIGINT, stop, write the counters: main()'s
- * exit status. */
+/* Catch the signals rt_cli_serve answers (a handler that only notes the
+ * signal and wakes the loop, whichever thread the kernel picks, library
+ * threads included) and block them in the calling thread, whose mask the
+ * threads it creates inherit. Call it before any thread exists; rt_cli_parse
+ * does. */
+void rt_cli_signals(void);
+/* Start, serve until SIGTERM/SIGINT/SIGQUIT, stop, write the counters:
+ * main()'s exit status. */
 int rt_cli_serve(struct rt_cli *cli, struct rt_config *cfg);
+/* Tell systemd (the datagram protocol of sd_notify(3), to $NOTIFY_SOCKET;
+ * nothing when it is unset), e.g. "READY=1". rt_cli_serve sends READY=1,
+ * RELOADING=1 and STOPPING=1 itself. */
+void rt_notify(const char *state);
 /* Write the counters to cli->stats_file (aside, then renamed: a reader
  * never sees half a file), or stderr. */
 void rt_cli_write_counters(const struct rt_cli *cli);

@@ -61,28 +61,45 @@ $(BUILD)/test-rt-switch: user/rt/tests/test-rt-switch.c $(BUILD)/user/rt/rt-swit
 # BUILD=build/ucontext RT_CORO=ucontext user): the runtime's unit tests,
 # then the HTTP conformance suite on the mn model (the one whose
 # connections are coroutines) against that build's ktcp-httpd
-# (KTCP_HTTPD_BIN). (2) The aarch64 switch and the
-# ucontext one built for aarch64 with Debian's cross compiler, statically,
-# and run under qemu-user (both from scripts/deps). Most of its time is the
-# suite's.
-AARCH64_CC   ?= aarch64-linux-gnu-gcc
-AARCH64_QEMU ?= qemu-aarch64
-AARCH64_CFLAGS = -O2 -g -std=gnu11 -Wall -Wextra -Werror -D_GNU_SOURCE -static -Iuser/rt
+# (KTCP_HTTPD_BIN). (2) aarch64: ktcp-httpd, ktcp-echo and the runtime's
+# unit tests built with Debian's cross compiler, statically, against
+# Debian's arm64 liburcu and zlib (scripts/arm64-libs, in the project
+# cache), into build/aarch64; the unit tests run under qemu-aarch64
+# (qemu-user), then the echo suite on the mn model against that ktcp-echo
+# (KTCP_ECHO_BIN). The switch's test and the runtime's also run built with
+# RT_CORO=ucontext for aarch64. (Debian 12's qemu-user has no openat2,
+# which ktcp-httpd opens every file with: the HTTP suite cannot run under
+# it.) Most of the time is the two suites'.
 PORTABLE_BUILD = build/ucontext
+AARCH64_CC    ?= aarch64-linux-gnu-gcc
+AARCH64_AR    ?= aarch64-linux-gnu-ar
+AARCH64_QEMU  ?= qemu-aarch64
+AARCH64_BUILD ?= build/aarch64
+AARCH64_BINS  ?= ktcp-httpd ktcp-echo test-rt test-rt-admit test-rt-switch
 
-$(BUILD)/aarch64/test-rt-switch: user/rt/tests/test-rt-switch.c user/rt/rt-switch.c user/rt/rt-switch.h
-	@mkdir -p $(@D)
-	$(AARCH64_CC) $(AARCH64_CFLAGS) -o $@ user/rt/tests/test-rt-switch.c user/rt/rt-switch.c
-$(BUILD)/aarch64/test-rt-switch-ucontext: user/rt/tests/test-rt-switch.c user/rt/rt-switch.c user/rt/rt-switch.h
-	@mkdir -p $(@D)
-	$(AARCH64_CC) $(AARCH64_CFLAGS) -DRT_CORO_UCONTEXT -o $@ user/rt/tests/test-rt-switch.c user/rt/rt-switch.c
-
-.PHONY: check-portable check-ucontext check-aarch64
+.PHONY: check-portable check-ucontext check-aarch64 aarch64-build
 check-portable: check-ucontext check-aarch64
 check-ucontext: user
 	$(MAKE) --no-print-directory BUILD=$(PORTABLE_BUILD) RT_CORO=ucontext user
 	@set -e; for t in test-rt test-rt-admit test-rt-switch; do \
 		echo "== $(PORTABLE_BUILD)/$$t"; $(PORTABLE_BUILD)/$$t; done
 	KTCP_HTTPD_BIN=$(CURDIR)/$(PORTABLE_BUILD)/ktcp-httpd $(PYTHON) -m pytest -q tests/http -k user-mn $(PYTEST_ARGS)
-check-aarch64: $(BUILD)/aarch64/test-rt-switch $(BUILD)/aarch64/test-rt-switch-ucontext
-	@set -e; for t in $^; do echo "== $(AARCH64_QEMU) $$t"; $(AARCH64_QEMU) $$t; done
+
+# The cross build alone: AARCH64_BINS into AARCH64_BUILD (RT_CORO as usual).
+aarch64-build:
+	@a=$$(scripts/arm64-libs dir) && set -x && \
+	CFLAGS="-O2 -g -isystem $$a/usr/include/aarch64-linux-gnu" \
+	LDFLAGS="-static -L$$a/usr/lib/aarch64-linux-gnu" \
+	$(MAKE) --no-print-directory BUILD=$(AARCH64_BUILD) CC=$(AARCH64_CC) AR=$(AARCH64_AR) LTO= \
+		$(addprefix $(AARCH64_BUILD)/,$(AARCH64_BINS))
+
+check-aarch64: user
+	$(MAKE) --no-print-directory aarch64-build
+	$(MAKE) --no-print-directory aarch64-build AARCH64_BUILD=$(AARCH64_BUILD)-ucontext RT_CORO=ucontext \
+		AARCH64_BINS="test-rt test-rt-switch"
+	@set -e; for t in $(AARCH64_BUILD)/test-rt $(AARCH64_BUILD)/test-rt-admit $(AARCH64_BUILD)/test-rt-switch \
+		$(AARCH64_BUILD)-ucontext/test-rt $(AARCH64_BUILD)-ucontext/test-rt-switch; do \
+		echo "== $(AARCH64_QEMU) $$t"; $(AARCH64_QEMU) $$t; done
+	printf '#!/bin/sh\nexec $(AARCH64_QEMU) $(CURDIR)/$(AARCH64_BUILD)/ktcp-echo "$$@"\n' >$(AARCH64_BUILD)/ktcp-echo-qemu
+	chmod +x $(AARCH64_BUILD)/ktcp-echo-qemu
+	KTCP_ECHO_BIN=$(CURDIR)/$(AARCH64_BUILD)/ktcp-echo-qemu $(PYTHON) -m pytest -q tests/test_echo.py -k user-mn $(PYTEST_ARGS)

@@ -126,7 +126,7 @@ check-host: user
 # The suites that have kernel engines; host-only tests (core differential,
 # tools, bench) are not repeated under emulation.
 VM_TESTS = $(wildcard tests/test_echo.py tests/test_kernel_modules.py tests/test_drop_tcp_socket.py tests/http \
-	tests/test_khttpd_kernel.py tests/test_kcm.py tests/test_conn_per_ip.py tests/test_server_flags.py tests/test_dkms.py tests/test_scaleout.py)
+	tests/test_khttpd_kernel.py tests/test_khttpd_tls.py tests/test_kcm.py tests/test_conn_per_ip.py tests/test_server_flags.py tests/test_dkms.py tests/test_scaleout.py)
 check-vm: user modules dkms-prebuild
 	scripts/vm --kernel $(KERNEL) --timeout 2400 -- env KTCP_ENGINES=kernel $(CURDIR)/$(PYTHON) -m pytest -q -rs $(VM_TESTS) $(PYTEST_ARGS)
 
@@ -254,12 +254,13 @@ UNITDIR ?= $(PREFIX)/lib/systemd/system
 DOCDIR  ?= $(PREFIX)/share/doc/ktcp
 # /etc for PREFIX=/usr, else PREFIX/etc
 SYSCONFDIR ?= $(patsubst /usr/etc,/etc,$(PREFIX)/etc)
-INSTALL_BINS := ktcp-httpd ktcp-echo ktcp-kcm-server ktcp-msg-server htstress echo-bench lat msg-bench
-INSTALL_UNITS := ktcp-httpd.service ktcp-httpd.socket ktcp-khttpd.service
+INSTALL_BINS := ktcp-httpd ktcp-echo ktcp-kcm-server ktcp-msg-server ktcp-tlsd htstress echo-bench lat msg-bench
+INSTALL_UNITS := ktcp-httpd.service ktcp-httpd.socket ktcp-khttpd.service ktcp-tlsd.service
 MAN_NAME_ktcp-httpd      := static HTTP/1.1 server (threads, epoll or M:N coroutines)
 MAN_NAME_ktcp-echo       := TCP echo server, the user-space twin of kecho.ko
 MAN_NAME_ktcp-kcm-server := length-prefixed message server on AF_KCM
 MAN_NAME_ktcp-msg-server := length-prefixed message server on plain TCP
+MAN_NAME_ktcp-tlsd       := TLS agent handing kernel-TLS sockets to khttpd
 MAN_NAME_htstress        := HTTP load generator
 MAN_NAME_echo-bench      := echo server load generator with byte-for-byte checks
 MAN_NAME_lat             := round-trip latency floors of pipes, sockets and echo servers

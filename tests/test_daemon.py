@@ -8,11 +8,13 @@ every model where the model matters."""
 import collections
 import gzip
 import os
+import pathlib
 import re
 import shutil
 import signal
 import socket
 import subprocess
+import tempfile
 import threading
 import time
 
@@ -315,6 +317,43 @@ def test_failed_reopen_is_counted_and_logged_once_per_signal(tmp_path, daemons, 
     assert d.text().count("still logging to the file open before") == 2
     code, body = get(d.port, "/st/metrics")
     assert "ktcp_httpd_log_reopen_failures_total 2\n" in body.decode()
+    d.stop()
+
+
+def test_root_kept_for_the_start_log_only(tmp_path, daemons, site):
+    """Started as root, serving as nobody: the process that kept root opens
+    the --access-log of the start and nothing else. SIGUSR1 after a rename
+    reopens that one (created by root); a SIGHUP that names another file in
+    root's directory opens it as nobody, which fails (counted, said once)."""
+    need_root()
+    logdir = tmp_path / "log"
+    logdir.mkdir(mode=0o755)
+    first, other = logdir / "access.log", logdir / "other.log"
+    # the --config file is read again at SIGHUP as nobody: where nobody may
+    confdir = tempfile.mkdtemp(prefix="ktcp-test-conf-")
+    os.chmod(confdir, 0o755)
+    conf = pathlib.Path(confdir) / "k.conf"
+    conf.write_text(f"access-log {first}\nstatus-path /st\n")
+    conf.chmod(0o644)
+    try:
+        d = httpd(tmp_path, daemons, "epoll", site, "--config", str(conf), "--user", "nobody")
+        root_kept_checks(d, conf, first, other, logdir)
+    finally:
+        shutil.rmtree(confdir)
+
+
+def root_kept_checks(d, conf, first, other, logdir):
+    assert get(d.port)[0] == 200
+    os.rename(first, logdir / "access.log.1")
+    d.signal(signal.SIGUSR1)
+    wait_for(lambda: "SIGUSR1: access log reopened" in d.text(), "the reopen as root")
+    assert first.exists() and first.stat().st_uid == 0
+    conf.write_text(f"access-log {other}\nstatus-path /st\n")
+    d.signal(signal.SIGHUP)
+    wait_for(lambda: "SIGHUP: reloaded" in d.text(), "the reload")
+    assert f"SIGHUP: --access-log {other}: Permission denied" in d.text(), d.text()
+    assert not other.exists()
+    assert status_counters(d.port)["log_reopen_failures"] == 1
     d.stop()
 
 

@@ -6,6 +6,7 @@ are /proc/net/khttpd, checked in the VM suite)."""
 import os
 import re
 import signal
+import socket
 import subprocess
 import time
 
@@ -749,3 +750,53 @@ def test_sighup_reloads_free_the_strings_of_the_file(site, tmp_path):
     report = text()
     assert "definitely lost: 0 bytes" in report or "no leaks are possible" in report, report[-3000:]
     assert rc == 0, report[-3000:]
+
+
+def vm_rss(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    raise AssertionError("no VmRSS")
+
+
+@pytest.mark.parametrize("model", ["epoll", "mn"])
+def test_stalled_listings_share_one_table(server, site, tmp_path, model):
+    """200 connections GET a 20,000-name directory and never read: one
+    sorted name table in the cache (cache_bytes) serves them all, each
+    listing is charged its buffers alone (listing_bytes), and the server's
+    RSS grows by less than 100 KiB a connection (with a table per
+    connection: about 625 KiB)."""
+    crowd = site / "crowd"
+    crowd.mkdir()
+    for i in range(20000):
+        os.mknod(crowd / f"entry-{i:05d}-crowded.txt")
+    srv = server(model, site, "--status-path", "/_status")
+    n = 200
+    r0 = vm_rss(srv.proc.pid)
+    held = []
+    try:
+        for _ in range(n):
+            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            s.settimeout(60)
+            s.connect(("127.0.0.1", srv.port))
+            s.sendall(b"GET /crowd/ HTTP/1.1\r\nHost: x\r\n\r\n")
+            held.append(s)
+        for s in held:
+            assert s.recv(16, socket.MSG_PEEK).startswith(b"HTTP/1.1 200")
+        time.sleep(1)
+        grown = vm_rss(srv.proc.pid) - r0
+        c, _ = status(srv.port, "/_status")
+    finally:
+        for s in held:
+            s.close()
+    with open(os.path.join(os.path.dirname(HTTPD_BIN), "httpd-memory.txt"), "a") as f:
+        f.write(f"ktcp-httpd --model {model}: {n} stalled listings of a 20000-name "
+                f"directory: RSS +{grown >> 10} KiB ({grown / n / 1024:.1f} KiB per "
+                f"connection), listing_bytes {c.get('listing_bytes')}, "
+                f"cache_bytes {c['cache_bytes']}\n")
+    assert c["listings_refused"] == 0
+    assert 0 < c["listing_bytes"] <= n * 32 * 1024, c
+    assert c["cache_bytes"] > 20000 * 28, c  # the one table
+    assert grown < n * 100 * 1024, f"RSS +{grown >> 10} KiB for {n} stalled listings"

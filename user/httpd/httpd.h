@@ -105,8 +105,21 @@ struct httpd_gz {
     char data[];
 };
 
+/* A directory's listed names, sorted (httpd-listing.c builds it): one
+ * allocation, immutable once published on its directory's object. */
+struct httpd_names {
+    size_t bytes; /* the whole allocation, this header included */
+    uint32_t count;
+    bool truncated; /* the directory has more than a listing holds */
+    bool root;      /* built as the root (/.well-known/ listed) */
+    bool dotfiles;  /* built with names starting with '.' listed */
+    uint32_t *off;  /* count offsets into names, in sorted order */
+    char *names;    /* NUL-terminated, back to back */
+};
+
 /* One version of one file (device, inode, size, mtime): its body when
- * small enough and its gzip copy once built. Every path that names the
+ * small enough and its gzip copy once built; a directory's listed names
+ * once a listing built them. Every path that names the
  * file shares it, so aliases store the body once. Found in the object
  * index by (device, inode) and version; freed when no path entry, reader
  * or gzip build holds it, and counted against --cache-size until then. */
@@ -117,10 +130,11 @@ struct httpd_obj {
     uint64_t dev, ino, size;
     int64_t mtime, mtime_nsec;
     bool is_dir;
-    _Atomic size_t charge;       /* bytes counted against --cache-size */
-    char *body;                  /* whole file, or NULL */
-    struct httpd_gz *_Atomic gz; /* set once, by the build */
-    _Atomic bool building;       /* a gzip build is queued or running */
+    _Atomic size_t charge;             /* bytes counted against --cache-size */
+    char *body;                        /* whole file, or NULL */
+    struct httpd_gz *_Atomic gz;       /* set once, by the build */
+    _Atomic bool building;             /* a gzip build is queued or running */
+    struct httpd_names *_Atomic names; /* a directory's: set once (CAS) */
 };
 
 /* One path's entry in the path index: core's struct http_resource (what

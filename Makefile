@@ -62,7 +62,7 @@ $(FLAGS_STAMP): FORCE
 
 # The libraries' fragments first (core/, the user runtime user/rt, the
 # helpers of user/common): the programs' fragments name what they define.
-LIB_MKS := $(sort $(wildcard core/*.mk user/rt/*.mk user/common/*.mk))
+LIB_MKS := $(sort $(wildcard core/*.mk user/rt/*.mk user/common/*.mk user/tls/*.mk))
 include $(LIB_MKS) $(filter-out $(LIB_MKS),$(sort $(wildcard user/*/*.mk tools/*.mk tests/*/*.mk)))
 
 user: $(BINS) $(UNIT_TESTS)

@@ -104,6 +104,8 @@ static void reload(int argc, char **argv, struct settings *running)
         {n.rt.max_conns != running->rt.max_conns, "--max-conns"},
         {n.rt.max_conns_per_ip != running->rt.max_conns_per_ip,
          "--max-conns-per-ip"},
+        {n.rt.per_ip_v6_prefix != running->rt.per_ip_v6_prefix,
+         "--per-ip-v6-prefix"},
         {n.rt.backlog != running->rt.backlog, "--backlog"},
         {n.rt.busy_poll_us != running->rt.busy_poll_us, "--busy-poll-us"},
         {n.cache_size != running->cache_size, "--cache-size"},

@@ -11,9 +11,9 @@ import pytest
 
 from testlib import ROOT
 
-BINS = ["ktcp-httpd", "ktcp-echo", "ktcp-kcm-server", "ktcp-msg-server",
+BINS = ["ktcp-httpd", "ktcp-echo", "ktcp-kcm-server", "ktcp-msg-server", "ktcp-tlsd",
         "htstress", "echo-bench", "lat", "msg-bench"]
-UNITS = ["ktcp-httpd.service", "ktcp-httpd.socket", "ktcp-khttpd.service"]
+UNITS = ["ktcp-httpd.service", "ktcp-httpd.socket", "ktcp-khttpd.service", "ktcp-tlsd.service"]
 
 
 def make(*args):

@@ -27,6 +27,7 @@
 
 #include <linux/delay.h>
 #include <linux/err.h>
+#include <linux/file.h>
 #include <linux/in.h>
 #include <linux/in6.h>
 #include <linux/inet.h>
@@ -70,8 +71,16 @@ static void ktcp_data_ready(struct sock *sk)
 
 	read_lock_bh(&sk->sk_callback_lock);
 	c = sk->sk_user_data;
-	if (c)
+	if (c) {
+		/*
+		 * An adopted socket's ULP (kTLS) parses records in its own
+		 * data_ready; a plain socket's, sock_def_readable, has no
+		 * one else to wake.
+		 */
+		if (c->file)
+			c->saved.data_ready(sk);
 		ktcp_conn_kick(c);
+	}
 	read_unlock_bh(&sk->sk_callback_lock);
 }
 
@@ -165,7 +174,13 @@ unsigned long ktcp_conn_idle_deadline(struct ktcp_conn *c, unsigned long idle)
 
 /* ---- the registry: live connections and their count per address ---- */
 
-static void ktcp_peer_addr(struct socket *sock, struct in6_addr *addr)
+/*
+ * The address @sock is counted under: IPv4 as IPv4-mapped IPv6 (the same
+ * client either way), IPv6 cut to its first @prefix bits (a client given
+ * a /64 has 2^64 addresses to walk around a per-address count).
+ */
+static void ktcp_peer_addr(struct socket *sock, struct in6_addr *addr,
+			   unsigned int prefix)
 {
 	struct sockaddr_storage ss = {};
 
@@ -177,13 +192,20 @@ static void ktcp_peer_addr(struct socket *sock, struct in6_addr *addr)
 
 		ipv6_addr_set_v4mapped(sin->sin_addr.s_addr, addr);
 	} else if (ss.ss_family == AF_INET6) {
-		*addr = ((struct sockaddr_in6 *)&ss)->sin6_addr;
+		const struct in6_addr *a =
+			&((struct sockaddr_in6 *)&ss)->sin6_addr;
+
+		if (ipv6_addr_v4mapped(a))
+			*addr = *a;
+		else
+			ipv6_addr_prefix(addr, a, prefix);
 	}
 }
 
-static u32 ktcp_peer_hash(const struct in6_addr *addr)
+static u32 ktcp_peer_hash(const struct ktcp_server *srv,
+			  const struct in6_addr *addr)
 {
-	return jhash2(addr->s6_addr32, 4, 0);
+	return jhash2(addr->s6_addr32, 4, srv->peer_seed);
 }
 
 /*
@@ -198,7 +220,7 @@ static bool ktcp_register(struct ktcp_server *srv, struct ktcp_conn *c,
 
 	lockdep_assert_held(&srv->lock);
 	if (srv->p.max_conns_per_ip) {
-		u32 h = ktcp_peer_hash(addr);
+		u32 h = ktcp_peer_hash(srv, addr);
 
 		hash_for_each_possible(srv->peers, p, node, h) {
 			if (ipv6_addr_equal(&p->addr, addr)) {
@@ -206,7 +228,8 @@ static bool ktcp_register(struct ktcp_server *srv, struct ktcp_conn *c,
 				break;
 			}
 		}
-		if (peer && peer->count >= srv->p.max_conns_per_ip)
+		if (peer &&
+		    peer->count >= (unsigned int)srv->p.max_conns_per_ip)
 			return false;
 		if (!peer) {
 			peer = *spare;
@@ -265,7 +288,11 @@ static void ktcp_conn_free(struct ktcp_conn *c)
 		cancel_work_sync(&c->work);
 
 	srv->ops->destroy(c);
-	sock_release(c->sock);
+	/* An adopted socket closes with its file's last reference. */
+	if (c->file)
+		fput(c->file);
+	else
+		sock_release(c->sock);
 	kmem_cache_free(srv->cache, ktcp_conn_outer(c));
 	if (atomic_dec_and_test(&srv->active))
 		wake_up(&srv->all_released);
@@ -334,7 +361,8 @@ void ktcp_conn_refuse(struct ktcp_server *srv, struct socket *sock)
 	sock_release(sock);
 }
 
-int ktcp_conn_start(struct ktcp_server *srv, struct socket *sock)
+int ktcp_conn_start(struct ktcp_server *srv, struct socket *sock,
+		    struct file *file)
 {
 	struct ktcp_peer *spare = NULL;
 	struct in6_addr addr = {};
@@ -343,7 +371,7 @@ int ktcp_conn_start(struct ktcp_server *srv, struct socket *sock)
 	int err;
 
 	if (srv->p.max_conns_per_ip) {
-		ktcp_peer_addr(sock, &addr);
+		ktcp_peer_addr(sock, &addr, srv->p.per_ip_v6_prefix);
 		spare = kmalloc(sizeof(*spare), GFP_KERNEL);
 		if (!spare)
 			return -ENOMEM;
@@ -356,6 +384,7 @@ int ktcp_conn_start(struct ktcp_server *srv, struct socket *sock)
 	c = (struct ktcp_conn *)((char *)outer + srv->ops->conn_offset);
 	c->srv = srv;
 	c->sock = sock;
+	c->file = file;
 	c->last_active = jiffies;
 	c->acked = READ_ONCE(tcp_sk(sock->sk)->snd_una);
 	INIT_WORK(&c->work, ktcp_work_fn);

@@ -84,6 +84,11 @@ module_param_named(listings, khttpd_listings, bool, 0444);
 MODULE_PARM_DESC(listings,
 		 "list a directory without index.html; N: answer 403 instead (default Y)");
 
+static char *index_files;
+module_param_named(index, index_files, charp, 0444);
+MODULE_PARM_DESC(index,
+		 "a directory's index: the first of these files in it, comma separated, at most 8 (default index.html)");
+
 ulong khttpd_listing_bytes = 64UL << 20;
 module_param_named(listing_bytes, khttpd_listing_bytes, ulong, 0444);
 MODULE_PARM_DESC(listing_bytes,
@@ -96,6 +101,8 @@ MODULE_PARM_DESC(listing_max,
 /* clang-format on */
 
 bool khttpd_dotfiles;
+static struct http_index_files khttpd_index_files;
+const struct http_index_files *khttpd_index; /* NULL: index.html */
 
 /* Longest idle timeout accepted: a day, as the user-space server. */
 #define KHTTPD_IDLE_TIMEOUT_MAX (24U * 3600 * 1000)
@@ -147,6 +154,16 @@ static int khttpd_check_params(enum khttpd_mode *m, kuid_t *kuid, kgid_t *kgid)
 			pr_err("error_pages=%s: %s\n", error_pages, why);
 			return -EINVAL;
 		}
+	}
+	if (index_files) {
+		const char *why = NULL;
+
+		if (http_index_files_parse(index_files, strlen(index_files),
+					   &khttpd_index_files, &why) < 0) {
+			pr_err("index=%s: %s\n", index_files, why);
+			return -EINVAL;
+		}
+		khttpd_index = &khttpd_index_files;
 	}
 	if (!strcmp(dotfiles, "deny")) {
 		khttpd_dotfiles = false;

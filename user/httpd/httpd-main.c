@@ -35,6 +35,30 @@ static void reopen_log(const char *path, const char *why)
                 path);
 }
 
+/* --index: a request holds the list only while it is planned, so the one
+ * a reload replaces is freed at the reload after. */
+static void reload_index(const struct settings *n, struct settings *running)
+{
+    static struct http_index_files *retired;
+    if (n->index_given == running->index_given &&
+        (!n->index_given ||
+         memcmp(&n->index, &running->index, sizeof(n->index)) == 0))
+        return;
+    struct http_index_files *copy = NULL;
+    if (n->index_given && !(copy = malloc(sizeof(*copy)))) {
+        fprintf(stderr, "ktcp-httpd: SIGHUP: --index kept: out of memory\n");
+        return;
+    }
+    if (copy)
+        *copy = n->index;
+    const struct http_index_files *old =
+        atomic_exchange(&httpd_cfg.index, copy);
+    free(retired);
+    /* the first list is main's (static), never freed */
+    retired = old == &running->index ? NULL : (struct http_index_files *) old;
+    running->index_given = n->index_given;
+}
+
 /* SIGHUP: read the settings again; apply gzip and the access log, which
  * workers read atomically, and say which other changes wait for a
  * restart. Connections and listeners are not touched. */
@@ -92,6 +116,7 @@ static void reload(int argc, char **argv, struct settings *running)
     running->expires = n.expires;
     atomic_store(&httpd_cfg.listings, n.listings);
     running->listings = n.listings;
+    reload_index(&n, running);
     /* the same path too: a reload also reopens the log, as SIGUSR1 does */
     if (n.access_log)
         reopen_log(n.access_log, "SIGHUP");
@@ -239,6 +264,7 @@ int main(int argc, char **argv)
     httpd_cfg.listing_bytes = s.listing_bytes;
     httpd_cfg.error_pages = s.error_pages;
     httpd_cfg.error_pages_n = s.error_pages_n;
+    httpd_cfg.index = s.index_given ? &s.index : NULL;
     if (!load_mime_types(&s))
         return 2;
     httpd_cfg.dotfiles = s.dotfiles;

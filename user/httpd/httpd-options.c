@@ -33,6 +33,7 @@ enum {
     OPT_LISTINGS,
     OPT_LISTING_MAX,
     OPT_LISTING_BYTES,
+    OPT_INDEX,
 };
 
 _Static_assert(HTTP_SERVER_EXPIRES_MAX == 315360000, "--help says so");
@@ -87,6 +88,9 @@ static const struct rt_cli_opt opts[] = {
     {"listings", OPT_LISTINGS, "on|off",
      "off: a directory without index.html answers 403\n"
      "instead of its listing (default: on)"},
+    {"index", OPT_INDEX, "NAME[,NAME...]",
+     "a directory's index: the first of these files in\n"
+     "it, at most 8 names (default: index.html)"},
     {"listing-max", OPT_LISTING_MAX, "N",
      "directory listings in flight at once; the next\n"
      "gets 503 with Retry-After; 0 = no limit\n"
@@ -99,8 +103,8 @@ static const struct rt_cli_opt opts[] = {
      "read flags from FILE first, one per line without\n"
      "the dashes ('gzip', 'access-log /var/log/x.log');\n"
      "flags given here win; SIGHUP reads it again and\n"
-     "applies gzip, gzip-static, expires, listings and\n"
-     "access-log"
+     "applies gzip, gzip-static, expires, listings,\n"
+     "index and access-log"
      "(default: none)"},
     {"idle-timeout", 'i', "MS", NULL}, /* the old spelling */
     {0},
@@ -192,6 +196,11 @@ static bool option(void *data, int key, const char *arg, bool from_file)
         return true;
     case OPT_LISTING_BYTES:
         return parse_size("--listing-bytes", arg, &s->listing_bytes);
+    case OPT_INDEX:
+        if (http_index_files_parse(arg, strlen(arg), &s->index, &why) < 0)
+            return rt_cli_bad("--index", arg, why);
+        s->index_given = true;
+        return true;
     case OPT_CONFIG:
         if (from_file)
             return rt_cli_bad("--config", arg,

@@ -26,6 +26,8 @@ struct settings {
     const char *user;
     bool dotfiles;
     bool listings;
+    struct http_index_files index; /* --index */
+    bool index_given;              /* else index.html */
     unsigned listing_max;
     size_t listing_bytes;
     /* --config's strings, which the fields above may point into:

@@ -149,6 +149,7 @@ static void add_settings(struct http_plan_input *in)
     in->dotfiles = httpd_cfg.dotfiles;
     in->no_listings =
         !atomic_load_explicit(&httpd_cfg.listings, memory_order_relaxed);
+    in->index = atomic_load_explicit(&httpd_cfg.index, memory_order_acquire);
 }
 
 /* Run the planner's remaining steps against the cache, carry the plan

@@ -42,8 +42,10 @@ struct httpd_config {
     const struct http_mime_table *mime; /* --mime-types, NULL: core's */
     bool dotfiles;         /* serve and list names starting with '.' */
     _Atomic bool listings; /* --listings: directories without an index */
-    unsigned listing_max;  /* --listing-max, 0: any */
-    size_t listing_bytes;  /* --listing-bytes, 0: any */
+    /* --index, NULL: index.html; replaced by a SIGHUP */
+    const struct http_index_files *_Atomic index;
+    unsigned listing_max; /* --listing-max, 0: any */
+    size_t listing_bytes; /* --listing-bytes, 0: any */
 };
 extern struct httpd_config httpd_cfg;
 

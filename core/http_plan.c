@@ -18,6 +18,7 @@ enum {
     STAGE_GZ_STATIC,   /* file.gz was looked up (gzip_static) */
     STAGE_GZ_FALLBACK, /* no usable file.gz: file was looked up again */
     STAGE_ERROR_PAGE,  /* an error's custom page was looked up */
+    STAGE_FALLBACK,    /* the SPA fallback file was looked up */
     STAGE_DONE,
 };
 
@@ -303,6 +304,8 @@ enum http_plan_step http_plan_start(struct http_plan *p,
     p->gzip_static = in->gzip_static;
     p->no_listings = in->no_listings;
     p->index = in->index;
+    p->fallback = in->fallback;
+    p->fallback_len = in->fallback_len;
     p->expires = in->expires > HTTP_SERVER_EXPIRES_MAX ? HTTP_SERVER_EXPIRES_MAX
                                                        : in->expires;
     p->error_pages = in->error_pages;
@@ -719,6 +722,27 @@ static bool index_left(const struct http_plan *p)
     return p->index_next < (p->index ? p->index->n : 1);
 }
 
+/* Is the request's path /.well-known or beneath it (RFC 8615)? */
+static bool well_known(const struct http_plan *p)
+{
+    static const char wk[] = ".well-known";
+    size_t n = sizeof(wk) - 1;
+
+    return p->path_len >= n && memcmp(p->path, wk, n) == 0 &&
+           (p->path_len == n || p->path[n] == '/');
+}
+
+/* A missing path of a single-page application: its fallback file. */
+static enum http_plan_step plan_fallback(struct http_plan *p)
+{
+    memcpy(p->work->path, p->fallback, p->fallback_len);
+    p->work->path[p->fallback_len] = '\0';
+    p->path = p->work->path;
+    p->path_len = p->fallback_len;
+    p->stage = STAGE_FALLBACK;
+    return HTTP_PLAN_LOOKUP;
+}
+
 enum http_plan_step http_plan_resource(struct http_plan *p,
                                        int err,
                                        const struct http_resource *res)
@@ -751,11 +775,18 @@ enum http_plan_step http_plan_resource(struct http_plan *p,
         }
         plan_error_page(p, res);
         return HTTP_PLAN_RESPOND;
+    case STAGE_FALLBACK:
+        if (err < 0 || res->is_dir)
+            return plan_error(p, 404); /* the request's path is missing */
+        return plan_file(p, res, true);
     case STAGE_TARGET:
         break;
     default:
         return HTTP_PLAN_RESPOND;
     }
+    if (err < 0 && http_errno_status(err) == 404 && p->fallback &&
+        !http_path_hidden(p->path, p->path_len) && !well_known(p))
+        return plan_fallback(p);
     if (err < 0)
         return plan_error(p, http_errno_status(err));
     if (!res->is_dir) {
@@ -969,5 +1000,28 @@ int http_index_files_parse(const char *spec,
         *why = "expected at least one index file name";
         return -1;
     }
+    return 0;
+}
+
+int http_fallback_parse(const char *spec,
+                        size_t len,
+                        char *path,
+                        size_t *path_len,
+                        const char **why)
+{
+    struct http_path_info info;
+
+    if (len == 0 || spec[0] != '/' ||
+        http_path_normalize(spec, len, path, HTTP_ERROR_PAGE_PATH_MAX, &info) !=
+            HTTP_PATH_OK ||
+        info.is_root || info.trailing_slash || info.has_query) {
+        *why = "expected a file's path beneath the root, starting with '/'";
+        return -1;
+    }
+    if (http_path_hidden(path, info.len)) {
+        *why = "a hidden path (a segment starting with '.') is never served";
+        return -1;
+    }
+    *path_len = info.len;
     return 0;
 }

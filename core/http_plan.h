@@ -211,6 +211,20 @@ int http_index_files_parse(const char *spec,
                            struct http_index_files *ix,
                            const char **why);
 
+/* ---- SPA fallback ---- */
+
+/* A missing path answered with a file of the tree and status 200 (nginx's
+ * "try_files $uri $uri/ /index.html"): parse "/index.html" (absolute in
+ * the served tree, normalised as a request path; "..", a directory's
+ * slash, a query or a hidden segment refused) into path (at least
+ * HTTP_ERROR_PAGE_PATH_MAX bytes), NUL-terminated, relative; 0, or -1
+ * with *why. */
+int http_fallback_parse(const char *spec,
+                        size_t len,
+                        char *path,
+                        size_t *path_len,
+                        const char **why);
+
 /* ---- the plan ---- */
 
 enum http_plan_step {
@@ -260,7 +274,11 @@ struct http_plan_input {
     bool gzip_static; /* serve file.gz beside file (nginx's gzip_static) */
     bool no_listings; /* a directory without an index answers 403
                          instead of its listing (nginx's autoindex off) */
-    const struct http_index_files *index;      /* NULL: index.html */
+    const struct http_index_files *index; /* NULL: index.html */
+    /* a missing path (not hidden, not under /.well-known/) is answered
+     * with this file, 200 and its validators; NULL: 404 */
+    const char *fallback;
+    size_t fallback_len;
     const struct http_error_page *error_pages; /* error_page */
     size_t error_pages_n;
     const struct http_mime_table *mime; /* read from mime.types, or NULL */
@@ -328,6 +346,8 @@ struct http_plan {
     bool gzip_static;
     bool no_listings;
     const struct http_index_files *index;
+    const char *fallback;
+    size_t fallback_len;
     uint32_t expires;
     const struct http_error_page *error_pages;
     size_t error_pages_n;

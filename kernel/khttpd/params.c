@@ -89,6 +89,11 @@ module_param_named(index, index_files, charp, 0444);
 MODULE_PARM_DESC(index,
 		 "a directory's index: the first of these files in it, comma separated, at most 8 (default index.html)");
 
+static char *fallback;
+module_param(fallback, charp, 0444);
+MODULE_PARM_DESC(fallback,
+		 "a missing path (not a dotfile, not under /.well-known/) is answered 200 with this file beneath the root, as a single-page application needs: \"/index.html\" (default none: 404)");
+
 ulong khttpd_listing_bytes = 64UL << 20;
 module_param_named(listing_bytes, khttpd_listing_bytes, ulong, 0444);
 MODULE_PARM_DESC(listing_bytes,
@@ -103,6 +108,8 @@ MODULE_PARM_DESC(listing_max,
 bool khttpd_dotfiles;
 static struct http_index_files khttpd_index_files;
 const struct http_index_files *khttpd_index; /* NULL: index.html */
+char khttpd_fallback[HTTP_ERROR_PAGE_PATH_MAX];
+size_t khttpd_fallback_len; /* 0: none */
 
 /* Longest idle timeout accepted: a day, as the user-space server. */
 #define KHTTPD_IDLE_TIMEOUT_MAX (24U * 3600 * 1000)
@@ -164,6 +171,16 @@ static int khttpd_check_params(enum khttpd_mode *m, kuid_t *kuid, kgid_t *kgid)
 			return -EINVAL;
 		}
 		khttpd_index = &khttpd_index_files;
+	}
+	if (fallback && fallback[0]) {
+		const char *why = NULL;
+
+		if (http_fallback_parse(fallback, strlen(fallback),
+					khttpd_fallback, &khttpd_fallback_len,
+					&why) < 0) {
+			pr_err("fallback=%s: %s\n", fallback, why);
+			return -EINVAL;
+		}
 	}
 	if (!strcmp(dotfiles, "deny")) {
 		khttpd_dotfiles = false;

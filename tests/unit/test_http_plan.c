@@ -123,6 +123,8 @@ static struct run *plan_ex(const char *req, int64_t gz_len, bool with_work)
     r.in.error_pages_n = settings.error_pages_n;
     r.in.mime = settings.mime;
     r.in.index = settings.index;
+    r.in.fallback = settings.fallback;
+    r.in.fallback_len = settings.fallback_len;
     r.in.date = settings.date;
 
     enum http_plan_step step =
@@ -566,6 +568,53 @@ static void test_index_files(void)
     CHECK_INT(http_index_files_parse("a,b,c,d,e,f,g,h", 15, &ix, &why), 0);
     CHECK_INT(ix.n, 8);
     CHECK_INT(http_index_files_parse("a,b,c,d,e,f,g,h,i", 17, &ix, &why), -1);
+    CHECK(why != NULL);
+}
+
+static void test_fallback(void)
+{
+    char fb[HTTP_ERROR_PAGE_PATH_MAX];
+    size_t n = 0;
+    const char *why = NULL;
+    struct run *r;
+
+    CHECK_INT(http_fallback_parse("/dir/index.html", 15, fb, &n, &why), 0);
+    CHECK_STR(fb, "dir/index.html");
+    CHECK_INT(n, 14);
+    settings.fallback = fb;
+    settings.fallback_len = n;
+    r = plan(GET("/app/route", ""));
+    CHECK_INT(r->lookups, 2);
+    CHECK_STR(r->looked_up[1], "dir/index.html");
+    CHECK_INT(r->plan.status, 200);
+    CHECK(has(r, "ETag: "));
+    CHECK(has(r, "Content-Length: 20\r\n"));
+    /* hidden, /.well-known/ and what is refused: no fallback */
+    r = plan(GET("/.well-known/x", ""));
+    CHECK_INT(r->plan.status, 404);
+    CHECK_INT(r->lookups, 1);
+    r = plan(GET("/secret", ""));
+    CHECK_INT(r->plan.status, 403);
+    r = plan(GET("/a.txt/", ""));
+    CHECK_INT(r->plan.status, 404);
+    /* the fallback itself missing or a directory: 404 */
+    CHECK_INT(http_fallback_parse("/names", 6, fb, &n, &why), 0);
+    settings.fallback_len = n;
+    r = plan(GET("/nope", ""));
+    CHECK_INT(r->plan.status, 404);
+    settings.fallback = NULL;
+    settings.fallback_len = 0;
+    r = plan(GET("/nope", ""));
+    CHECK_INT(r->plan.status, 404);
+    CHECK_INT(r->lookups, 1);
+
+    CHECK_INT(http_fallback_parse("index.html", 10, fb, &n, &why), -1);
+    CHECK_INT(http_fallback_parse("/", 1, fb, &n, &why), -1);
+    CHECK_INT(http_fallback_parse("/d/", 3, fb, &n, &why), -1);
+    CHECK_INT(http_fallback_parse("/../x", 5, fb, &n, &why), -1);
+    CHECK_INT(http_fallback_parse("/.env", 5, fb, &n, &why), -1);
+    CHECK_INT(http_fallback_parse("/a?b", 4, fb, &n, &why), -1);
+    CHECK_INT(http_fallback_parse("", 0, fb, &n, &why), -1);
     CHECK(why != NULL);
 }
 
@@ -1402,6 +1451,7 @@ int main(void)
     test_multi_range();
     test_directories();
     test_index_files();
+    test_fallback();
     test_connection();
     test_no_request();
     test_helpers();

@@ -35,28 +35,42 @@ static void reopen_log(const char *path, const char *why)
                 path);
 }
 
-/* --index: a request holds the list only while it is planned, so the one
- * a reload replaces is freed at the reload after. */
-static void reload_index(const struct settings *n, struct settings *running)
+/* The per-request site settings from s into site (zeroed first, so two
+ * sites compare with memcmp). */
+static struct httpd_site httpd_first_site;
+
+static void site_from(const struct settings *s, struct httpd_site *site)
 {
-    static struct http_index_files *retired;
-    if (n->index_given == running->index_given &&
-        (!n->index_given ||
-         memcmp(&n->index, &running->index, sizeof(n->index)) == 0))
+    memset(site, 0, sizeof(*site));
+    site->index_given = s->index_given;
+    if (s->index_given)
+        site->index = s->index;
+    memcpy(site->fallback, s->fallback, s->fallback_len);
+    site->fallback_len = s->fallback_len;
+}
+
+/* --index, --fallback: a request holds the site only while it is
+ * planned, so the one a reload replaces is freed at the reload after. */
+static void reload_site(const struct settings *n)
+{
+    static struct httpd_site *retired;
+    struct httpd_site want;
+    site_from(n, &want);
+    const struct httpd_site *cur = atomic_load(&httpd_cfg.site);
+    if (memcmp(&want, cur, sizeof(want)) == 0)
         return;
-    struct http_index_files *copy = NULL;
-    if (n->index_given && !(copy = malloc(sizeof(*copy)))) {
-        fprintf(stderr, "ktcp-httpd: SIGHUP: --index kept: out of memory\n");
+    struct httpd_site *copy = malloc(sizeof(*copy));
+    if (!copy) {
+        fprintf(stderr,
+                "ktcp-httpd: SIGHUP: --index and --fallback kept: "
+                "out of memory\n");
         return;
     }
-    if (copy)
-        *copy = n->index;
-    const struct http_index_files *old =
-        atomic_exchange(&httpd_cfg.index, copy);
+    *copy = want;
+    const struct httpd_site *old = atomic_exchange(&httpd_cfg.site, copy);
     free(retired);
-    /* the first list is main's (static), never freed */
-    retired = old == &running->index ? NULL : (struct http_index_files *) old;
-    running->index_given = n->index_given;
+    /* main's first site is static, never freed */
+    retired = old == &httpd_first_site ? NULL : (struct httpd_site *) old;
 }
 
 /* SIGHUP: read the settings again; apply gzip and the access log, which
@@ -116,7 +130,7 @@ static void reload(int argc, char **argv, struct settings *running)
     running->expires = n.expires;
     atomic_store(&httpd_cfg.listings, n.listings);
     running->listings = n.listings;
-    reload_index(&n, running);
+    reload_site(&n);
     /* the same path too: a reload also reopens the log, as SIGUSR1 does */
     if (n.access_log)
         reopen_log(n.access_log, "SIGHUP");
@@ -264,7 +278,8 @@ int main(int argc, char **argv)
     httpd_cfg.listing_bytes = s.listing_bytes;
     httpd_cfg.error_pages = s.error_pages;
     httpd_cfg.error_pages_n = s.error_pages_n;
-    httpd_cfg.index = s.index_given ? &s.index : NULL;
+    site_from(&s, &httpd_first_site);
+    httpd_cfg.site = &httpd_first_site;
     if (!load_mime_types(&s))
         return 2;
     httpd_cfg.dotfiles = s.dotfiles;

@@ -34,6 +34,7 @@ enum {
     OPT_LISTING_MAX,
     OPT_LISTING_BYTES,
     OPT_INDEX,
+    OPT_FALLBACK,
 };
 
 _Static_assert(HTTP_SERVER_EXPIRES_MAX == 315360000, "--help says so");
@@ -91,6 +92,11 @@ static const struct rt_cli_opt opts[] = {
     {"index", OPT_INDEX, "NAME[,NAME...]",
      "a directory's index: the first of these files in\n"
      "it, at most 8 names (default: index.html)"},
+    {"fallback", OPT_FALLBACK, "/PATH",
+     "a missing path (not a dotfile, not under\n"
+     "/.well-known/) is answered 200 with the file PATH,\n"
+     "as a single-page application needs; '' = off\n"
+     "(default: off)"},
     {"listing-max", OPT_LISTING_MAX, "N",
      "directory listings in flight at once; the next\n"
      "gets 503 with Retry-After; 0 = no limit\n"
@@ -104,7 +110,7 @@ static const struct rt_cli_opt opts[] = {
      "the dashes ('gzip', 'access-log /var/log/x.log');\n"
      "flags given here win; SIGHUP reads it again and\n"
      "applies gzip, gzip-static, expires, listings,\n"
-     "index and access-log"
+     "index, fallback and access-log"
      "(default: none)"},
     {"idle-timeout", 'i', "MS", NULL}, /* the old spelling */
     {0},
@@ -200,6 +206,12 @@ static bool option(void *data, int key, const char *arg, bool from_file)
         if (http_index_files_parse(arg, strlen(arg), &s->index, &why) < 0)
             return rt_cli_bad("--index", arg, why);
         s->index_given = true;
+        return true;
+    case OPT_FALLBACK:
+        s->fallback_len = 0;
+        if (arg[0] && http_fallback_parse(arg, strlen(arg), s->fallback,
+                                          &s->fallback_len, &why) < 0)
+            return rt_cli_bad("--fallback", arg, why);
         return true;
     case OPT_CONFIG:
         if (from_file)

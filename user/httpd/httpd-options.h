@@ -26,8 +26,10 @@ struct settings {
     const char *user;
     bool dotfiles;
     bool listings;
-    struct http_index_files index; /* --index */
-    bool index_given;              /* else index.html */
+    struct http_index_files index;           /* --index */
+    bool index_given;                        /* else index.html */
+    char fallback[HTTP_ERROR_PAGE_PATH_MAX]; /* --fallback, relative */
+    size_t fallback_len;                     /* 0: none */
     unsigned listing_max;
     size_t listing_bytes;
     /* --config's strings, which the fields above may point into:

@@ -62,7 +62,7 @@ $(FLAGS_STAMP): FORCE
 
 # The libraries' fragments first (core/, the user runtime user/rt, the
 # helpers of user/common): the programs' fragments name what they define.
-LIB_MKS := $(sort $(wildcard core/*.mk user/rt/*.mk user/common/*.mk))
+LIB_MKS := $(sort $(wildcard core/*.mk user/rt/*.mk user/common/*.mk user/tls/*.mk))
 include $(LIB_MKS) $(filter-out $(LIB_MKS),$(sort $(wildcard user/*/*.mk tools/*.mk tests/*/*.mk)))
 
 user: $(BINS) $(UNIT_TESTS)
@@ -125,7 +125,7 @@ check-host: user
 # The suites that have kernel engines; host-only tests (core differential,
 # tools, bench) are not repeated under emulation.
 VM_TESTS = $(wildcard tests/test_echo.py tests/test_kernel_modules.py tests/test_drop_tcp_socket.py tests/http \
-	tests/test_khttpd_kernel.py tests/test_kcm.py tests/test_conn_per_ip.py tests/test_server_flags.py tests/test_dkms.py tests/test_scaleout.py)
+	tests/test_khttpd_kernel.py tests/test_khttpd_tls.py tests/test_kcm.py tests/test_conn_per_ip.py tests/test_server_flags.py tests/test_dkms.py tests/test_scaleout.py)
 check-vm: user modules dkms-prebuild
 	scripts/vm --kernel $(KERNEL) --timeout 2400 -- env KTCP_ENGINES=kernel $(CURDIR)/$(PYTHON) -m pytest -q -rs $(VM_TESTS) $(PYTEST_ARGS)
 
@@ -234,7 +234,8 @@ dkms-prebuild:
 		--sourcetree $(CURDIR)/$(DKMS_PREBUILT)/src --dkmstree $(CURDIR)/$(DKMS_PREBUILT)/tree
 
 # make install: the user-space servers and tools, their man pages (help2man
-# from --help and --version), the systemd units and the modprobe.d example.
+# from --help and --version), the systemd units, ktcp-httpd's settings file
+# (kept when one is there) and logrotate file, and the modprobe.d example.
 # PREFIX (default /usr/local) and DESTDIR as usual; the modules install with
 # DKMS (make dkms-install).
 PREFIX  ?= /usr/local
@@ -242,12 +243,15 @@ BINDIR  ?= $(PREFIX)/bin
 MANDIR  ?= $(PREFIX)/share/man
 UNITDIR ?= $(PREFIX)/lib/systemd/system
 DOCDIR  ?= $(PREFIX)/share/doc/ktcp
-INSTALL_BINS := ktcp-httpd ktcp-echo ktcp-kcm-server ktcp-msg-server htstress echo-bench lat msg-bench
-INSTALL_UNITS := ktcp-httpd.service ktcp-httpd.socket ktcp-khttpd.service
+# /etc for PREFIX=/usr, else PREFIX/etc
+SYSCONFDIR ?= $(patsubst /usr/etc,/etc,$(PREFIX)/etc)
+INSTALL_BINS := ktcp-httpd ktcp-echo ktcp-kcm-server ktcp-msg-server ktcp-tlsd htstress echo-bench lat msg-bench
+INSTALL_UNITS := ktcp-httpd.service ktcp-httpd.socket ktcp-khttpd.service ktcp-tlsd.service
 MAN_NAME_ktcp-httpd      := static HTTP/1.1 server (threads, epoll or M:N coroutines)
 MAN_NAME_ktcp-echo       := TCP echo server, the user-space twin of kecho.ko
 MAN_NAME_ktcp-kcm-server := length-prefixed message server on AF_KCM
 MAN_NAME_ktcp-msg-server := length-prefixed message server on plain TCP
+MAN_NAME_ktcp-tlsd       := TLS agent handing kernel-TLS sockets to khttpd
 MAN_NAME_htstress        := HTTP load generator
 MAN_NAME_echo-bench      := echo server load generator with byte-for-byte checks
 MAN_NAME_lat             := round-trip latency floors of pipes, sockets and echo servers
@@ -259,17 +263,22 @@ $(BUILD)/man/%.1: $(BUILD)/%
 	@mkdir -p $(@D)
 	help2man --no-info --no-discard-stderr --name='$(MAN_NAME_$*)' --output=$@ ./$<
 install: user man
-	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(UNITDIR) $(DESTDIR)$(DOCDIR)/examples/modprobe.d
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(UNITDIR) $(DESTDIR)$(DOCDIR)/examples/modprobe.d \
+		$(DESTDIR)$(SYSCONFDIR)/logrotate.d
 	install -m 0755 $(INSTALL_BINS:%=$(BUILD)/%) $(DESTDIR)$(BINDIR)/
 	install -m 0644 $(MANPAGES) $(DESTDIR)$(MANDIR)/man1/
 	for u in $(INSTALL_UNITS); do \
-		sed -e 's,@BINDIR@,$(BINDIR),g' -e 's,@DOCDIR@,$(DOCDIR),g' dist/systemd/$$u >$(DESTDIR)$(UNITDIR)/$$u && \
+		sed -e 's,@BINDIR@,$(BINDIR),g' -e 's,@DOCDIR@,$(DOCDIR),g' -e 's,@SYSCONFDIR@,$(SYSCONFDIR),g' \
+			dist/systemd/$$u >$(DESTDIR)$(UNITDIR)/$$u && \
 		chmod 0644 $(DESTDIR)$(UNITDIR)/$$u || exit 1; done
 	install -m 0644 dist/modprobe.d/khttpd.conf $(DESTDIR)$(DOCDIR)/examples/modprobe.d/
+	[ -e $(DESTDIR)$(SYSCONFDIR)/ktcp-httpd.conf ] || install -m 0644 dist/ktcp-httpd.conf $(DESTDIR)$(SYSCONFDIR)/
+	install -m 0644 dist/logrotate/ktcp-httpd $(DESTDIR)$(SYSCONFDIR)/logrotate.d/
 	install -m 0644 README.md LICENSE $(DESTDIR)$(DOCDIR)/
 uninstall:
 	rm -f $(INSTALL_BINS:%=$(DESTDIR)$(BINDIR)/%) $(INSTALL_BINS:%=$(DESTDIR)$(MANDIR)/man1/%.1) \
-		$(INSTALL_UNITS:%=$(DESTDIR)$(UNITDIR)/%)
+		$(INSTALL_UNITS:%=$(DESTDIR)$(UNITDIR)/%) $(DESTDIR)$(SYSCONFDIR)/logrotate.d/ktcp-httpd
+	! cmp -s dist/ktcp-httpd.conf $(DESTDIR)$(SYSCONFDIR)/ktcp-httpd.conf || rm -f $(DESTDIR)$(SYSCONFDIR)/ktcp-httpd.conf
 	rm -rf $(DESTDIR)$(DOCDIR)
 
 clean:

@@ -11,9 +11,9 @@ import pytest
 
 from testlib import ROOT
 
-BINS = ["ktcp-httpd", "ktcp-echo", "ktcp-kcm-server", "ktcp-msg-server",
+BINS = ["ktcp-httpd", "ktcp-echo", "ktcp-kcm-server", "ktcp-msg-server", "ktcp-tlsd",
         "htstress", "echo-bench", "lat", "msg-bench"]
-UNITS = ["ktcp-httpd.service", "ktcp-httpd.socket", "ktcp-khttpd.service"]
+UNITS = ["ktcp-httpd.service", "ktcp-httpd.socket", "ktcp-khttpd.service", "ktcp-tlsd.service"]
 
 
 def make(*args):
@@ -37,7 +37,8 @@ def test_install_into_destdir_and_uninstall(tmp_path):
     want = sorted([f"usr/bin/{b}" for b in BINS]
                   + [f"usr/share/man/man1/{b}.1" for b in BINS]
                   + [f"usr/lib/systemd/system/{u}" for u in UNITS]
-                  + ["usr/share/doc/ktcp/README.md", "usr/share/doc/ktcp/LICENSE",
+                  + ["etc/ktcp-httpd.conf", "etc/logrotate.d/ktcp-httpd",
+                     "usr/share/doc/ktcp/README.md", "usr/share/doc/ktcp/LICENSE",
                      "usr/share/doc/ktcp/examples/modprobe.d/khttpd.conf"])
     assert files_under(dest) == want
     for b in BINS:
@@ -49,12 +50,13 @@ def test_install_into_destdir_and_uninstall(tmp_path):
         path = dest / "usr/lib/systemd/system" / u
         assert mode(path) == 0o644
         text = path.read_text()
-        assert "@BINDIR@" not in text and "@DOCDIR@" not in text
+        assert "@BINDIR@" not in text and "@DOCDIR@" not in text and "@SYSCONFDIR@" not in text
         kind = "[Socket]" if u.endswith(".socket") else "[Service]"
         for section in ("[Unit]", kind, "[Install]"):
             assert section in text
     httpd_unit = (dest / "usr/lib/systemd/system/ktcp-httpd.service").read_text()
-    assert "ExecStart=/usr/bin/ktcp-httpd " in httpd_unit
+    assert "ExecStart=/usr/bin/ktcp-httpd --config /etc/ktcp-httpd.conf" in httpd_unit
+    assert (dest / "etc/ktcp-httpd.conf").read_text() == open(os.path.join(ROOT, "dist/ktcp-httpd.conf")).read()
     assert "options khttpd root=" in (dest / "usr/share/doc/ktcp/examples/modprobe.d/khttpd.conf").read_text()
     out = subprocess.run([str(dest / "usr/bin/ktcp-httpd"), "--version"],
                          capture_output=True, text=True, check=True).stdout

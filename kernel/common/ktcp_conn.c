@@ -27,6 +27,7 @@
 
 #include <linux/delay.h>
 #include <linux/err.h>
+#include <linux/file.h>
 #include <linux/in.h>
 #include <linux/in6.h>
 #include <linux/inet.h>
@@ -70,8 +71,16 @@ static void ktcp_data_ready(struct sock *sk)
 
 	read_lock_bh(&sk->sk_callback_lock);
 	c = sk->sk_user_data;
-	if (c)
+	if (c) {
+		/*
+		 * An adopted socket's ULP (kTLS) parses records in its own
+		 * data_ready; a plain socket's, sock_def_readable, has no
+		 * one else to wake.
+		 */
+		if (c->file)
+			c->saved.data_ready(sk);
 		ktcp_conn_kick(c);
+	}
 	read_unlock_bh(&sk->sk_callback_lock);
 }
 
@@ -265,7 +274,11 @@ static void ktcp_conn_free(struct ktcp_conn *c)
 		cancel_work_sync(&c->work);
 
 	srv->ops->destroy(c);
-	sock_release(c->sock);
+	/* An adopted socket closes with its file's last reference. */
+	if (c->file)
+		fput(c->file);
+	else
+		sock_release(c->sock);
 	kmem_cache_free(srv->cache, ktcp_conn_outer(c));
 	if (atomic_dec_and_test(&srv->active))
 		wake_up(&srv->all_released);
@@ -334,7 +347,8 @@ void ktcp_conn_refuse(struct ktcp_server *srv, struct socket *sock)
 	sock_release(sock);
 }
 
-int ktcp_conn_start(struct ktcp_server *srv, struct socket *sock)
+int ktcp_conn_start(struct ktcp_server *srv, struct socket *sock,
+		    struct file *file)
 {
 	struct ktcp_peer *spare = NULL;
 	struct in6_addr addr = {};
@@ -356,6 +370,7 @@ int ktcp_conn_start(struct ktcp_server *srv, struct socket *sock)
 	c = (struct ktcp_conn *)((char *)outer + srv->ops->conn_offset);
 	c->srv = srv;
 	c->sock = sock;
+	c->file = file;
 	c->last_active = jiffies;
 	c->acked = READ_ONCE(tcp_sk(sock->sk)->snd_una);
 	INIT_WORK(&c->work, ktcp_work_fn);

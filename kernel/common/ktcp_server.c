@@ -309,7 +309,7 @@ static void ktcp_accept_one(struct ktcp_server *srv, struct socket *sock)
 		ktcp_conn_refuse(srv, sock);
 		return;
 	}
-	err = ktcp_conn_start(srv, sock);
+	err = ktcp_conn_start(srv, sock, NULL);
 	if (err == 0)
 		return;
 	if (atomic_dec_and_test(&srv->active))
@@ -320,6 +320,34 @@ static void ktcp_accept_one(struct ktcp_server *srv, struct socket *sock)
 	}
 	ktcp_server_count(srv, errors, 1);
 	sock_release(sock);
+}
+
+int ktcp_server_adopt(struct ktcp_server *srv, struct file *file)
+{
+	unsigned int limit = srv->p.max_conns;
+	struct socket *sock = sock_from_file(file);
+	int err;
+
+	if (!sock)
+		return -ENOTSOCK;
+	if (ktcp_server_stopping(srv))
+		return -ESHUTDOWN;
+	if (!limit) {
+		atomic_inc(&srv->active);
+	} else if (!atomic_add_unless(&srv->active, 1, limit)) {
+		ktcp_server_count(srv, refused, 1);
+		return -EBUSY;
+	}
+	err = ktcp_conn_start(srv, sock, file);
+	if (err == 0)
+		return 0;
+	if (atomic_dec_and_test(&srv->active))
+		wake_up(&srv->all_released);
+	if (err == -EDQUOT) {
+		ktcp_server_count(srv, refused, 1);
+		err = -EBUSY;
+	}
+	return err;
 }
 
 /*

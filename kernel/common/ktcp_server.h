@@ -32,6 +32,7 @@
 #include <linux/wait.h>
 #include <linux/workqueue.h>
 
+struct file;
 struct kmem_cache;
 struct sock;
 struct socket;
@@ -54,6 +55,10 @@ struct ktcp_sock_callbacks {
 struct ktcp_conn {
 	struct ktcp_server *srv;
 	struct socket *sock;
+	/* Adopted (ktcp_server_adopt): the file that holds sock, put at the
+	 * end instead of releasing sock; its ULP's data_ready is chained.
+	 */
+	struct file *file;
 	struct work_struct work; /* the step, on events: data, space, state */
 	struct work_struct release; /* frees the connection, off its own work */
 	struct task_struct *thread; /* kthread mode: the connection's thread */
@@ -213,6 +218,14 @@ int ktcp_server_start(struct ktcp_server *srv,
 		      const struct ktcp_server_params *p);
 /* Stop accepting, close every connection, wait until all are freed. */
 void ktcp_server_stop(struct ktcp_server *srv);
+/*
+ * Serve a connected socket made elsewhere (a user-space process's, checked
+ * by the caller), held by @file: on 0 the connection owns the caller's
+ * reference to @file; on error the caller still does. -EBUSY over
+ * max_conns or max_conns_per_ip, or when something else already owns the
+ * socket's callbacks; -ESHUTDOWN while stopping.
+ */
+int ktcp_server_adopt(struct ktcp_server *srv, struct file *file);
 
 static inline bool ktcp_server_stopping(const struct ktcp_server *srv)
 {
@@ -259,11 +272,13 @@ unsigned long ktcp_conn_idle_deadline(struct ktcp_conn *c, unsigned long idle);
 
 /*
  * Between kernel/common's two files only (ktcp_server.c calls ktcp_conn.c).
- * Take over an accepted socket, for which the caller has already counted
- * one in srv->active (its place under max_conns); on error (-EDQUOT: over
- * max_conns_per_ip) the caller still owns the socket and the count.
+ * Take over an accepted socket (or an adopted one, held by @file; else
+ * NULL), for which the caller has already counted one in srv->active (its
+ * place under max_conns); on error (-EDQUOT: over max_conns_per_ip) the
+ * caller still owns the socket and the count.
  */
-int ktcp_conn_start(struct ktcp_server *srv, struct socket *sock);
+int ktcp_conn_start(struct ktcp_server *srv, struct socket *sock,
+		    struct file *file);
 /* Refuse a socket: the module may say why, then it closes. */
 void ktcp_conn_refuse(struct ktcp_server *srv, struct socket *sock);
 

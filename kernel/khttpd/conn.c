@@ -39,6 +39,8 @@
 #define KHTTPD_BUDGET 32
 /* File pieces and listing pieces one send does before it yields. */
 #define KHTTPD_SEND_PIECES 4
+/* How often a closing kTLS connection looks whether its records left. */
+#define KHTTPD_TLS_FLUSH_POLL max(1UL, msecs_to_jiffies(5))
 
 static struct ktcp_server khttpd_server;
 
@@ -55,6 +57,15 @@ unsigned int khttpd_conns_active(void)
 void khttpd_conns_sum(struct ktcp_server_stats *sum)
 {
 	ktcp_server_sum(&khttpd_server, sum);
+}
+
+int khttpd_conns_adopt(struct file *file)
+{
+	int err = ktcp_server_adopt(&khttpd_server, file);
+
+	if (err == 0)
+		khttpd_count(tls_adopted, 1);
+	return err;
 }
 
 /* A socket over max_conns or max_conns_per_ip: a planned 503, then the
@@ -86,6 +97,28 @@ static void khttpd_refuse(struct socket *sock)
 }
 
 /*
+ * A kTLS connection whose write side is about to shut: the close_notify
+ * alert, then wait until kTLS has handed every record to TCP — a FIN
+ * before them would cut the response short. 0 when done, -EAGAIN to wait
+ * (write_space, or khttpd_wait's short poll).
+ */
+static int khttpd_tls_finish(struct khttpd_conn *conn)
+{
+	if (!conn->tls_notified) {
+		int err = khttpd_tls_close_notify(conn->c.sock);
+
+		if (err == -EAGAIN) {
+			conn->tls_flushing = true;
+			return -EAGAIN;
+		}
+		/* Sent, or the peer is gone: either way on to the FIN. */
+		conn->tls_notified = true;
+	}
+	conn->tls_flushing = khttpd_tls_tx_pending(conn->c.sock);
+	return conn->tls_flushing ? -EAGAIN : 0;
+}
+
+/*
  * Send the response: the output takes what the socket takes; a listing
  * refills it piece by piece. 0 when the response is out, -EAGAIN (wait
  * for write_space), -EINPROGRESS (yield, more to do) or an error.
@@ -97,6 +130,9 @@ static int khttpd_send(struct khttpd_conn *conn)
 
 	for (;;) {
 		ret = khttpd_out_flush(conn, &pieces);
+		if (ret == 0 && !conn->req->out.listing && conn->tls &&
+		    conn->close_after)
+			return khttpd_tls_finish(conn);
 		if (ret < 0 || !conn->req->out.listing)
 			return ret;
 		if (pieces-- == 0)
@@ -169,8 +205,13 @@ static int khttpd_recv(struct khttpd_conn *conn, char *buf, size_t len)
 {
 	struct kvec vec = { .iov_base = buf, .iov_len = len };
 	struct msghdr msg = { .msg_flags = MSG_DONTWAIT };
-	int n = kernel_recvmsg(conn->c.sock, &msg, &vec, 1, len, MSG_DONTWAIT);
+	int n;
 
+	if (conn->tls)
+		n = khttpd_tls_recv(conn->c.sock, buf, len);
+	else
+		n = kernel_recvmsg(conn->c.sock, &msg, &vec, 1, len,
+				   MSG_DONTWAIT);
 	if (n > 0)
 		ktcp_conn_touch(&conn->c);
 	return n;
@@ -208,6 +249,9 @@ static bool khttpd_nothing_to_read(struct khttpd_conn *conn)
 {
 	struct sock *sk = conn->c.sock->sk;
 
+	/* kTLS keeps decrypted records of its own, off the queue. */
+	if (conn->tls && sk_is_readable(sk))
+		return false;
 	return skb_queue_empty_lockless(&sk->sk_receive_queue) &&
 	       !(READ_ONCE(sk->sk_shutdown) & RCV_SHUTDOWN) &&
 	       !READ_ONCE(sk->sk_err);
@@ -468,6 +512,13 @@ static bool khttpd_wait(struct khttpd_conn *conn)
 	default:
 		deadline = ktcp_conn_idle_deadline(&conn->c,
 						   khttpd_idle_jiffies());
+		/* kTLS's own worker hands held records to TCP: look soon. */
+		if (conn->tls_flushing &&
+		    (!timed || time_before(jiffies, deadline))) {
+			ktcp_conn_wait(&conn->c,
+				       jiffies + KHTTPD_TLS_FLUSH_POLL);
+			return false;
+		}
 		break;
 	}
 	if (!timed || !ktcp_conn_wait(&conn->c, deadline))
@@ -552,6 +603,8 @@ static int khttpd_conn_init(struct ktcp_conn *c)
 
 	/* No request buffer yet: khttpd_rbuf_for_read() takes one. */
 	conn->state = KHTTPD_READ_HEAD;
+	/* Only kTLS sockets are adopted (adopt.c). */
+	conn->tls = c->file;
 	return 0;
 }
 

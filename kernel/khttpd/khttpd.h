@@ -53,6 +53,7 @@ void khttpd_params_put(void);
  *   params.c   the module's parameters, checked at load
  *   stats.c    per-CPU counters
  *   trace.c    the request trace event
+ *   tls.c      kTLS sockets: the adoption checks, records read, close_notify
  *   root.c     lookups and opens beneath the served root
  *   gzip.c     gzip of a whole file, in slices
  *   out.c      the output: head, memory and file pages sent as the socket
@@ -63,6 +64,7 @@ void khttpd_params_put(void);
  *              the connection's output
  *   conn.c     the connection: read, parse, respond, send, drain, linger
  *   proc.c     /proc/net/khttpd
+ *   adopt.c    /proc/net/khttpd_adopt: sockets a TLS agent hands over
  *   main.c     load and unload
  * Limits shared with the user-space server are core's (http_plan.h).
  */
@@ -77,6 +79,8 @@ struct khttpd_stats {
 	u64 cache_misses;
 	u64 cache_evictions;
 	u64 listings_refused; /* 503: beyond listing_max or listing_bytes */
+	u64 tls_adopted; /* kTLS sockets taken over from an agent */
+	u64 tls_nondata; /* kTLS connections ended by a non-data record */
 };
 
 extern struct khttpd_stats __percpu *khttpd_stats;
@@ -266,6 +270,9 @@ struct khttpd_conn {
 	bool close_after; /* close (lingering) once the response is out */
 	bool linger; /* closing: shut the write side and drop input first */
 	bool body_chunked;
+	bool tls; /* adopted: kTLS does the records (tls.c) */
+	bool tls_notified; /* close_notify sent */
+	bool tls_flushing; /* closing: kTLS still holds records */
 	unsigned long head_deadline; /* 0: no partial head */
 	unsigned long body_deadline;
 	unsigned long linger_deadline;
@@ -285,6 +292,20 @@ struct khttpd_conn {
  * -EINPROGRESS (*pieces file pieces sent: yield) or an error.
  */
 int khttpd_out_flush(struct khttpd_conn *conn, int *pieces);
+
+/* ---- tls.c: kTLS connections ---- */
+/* 0 if sock is an established TCP socket with the tls ULP and kTLS set for
+ * sending and receiving, else -EINVAL.
+ */
+int khttpd_tls_check(struct socket *sock);
+/* kernel_recvmsg without blocking, of application data only: a record of
+ * another type (alert, handshake) is counted and ends it (-ESHUTDOWN).
+ */
+int khttpd_tls_recv(struct socket *sock, char *buf, size_t len);
+/* Send the close_notify alert, without blocking. */
+int khttpd_tls_close_notify(struct socket *sock);
+/* kTLS still holds bytes it has not handed to TCP. */
+bool khttpd_tls_tx_pending(struct socket *sock);
 
 /* ---- trace.c: the khttpd:khttpd_request trace event ---- */
 /* Note the request just planned (req NULL: none parsed; base: the buffer
@@ -336,5 +357,13 @@ bool khttpd_stopping(void);
 unsigned int khttpd_conns_active(void);
 /* The lifecycle's counters: accepted, refused, timeouts, errors. */
 void khttpd_conns_sum(struct ktcp_server_stats *sum);
+/* Serve a kTLS socket (checked) held by file: on 0 the connection owns the
+ * caller's reference to file; -EBUSY over a limit.
+ */
+int khttpd_conns_adopt(struct file *file);
+
+/* ---- adopt.c: /proc/net/khttpd_adopt ---- */
+int khttpd_adopt_init(void);
+void khttpd_adopt_exit(void);
 
 #endif /* KHTTPD_H */

@@ -51,9 +51,15 @@ static int __init khttpd_init(void)
 	if (err < 0)
 		goto out_conns;
 
+	err = khttpd_adopt_init();
+	if (err < 0)
+		goto out_stats;
+
 	khttpd_params_log();
 	return 0;
 
+out_stats:
+	khttpd_stats_exit();
 out_conns:
 	khttpd_conns_stop();
 out_cache:
@@ -69,6 +75,8 @@ out_root:
 
 static void __exit khttpd_exit(void)
 {
+	/* No socket is adopted once this returns. */
+	khttpd_adopt_exit();
 	khttpd_stats_exit();
 	/* Stop accepting; every live connection closes; all are freed. */
 	khttpd_conns_stop();

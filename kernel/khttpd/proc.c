@@ -16,8 +16,9 @@
 #include "http_counters.h"
 #include "khttpd.h"
 
-/* The counters in core's order (http_counters.h). */
-static void khttpd_counters_get(u64 v[HTTP_NCOUNTERS])
+/* The counters in core's order (http_counters.h); sum: khttpd's own. */
+static void khttpd_counters_get(u64 v[HTTP_NCOUNTERS],
+				struct khttpd_stats *sum_out)
 {
 	struct ktcp_server_stats conns;
 	struct khttpd_stats sum;
@@ -44,18 +45,20 @@ static void khttpd_counters_get(u64 v[HTTP_NCOUNTERS])
 	v[HTTP_CTR_ERRORS] = conns.errors;
 	v[HTTP_CTR_LISTINGS_REFUSED] = sum.listings_refused;
 	v[HTTP_CTR_LISTING_BYTES] = listing_bytes;
+	*sum_out = sum;
 }
 
 /* Both files: core renders into a page, shown whole. */
 static int khttpd_proc_render(struct seq_file *m, bool prometheus)
 {
 	u64 v[HTTP_NCOUNTERS];
+	struct khttpd_stats sum;
 	struct http_buf b;
 	char *page = kmalloc(PAGE_SIZE, GFP_KERNEL);
 
 	if (!page)
 		return -ENOMEM;
-	khttpd_counters_get(v);
+	khttpd_counters_get(v, &sum);
 	http_buf_init(&b, page, PAGE_SIZE);
 	if (prometheus)
 		http_counters_prometheus(&b, "khttpd", v);
@@ -64,6 +67,19 @@ static int khttpd_proc_render(struct seq_file *m, bool prometheus)
 	if (!b.overflow)
 		seq_write(m, page, b.len);
 	kfree(page);
+	/* khttpd's own, after core's: kTLS connections (tls.c, adopt.c). */
+	if (prometheus)
+		seq_printf(m,
+			   "# HELP khttpd_tls_adopted_total kTLS sockets taken over from a TLS agent.\n"
+			   "# TYPE khttpd_tls_adopted_total counter\n"
+			   "khttpd_tls_adopted_total %llu\n"
+			   "# HELP khttpd_tls_nondata_total kTLS connections ended by an alert or handshake record.\n"
+			   "# TYPE khttpd_tls_nondata_total counter\n"
+			   "khttpd_tls_nondata_total %llu\n",
+			   sum.tls_adopted, sum.tls_nondata);
+	else
+		seq_printf(m, "tls_adopted %llu\ntls_nondata %llu\n",
+			   sum.tls_adopted, sum.tls_nondata);
 	return b.overflow ? -EOVERFLOW : 0;
 }
 

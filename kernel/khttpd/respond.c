@@ -123,7 +123,8 @@ static bool khttpd_head(struct khttpd_conn *conn, struct http_plan *p)
 		return false;
 	conn->req->out.head_off = 0;
 	conn->req->out.head_len = n;
-	conn->req->out.more = p->more;
+	/* kTLS would keep a record open for more: every response ends one. */
+	conn->req->out.more = p->more && !conn->tls;
 	khttpd_count_status(p->status);
 	return true;
 }

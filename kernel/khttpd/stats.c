@@ -33,6 +33,8 @@ void khttpd_stats_sum(struct khttpd_stats *sum)
 		sum->cache_hits += READ_ONCE(s->cache_hits);
 		sum->cache_misses += READ_ONCE(s->cache_misses);
 		sum->cache_evictions += READ_ONCE(s->cache_evictions);
+		sum->tls_adopted += READ_ONCE(s->tls_adopted);
+		sum->tls_nondata += READ_ONCE(s->tls_nondata);
 		sum->listings_refused += READ_ONCE(s->listings_refused);
 	}
 }

@@ -1,6 +1,7 @@
 """Directory listings: streamed with chunked coding, every name escaped in
 the text and percent-encoded in the link, large directories complete."""
 import html
+import os
 import re
 import time
 import urllib.parse
@@ -118,3 +119,35 @@ def test_listing_beyond_its_budget_is_503(http_engine):
                 break
             time.sleep(0.05)
         assert c["listings_refused"] == 1 and c["listing_bytes"] == 0, c
+
+
+def test_listing_table_built_once_and_fresh(http_engine):
+    """A directory's sorted name table is built once per version and kept
+    in the content cache (counted in cache_bytes) for every later listing;
+    a name added or removed shows at once."""
+    with http_engine.spawn(status_path="/_status") as srv:
+        first = get(srv.port, "/many/")
+        assert first.status == 200
+        c1 = srv.counters()
+        # 10,000 names of 16 bytes and their offsets: one table, cached
+        assert c1["cache_bytes"] > MANY * 20, c1
+        for _ in range(3):
+            assert get(srv.port, "/many/").body == first.body
+        deadline = time.monotonic() + 5
+        while True:  # the last listing lets go just after its last byte
+            c2 = srv.counters()
+            if c2["listing_bytes"] == 0 or time.monotonic() > deadline:
+                break
+            time.sleep(0.05)
+        assert c2["listing_bytes"] == 0, c2
+        assert c2["cache_bytes"] == c1["cache_bytes"], (c1, c2)
+        added = os.path.join(http_engine.root, "sub", "zz-new.txt")
+        with open(added, "w") as f:
+            f.write("new\n")
+        try:
+            text = get(srv.port, "/sub/").body.decode()
+            assert "inner.txt" in text and "zz-new.txt" in text
+        finally:
+            os.unlink(added)
+        text = get(srv.port, "/sub/").body.decode()
+        assert "inner.txt" in text and "zz-new.txt" not in text

@@ -17,10 +17,10 @@ void ktcp_set_notsent_lowat(int fd)
     setsockopt(fd, IPPROTO_TCP, TCP_NOTSENT_LOWAT, &lowat, sizeof(lowat));
 }
 
-int ktcp_listen_tcp(const char *bind_addr,
-                    int port,
-                    int backlog,
-                    bool reuseport)
+static int listen_socket(const char *bind_addr,
+                         int port,
+                         int backlog,
+                         bool reuseport)
 {
     struct sockaddr_storage ss = {0};
     socklen_t len;
@@ -65,12 +65,15 @@ int ktcp_listen_tcp(const char *bind_addr,
             goto einval;
         len = sizeof(*a);
     }
-    if (bind(fd, (struct sockaddr *) &ss, len) < 0 || listen(fd, backlog) < 0) {
+    if (bind(fd, (struct sockaddr *) &ss, len) < 0 ||
+        (backlog > 0 && listen(fd, backlog) < 0)) {
         int err = -errno;
 
         close(fd);
         return err;
     }
+    if (backlog <= 0)
+        return fd; /* the probe: bound, not listening */
     /* Our servers answer what they receive at once, and the answer carries
      * the ACK. Delayed-ACK ("pingpong") mode from the start, inherited by
      * every accepted socket as TCP_NODELAY is, saves the bare ACK a new
@@ -82,4 +85,25 @@ int ktcp_listen_tcp(const char *bind_addr,
 einval:
     close(fd);
     return -EINVAL;
+}
+
+int ktcp_listen_tcp(const char *bind_addr,
+                    int port,
+                    int backlog,
+                    bool reuseport)
+{
+    return listen_socket(bind_addr, port, backlog > 0 ? backlog : 1024,
+                         reuseport);
+}
+
+int ktcp_port_free(const char *bind_addr, int port)
+{
+    /* Bound without SO_REUSEPORT, a socket fails (EADDRINUSE) on a port
+     * that any socket listens on, SO_REUSEPORT or not; SO_REUSEADDR lets
+     * the old connections of a stopped server (TIME-WAIT) pass. */
+    int fd = listen_socket(bind_addr, port, 0, false);
+    if (fd < 0)
+        return fd;
+    close(fd);
+    return 0;
 }

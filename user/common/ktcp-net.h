@@ -30,3 +30,12 @@ int ktcp_listen_tcp(const char *bind_addr,
 
 /* KTCP_NOTSENT_LOWAT on @fd (a listener: what it accepts inherits it). */
 void ktcp_set_notsent_lowat(int fd);
+
+/*
+ * Whether @bind_addr:@port is free for a new server: 0, or -EADDRINUSE
+ * when another socket listens there (a second server, which SO_REUSEPORT
+ * would otherwise let share the port), or another -errno of bind(2). A
+ * server calls it before its listeners, so that its own workers share the
+ * port and another process's never do.
+ */
+int ktcp_port_free(const char *bind_addr, int port);

@@ -157,6 +157,7 @@ static void obj_free_rcu(struct rcu_head *head)
 {
     struct httpd_obj *o = caa_container_of(head, struct httpd_obj, rcu);
     free(atomic_load(&o->gz));
+    free(atomic_load(&o->names));
     free(o->body);
     free(o);
 }

@@ -1,19 +1,31 @@
-/* httpd-listing.c — a directory listing, sorted by name, streamed: the
- * directory's listed names (core decides which: no dotfiles unless
- * allowed) are read into core's name table, bounded by
+/* httpd-listing.c — a directory listing, sorted by name, streamed from a
+ * name table every listing of that directory version shares.
+ *
+ * The table: the directory's listed names (core decides which: no
+ * dotfiles unless allowed) are read into core's name table, bounded by
  * HTTP_SERVER_LISTING_MAX_ENTRIES names and HTTP_SERVER_LISTING_MAX_NAME_BYTES
- * bytes (past them a last row says the listing is truncated), and sorted
- * by core; then core renders the rows, each name's metadata looked up
- * beneath the root, into a buffer of HTTP_SERVER_LISTING_BUF bytes, and
+ * bytes (past them a last row says the listing is truncated), sorted by
+ * core and packed into one immutable struct httpd_names. It is published
+ * (compare-and-swap) on the directory's cache object — one version of the
+ * directory: device, inode, size, mtime — charged against --cache-size and
+ * freed with the object after a grace period; each listing holds the
+ * directory's cache entry, so the table lives while a reader needs it. A
+ * directory that changed since the cache looked (its open descriptor's
+ * fstat differs from the object) gets a table of its own for that request;
+ * two first listings of one version may both build, one publishes.
+ *
+ * Then core renders the rows, each name's metadata looked up beneath the
+ * root, into the listing's buffer of HTTP_SERVER_LISTING_BUF bytes, and
  * each full buffer leaves as one chunk (HTTP/1.1) or as raw bytes before a
  * close (HTTP/1.0, which has no chunked coding; the plan says which).
  *
- * Budget: the names are read before the head is sent, and a listing
- * holds its table and buffers until its last byte is out, however slowly
+ * Budget: the table is found or built before the head is sent, and a
+ * listing holds its buffers until its last byte is out, however slowly
  * the client reads. At most --listing-max listings are in flight, and
- * their tables and buffers take at most --listing-bytes (each charged as
- * it grows); a listing beyond either is refused before its head
- * (httpd-respond.c answers 503 with Retry-After). */
+ * their buffers and the tables being built (or held by one listing) take
+ * at most --listing-bytes (each charged as it grows); a listing beyond
+ * either is refused before its head (httpd-respond.c answers 503 with
+ * Retry-After). */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -25,10 +37,10 @@
 
 #include "httpd.h"
 
-/* The name table starts this small and doubles up to core's bounds. */
+/* A table being built starts this small and doubles up to core's
+ * bounds. */
 #define NAMES_START 4096
 #define OFFS_START 256
-#define REL_MAX (HTTP_SERVER_PATH_MAX + NAME_MAX + 2)
 #define MEM_SIZE (HTTP_CHUNK_HEADER_MAX + HTTP_SERVER_LISTING_BUF + 2)
 
 /* Listings in flight and the bytes charged against --listing-bytes. */
@@ -37,11 +49,13 @@ static _Atomic size_t listing_total;
 
 struct httpd_listing {
     DIR *d;
-    struct http_names names;
-    bool truncated; /* more names than a listing holds */
-    size_t charge;  /* bytes counted against --listing-bytes */
-    char *rel;      /* "dir/" + a name: the row's path beneath the root */
-    char *mem;      /* [chunk header room][data ... ][CRLF room] */
+    struct httpd_file *ref;          /* the directory's: keeps its table */
+    const struct httpd_names *names; /* ref's object's, or own */
+    struct httpd_names *own;         /* a table only this listing reads */
+    size_t charge;                   /* counted against --listing-bytes */
+    char *mem; /* [chunk header room][data ... ][CRLF room] */
+    size_t rel_cap;
+    char rel[]; /* "dir/" + a name: the row's path beneath the root */
 };
 
 struct out {
@@ -76,9 +90,9 @@ void httpd_listing_free(struct httpd_listing *l)
 {
     if (l->d)
         closedir(l->d);
-    free(l->names.buf);
-    free(l->names.off);
-    free(l->rel);
+    if (l->ref)
+        httpd_cache_put(l->ref);
+    free(l->own);
     free(l->mem);
     uncharge(l->charge);
     free(l);
@@ -120,12 +134,19 @@ static bool flush(struct out *o)
         _ok;                               \
     })
 
+/* ---- building a table ---- */
+
+struct build {
+    struct http_names n;
+    size_t charge; /* n's buffers, counted against --listing-bytes */
+};
+
 /* Room for one more name of need bytes within core's bounds and the
  * budget: 0; -ENOSPC when the listing holds no more (or memory ran out:
  * the listing ends there too, and says so); -EBUSY past the budget. */
-static int names_grow(struct httpd_listing *l, size_t need)
+static int names_grow(struct build *b, size_t need)
 {
-    struct http_names *n = &l->names;
+    struct http_names *n = &b->n;
     if (n->count >= n->max) {
         size_t max = n->max * 2;
         if (max > HTTP_SERVER_LISTING_MAX_ENTRIES)
@@ -140,7 +161,7 @@ static int names_grow(struct httpd_listing *l, size_t need)
             uncharge(more);
             return -ENOSPC;
         }
-        l->charge += more;
+        b->charge += more;
         n->off = off;
         n->max = max;
     }
@@ -157,34 +178,119 @@ static int names_grow(struct httpd_listing *l, size_t need)
             uncharge(cap - n->cap);
             return -ENOSPC;
         }
-        l->charge += cap - n->cap;
+        b->charge += cap - n->cap;
         n->buf = buf;
         n->cap = cap;
     }
     return 0;
 }
 
-/* The directory's listed names, sorted: 0, or -EBUSY past the budget. */
-static int collect(struct httpd_listing *l, const struct http_plan *p)
+/* Read d's listed names, sort them and pack them into one table of
+ * exactly their size, charged against --listing-bytes: 0, -EBUSY past the
+ * budget, -ENOMEM. */
+static int build(DIR *d,
+                 const struct http_plan *p,
+                 bool root,
+                 struct httpd_names **out)
 {
-    struct http_names *n = &l->names;
+    struct build b = {.charge = NAMES_START + OFFS_START * sizeof(uint32_t)};
+    struct http_names *n = &b.n;
+    bool truncated = false;
+    if (!charge(b.charge))
+        return -EBUSY;
+    n->buf = malloc(NAMES_START);
+    n->cap = NAMES_START;
+    n->off = malloc(OFFS_START * sizeof(*n->off));
+    n->max = OFFS_START;
+    int err = n->buf && n->off ? 0 : -ENOMEM;
     struct dirent *de;
-    while ((de = readdir(l->d))) {
+    while (!err && (de = readdir(d))) {
         size_t len = strlen(de->d_name);
         if (!http_listing_visible(p->path, p->path_len, de->d_name, len,
                                   httpd_cfg.dotfiles))
             continue;
         if (http_names_add(n, de->d_name, len) == 0)
             continue;
-        int err = names_grow(l, len + 1);
-        if (err == -EBUSY)
-            return err;
-        if (err < 0 || http_names_add(n, de->d_name, len) < 0) {
-            l->truncated = true;
+        err = names_grow(&b, len + 1);
+        if (err == -ENOSPC || (!err && http_names_add(n, de->d_name, len))) {
+            truncated = true;
+            err = 0;
             break;
         }
     }
-    http_names_sort(n);
+    struct httpd_names *t = NULL;
+    size_t size = sizeof(*t) + n->count * sizeof(uint32_t) + n->len;
+    if (!err) {
+        http_names_sort(n);
+        err = charge(size) ? 0 : -EBUSY;
+    }
+    if (!err && !(t = malloc(size))) {
+        uncharge(size);
+        err = -ENOMEM;
+    }
+    if (!err) {
+        t->bytes = size;
+        t->count = (uint32_t) n->count;
+        t->truncated = truncated;
+        t->root = root;
+        t->dotfiles = httpd_cfg.dotfiles;
+        t->off = (uint32_t *) (t + 1);
+        t->names = (char *) (t->off + t->count);
+        memcpy(t->off, n->off, t->count * sizeof(uint32_t));
+        memcpy(t->names, n->buf, n->len);
+        *out = t;
+    }
+    free(n->buf);
+    free(n->off);
+    uncharge(b.charge);
+    return err;
+}
+
+static bool fits(const struct httpd_names *t, bool root)
+{
+    return t && t->root == root && t->dotfiles == httpd_cfg.dotfiles;
+}
+
+/* The table for l: the one published on the directory's object when it
+ * is this version's, else built and published; built for l alone when
+ * the directory is not what the cache knows. */
+static int find_table(struct httpd_listing *l,
+                      const struct http_plan *p,
+                      bool root)
+{
+    struct stat st;
+    if (fstat(dirfd(l->d), &st) < 0)
+        return -errno;
+    if (httpd_cache_get(NULL, p->path, p->path_len, &l->ref) < 0)
+        l->ref = NULL;
+    struct httpd_obj *o =
+        l->ref && httpd_obj_is(l->ref->obj, &st) ? l->ref->obj : NULL;
+    if (o) {
+        l->names = atomic_load(&o->names);
+        if (fits(l->names, root))
+            return 0;
+    }
+    struct httpd_names *t;
+    int err = build(l->d, p, root, &t);
+    if (err < 0)
+        return err;
+    struct httpd_names *expected = NULL;
+    if (o && atomic_compare_exchange_strong(&o->names, &expected, t)) {
+        /* the cache holds it now, and counts it */
+        uncharge(t->bytes);
+        httpd_cache_charge(o, t->bytes);
+        l->names = t;
+        return 0;
+    }
+    if (o && fits(expected, root)) { /* another listing published first */
+        uncharge(t->bytes);
+        free(t);
+        l->names = expected;
+        return 0;
+    }
+    l->own = t; /* stays charged while it lives */
+    l->names = t;
+    l->charge += t->bytes;
     return 0;
 }
 
@@ -198,10 +304,11 @@ int httpd_listing_open(const struct http_plan *p,
         closedir(d);
         return -EBUSY;
     }
-    size_t fixed = sizeof(struct httpd_listing) + REL_MAX + MEM_SIZE +
-                   NAMES_START + OFFS_START * sizeof(uint32_t);
-    struct httpd_listing *l = calloc(1, sizeof(*l));
-    if (!l || !charge(fixed)) {
+    bool root = p->path_len == 1 && p->path[0] == '.';
+    size_t dir_len = root ? 0 : p->path_len + 1;
+    size_t size = sizeof(struct httpd_listing) + dir_len + NAME_MAX + 1;
+    struct httpd_listing *l = calloc(1, size);
+    if (!l || !charge(size + MEM_SIZE)) {
         atomic_fetch_sub(&listings_now, 1);
         closedir(d);
         int err = l ? -EBUSY : -ENOMEM;
@@ -210,16 +317,10 @@ int httpd_listing_open(const struct http_plan *p,
     }
     /* from here on httpd_listing_free undoes everything */
     l->d = d;
-    l->charge = fixed;
-    l->rel = malloc(REL_MAX);
+    l->charge = size + MEM_SIZE;
+    l->rel_cap = dir_len + NAME_MAX + 1;
     l->mem = malloc(MEM_SIZE);
-    l->names.buf = malloc(NAMES_START);
-    l->names.cap = NAMES_START;
-    l->names.off = malloc(OFFS_START * sizeof(*l->names.off));
-    l->names.max = OFFS_START;
-    int err = l->rel && l->mem && l->names.buf && l->names.off ? 0 : -ENOMEM;
-    if (!err)
-        err = collect(l, p);
+    int err = l->mem ? find_table(l, p, root) : -ENOMEM;
     if (err < 0) {
         httpd_listing_free(l);
         return err;
@@ -233,12 +334,13 @@ int httpd_listing_open(const struct http_plan *p,
  * leading out) the link itself. */
 static bool stat_row(int dfd,
                      char *rel,
+                     size_t rel_cap,
                      size_t dir_len,
                      const char *name,
                      struct stat *st)
 {
     size_t len = strlen(name);
-    if (dir_len + len + 1 > REL_MAX)
+    if (dir_len + len + 1 > rel_cap)
         return false;
     memcpy(rel + dir_len, name, len + 1);
     int fd = httpd_open_beneath(rel, O_PATH);
@@ -256,7 +358,7 @@ bool httpd_listing_send(struct httpd_req *r,
                         struct httpd_listing *l)
 {
     struct out o = {.r = r, .chunked = p->head.chunked, .mem = l->mem};
-    const struct http_names *names = &l->names;
+    const struct httpd_names *names = l->names;
     char *rel = l->rel;
     bool ok = true;
     http_buf_init(&o.b, o.mem + HTTP_CHUNK_HEADER_MAX, HTTP_SERVER_LISTING_BUF);
@@ -275,16 +377,16 @@ bool httpd_listing_send(struct httpd_req *r,
     while (ok && http_listing_begin_part(&o.b, p->path, p->path_len, &cur) < 0)
         ok = flush(&o);
     for (size_t i = 0; ok && i < names->count; i++) {
-        const char *name = http_names_at(names, i);
+        const char *name = names->names + names->off[i];
         struct stat st;
-        if (!stat_row(dirfd(l->d), rel, dir_len, name, &st))
+        if (!stat_row(dirfd(l->d), rel, l->rel_cap, dir_len, name, &st))
             continue;
         bool is_dir = S_ISDIR(st.st_mode);
         ok = RENDER(&o, http_listing_entry(&o.b, name, strlen(name), is_dir,
                                            (uint64_t) st.st_size,
                                            (int64_t) st.st_mtime));
     }
-    if (ok && l->truncated)
+    if (ok && names->truncated)
         ok = RENDER(&o, http_listing_truncated(&o.b, names->count));
     ok = ok && RENDER(&o, http_listing_end(&o.b)) && flush(&o);
     if (ok && o.chunked) {

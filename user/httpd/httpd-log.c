@@ -67,11 +67,18 @@ int httpd_log_open(const char *path)
         atomic_store(&httpd_cfg.access_log_fd, -1);
         return 0;
     }
-    int fd = strcmp(path, "-") == 0
+    int fd;
+    if (httpd_cfg.open_log && strcmp(path, "-") != 0) {
+        fd = httpd_cfg.open_log(path); /* fd or -errno */
+        if (fd < 0)
+            return fd;
+    } else {
+        fd = strcmp(path, "-") == 0
                  ? fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 3)
                  : open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-    if (fd < 0)
-        return -errno;
+        if (fd < 0)
+            return -errno;
+    }
     if (log_fd_kept < 0) {
         log_fd_kept = fd;
     } else if (fd != log_fd_kept) {

@@ -1,21 +1,37 @@
 /* httpd-main.c — ktcp-httpd's start-up (the MIME table of --mime-types,
- * the --user to serve as, the runtime), and signals: TERM/INT stop,
- * USR1 reopens the access log, HUP reloads the settings that can change
- * while serving (gzip, gzip-static, expires, the access log) without
- * touching a connection. The options are parsed by httpd-options.c. */
+ * the --user to serve as, the checks of --test-config, the runtime) and
+ * the hooks of the runtime's signal loop (user/rt/rt-cli.c): SIGUSR1
+ * reopens the access log, SIGHUP reloads the settings that can change
+ * while serving (gzip, gzip-static, expires, the access log,
+ * --shutdown-timeout) without touching a connection. The options are
+ * parsed by httpd-options.c.
+ *
+ * Started as root with a --user to serve as, the access log stays
+ * reopenable after the drop: a small process forked before it, which
+ * keeps root and nothing else, opens that one file (the path given at the
+ * start) at each reopen and passes the descriptor back (SCM_RIGHTS), as
+ * nginx's master process reopens the logs for its workers. */
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
 #include <limits.h>
+#include <linux/openat2.h>
 #include <pwd.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "httpd-options.h"
+#include "ktcp-tls.h"
 
 static bool same_str(const char *a, const char *b)
 {
@@ -25,14 +41,16 @@ static bool same_str(const char *a, const char *b)
 static void reopen_log(const char *path, const char *why)
 {
     int err = httpd_log_open(path);
-    if (err < 0)
+    if (err < 0) {
+        rt_count(HTTPD_C_LOG_REOPEN_FAILED, 1);
         fprintf(stderr,
                 "ktcp-httpd: %s: --access-log %s: %s (still logging to the "
                 "file open before)\n",
                 why, path, strerror(-err));
-    else
+    } else {
         fprintf(stderr, "ktcp-httpd: %s: access log reopened at %s\n", why,
                 path);
+    }
 }
 
 /* The per-request site settings from s into site (zeroed first, so two
@@ -75,7 +93,30 @@ static void reload_site(const struct settings *n)
 
 /* SIGHUP: read the settings again; apply gzip and the access log, which
  * workers read atomically, and say which other changes wait for a
- * restart. Connections and listeners are not touched. */
+ * restart. Connections and listeners are not touched. What else a reload
+ * applies goes here, after the settings are read and before the line that
+ * says what was reloaded. */
+/* SIGHUP: the certificate and key of --tls-port read again (the paths
+ * may have changed too); new handshakes use them, open connections keep
+ * theirs, and a pair that does not load leaves the running one. */
+static void reload_tls(const struct settings *n)
+{
+    if (!httpd_cfg.tls || !n->tls_cert || !n->tls_key)
+        return;
+    char err[512];
+    if (ktcp_tls_ctx_reload(httpd_cfg.tls, n->tls_cert, n->tls_key, err,
+                            sizeof(err)) < 0)
+        fprintf(stderr,
+                "ktcp-httpd: SIGHUP: --tls-cert %s --tls-key %s: %s (kept "
+                "the certificate and key loaded before)\n",
+                n->tls_cert, n->tls_key, err);
+    else
+        fprintf(stderr,
+                "ktcp-httpd: SIGHUP: TLS certificate %s and key %s "
+                "reloaded\n",
+                n->tls_cert, n->tls_key);
+}
+
 static void reload(int argc, char **argv, struct settings *running)
 {
     /* the strings of the reload before: running->access_log points into
@@ -114,6 +155,9 @@ static void reload(int argc, char **argv, struct settings *running)
         {n.dotfiles != running->dotfiles, "--dotfiles"},
         {n.listing_max != running->listing_max, "--listing-max"},
         {n.listing_bytes != running->listing_bytes, "--listing-bytes"},
+        {n.rt.second_port != running->rt.second_port, "--tls-port"},
+        {n.tls_handshake_timeout_ms != running->tls_handshake_timeout_ms,
+         "--tls-handshake-timeout-ms"},
     };
     for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++)
         if (fixed[i].changed)
@@ -122,6 +166,7 @@ static void reload(int argc, char **argv, struct settings *running)
                     "the running value is kept\n",
                     fixed[i].flag);
 
+    reload_tls(&n);
     atomic_store(&httpd_cfg.gzip, n.gzip);
     running->gzip = n.gzip;
     atomic_store(&httpd_cfg.gzip_static, n.gzip_static);
@@ -131,6 +176,8 @@ static void reload(int argc, char **argv, struct settings *running)
     atomic_store(&httpd_cfg.listings, n.listings);
     running->listings = n.listings;
     reload_site(&n);
+    /* read by the signal loop, on this thread, when a stop begins */
+    running->rt.shutdown_timeout_s = n.rt.shutdown_timeout_s;
     /* the same path too: a reload also reopens the log, as SIGUSR1 does */
     if (n.access_log)
         reopen_log(n.access_log, "SIGHUP");
@@ -254,10 +301,296 @@ fail:
     return -EPERM;
 }
 
+/* ---- the access log's opener, kept as root ---- */
+
+static int opener_sock = -1; /* to the opener, or -1: none */
+static char *opener_path;    /* the one file it opens */
+
+static int open_log_file(const char *path)
+{
+    int fd =
+        open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOCTTY, 0644);
+    return fd < 0 ? -errno : fd;
+}
+
+/* The opener: root's privileges and nothing else to do but open
+ * opener_path for each byte read, answering errno (0) with the descriptor
+ * attached. It ends with the server (PR_SET_PDEATHSIG, or the socket's
+ * end); the signals an operator sends the server are not its own. */
+static __attribute__((noreturn)) void opener_main(int sock, pid_t server)
+{
+    static const int sigs[] = {SIGTERM, SIGINT,  SIGQUIT,
+                               SIGHUP,  SIGUSR1, SIGUSR2};
+    for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+        signal(sigs[i], SIG_IGN);
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != server)
+        _exit(0);
+    prctl(PR_SET_NAME, "ktcp-httpd-log");
+    for (;;) {
+        char req;
+        ssize_t n = recv(sock, &req, 1, 0);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            _exit(0);
+        int fd = open_log_file(opener_path);
+        int err = fd < 0 ? -fd : 0;
+        union {
+            struct cmsghdr h;
+            char buf[CMSG_SPACE(sizeof(int))];
+        } u;
+        struct iovec iov = {&err, sizeof(err)};
+        struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1};
+        if (fd >= 0) {
+            m.msg_control = u.buf;
+            m.msg_controllen = sizeof(u.buf);
+            struct cmsghdr *c = CMSG_FIRSTHDR(&m);
+            c->cmsg_level = SOL_SOCKET;
+            c->cmsg_type = SCM_RIGHTS;
+            c->cmsg_len = CMSG_LEN(sizeof(int));
+            memcpy(CMSG_DATA(c), &fd, sizeof(int));
+        }
+        if (sendmsg(sock, &m, MSG_NOSIGNAL) < 0 && errno != EINTR)
+            _exit(0);
+        if (fd >= 0)
+            close(fd);
+    }
+}
+
+/* Fork the opener of path; before any thread exists. */
+static int opener_start(const char *path)
+{
+    int sv[2];
+    pid_t server = getpid();
+
+    opener_path = strdup(path);
+    if (!opener_path ||
+        socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+        return -errno;
+    pid_t pid = fork();
+    if (pid < 0) {
+        int err = -errno;
+        close(sv[0]);
+        close(sv[1]);
+        return err;
+    }
+    if (pid == 0) {
+        close(sv[0]);
+        opener_main(sv[1], server);
+    }
+    close(sv[1]);
+    opener_sock = sv[0];
+    return 0;
+}
+
+/* httpd_cfg.open_log: the opener's file through it, another directly.
+ * Main thread only. */
+static int open_log(const char *path)
+{
+    if (opener_sock < 0 || strcmp(path, opener_path) != 0)
+        return open_log_file(path);
+    if (send(opener_sock, "o", 1, MSG_NOSIGNAL) < 0)
+        return -errno;
+    int err = 0;
+    union {
+        struct cmsghdr h;
+        char buf[CMSG_SPACE(sizeof(int))];
+    } u;
+    struct iovec iov = {&err, sizeof(err)};
+    struct msghdr m = {.msg_iov = &iov,
+                       .msg_iovlen = 1,
+                       .msg_control = u.buf,
+                       .msg_controllen = sizeof(u.buf)};
+    ssize_t n;
+    do
+        n = recvmsg(opener_sock, &m, MSG_CMSG_CLOEXEC);
+    while (n < 0 && errno == EINTR);
+    if (n < 0)
+        return -errno;
+    if (n != (ssize_t) sizeof(err))
+        return -EPIPE; /* the opener is gone */
+    if (err)
+        return -err;
+    struct cmsghdr *c = CMSG_FIRSTHDR(&m);
+    if (!c || c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+        return -EPROTO;
+    int fd;
+    memcpy(&fd, CMSG_DATA(c), sizeof(fd));
+    return fd;
+}
+
+/* ---- checks (--test-config, and every start) ---- */
+
+static int problem(const char *flag, const char *arg, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static int problem(const char *flag, const char *arg, const char *fmt, ...)
+{
+    va_list ap;
+    fprintf(stderr, "ktcp-httpd: %s%s%s: ", flag, arg ? " " : "",
+            arg ? arg : "");
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+    return 1;
+}
+
+/* What the serving user needs of the tree, checked as that user and as the
+ * server reaches it, from the descriptor of the root opened before (the
+ * directories above it are not its business): a directory it may enter
+ * and list, and openat2(2), by which every file is opened
+ * (RESOLVE_BENEATH). The number of problems, each named on a line of its
+ * own. */
+static int check_tree(int root_fd, const char *root, const char *who)
+{
+    int problems = 0;
+    if (faccessat(root_fd, "", X_OK, AT_EMPTY_PATH | AT_EACCESS) < 0)
+        problems += problem("--root", root, "%s may not enter it: %s", who,
+                            strerror(errno));
+    int fd = openat(root_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0 && errno != EACCES)
+        problems += problem("--root", root, "%s", strerror(errno));
+    else if (fd < 0)
+        problems += problem("--root", root, "%s may not list it: %s", who,
+                            strerror(errno));
+    else
+        close(fd);
+    struct open_how how = {
+        .flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
+        .resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS,
+    };
+    long r = syscall(SYS_openat2, root_fd, ".", &how, sizeof(how));
+    if (r < 0 && (errno == ENOSYS || errno == EPERM))
+        problems += problem("openat2", NULL,
+                            "%s: every file is opened by it (Linux 5.6 or "
+                            "later, and no seccomp filter refusing it)",
+                            strerror(errno));
+    if (r >= 0)
+        close((int) r);
+    return problems;
+}
+
+/* check_tree as the user that will serve: a child that drops to it first
+ * when root changes user. */
+static int check_tree_as_server(const char *root)
+{
+    int root_fd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (root_fd < 0)
+        return problem("--root", root, "%s", strerror(errno));
+    if (!serve_user) {
+        int n =
+            check_tree(root_fd, root, geteuid() == 0 ? "root" : "this user");
+        close(root_fd);
+        return n;
+    }
+    fflush(stderr);
+    pid_t pid = fork();
+    if (pid < 0) {
+        close(root_fd);
+        return problem("--user", serve_user, "fork: %s", strerror(errno));
+    }
+    if (pid == 0) {
+        char who[96];
+        if (setgroups(0, NULL) < 0 || setgid(serve_gid) < 0 ||
+            setuid(serve_uid) < 0)
+            _exit(problem("--user", serve_user, "cannot become it: %s",
+                          strerror(errno)));
+        snprintf(who, sizeof(who), "user %s", serve_user);
+        int n = check_tree(root_fd, root, who);
+        fflush(stderr);
+        _exit(n);
+    }
+    close(root_fd);
+    int status;
+    while (waitpid(pid, &status, 0) < 0)
+        if (errno != EINTR)
+            return problem("--user", serve_user, "waitpid: %s",
+                           strerror(errno));
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+}
+
+/* Every check: one line per problem; their number. */
+static int check_settings(const struct settings *s)
+{
+    int problems = check_tree_as_server(s->root);
+    if (s->access_log && strcmp(s->access_log, "-") != 0) {
+        int fd = open_log_file(s->access_log);
+        if (fd < 0)
+            problems +=
+                problem("--access-log", s->access_log, "%s", strerror(-fd));
+        else
+            close(fd);
+    }
+    return problems;
+}
+
+/* ---- the runtime's hooks ---- */
+
+static struct settings s; /* the running settings */
+static int main_argc;
+static char **main_argv;
+
+static int on_start(void)
+{
+    if (httpd_cache_init() < 0) {
+        fprintf(stderr, "ktcp-httpd: cannot create the content cache\n");
+        return 1;
+    }
+    return 0;
+}
+
+static void on_serving(void)
+{
+    char where[96];
+    if (rt_socket_activated())
+        snprintf(where, sizeof(where), "the socket passed by systemd");
+    else
+        snprintf(where, sizeof(where), "%s port %d",
+                 s.rt.bind ? s.rt.bind : "every address", s.rt.port);
+    char as[64] = "";
+    if (serve_user)
+        snprintf(as, sizeof(as), " as %s", serve_user);
+    fprintf(stderr, "ktcp-httpd: serving %s on %s%s (model %s, %d worker%s)\n",
+            s.root, where, as, rt_model_name(s.rt.model),
+            s.rt.model == RT_MODEL_THREADS ? 1 : s.rt.workers,
+            s.rt.model != RT_MODEL_THREADS && s.rt.workers > 1 ? "s" : "");
+    if (httpd_cfg.tls) {
+        bool ulp = ktcp_tls_kernel_has_ulp();
+        fprintf(stderr,
+                "ktcp-httpd: HTTPS on port %d (%s; TLS 1.2 and 1.3, ALPN "
+                "http/1.1; %s)\n",
+                s.rt.second_port, ktcp_tls_library(),
+                ulp ? "kernel TLS (kTLS) TX and RX when the cipher allows"
+                    : "records written by OpenSSL: this kernel has no tls "
+                      "ULP for kTLS");
+    }
+}
+
+static void on_reload(void)
+{
+    reload(main_argc, main_argv, &s);
+}
+
+static void on_reopen(void)
+{
+    if (s.access_log && strcmp(s.access_log, "-") != 0)
+        reopen_log(s.access_log, "SIGUSR1");
+}
+
+static void on_stopped(void)
+{
+    ktcp_tls_ctx_free(httpd_cfg.tls);
+    httpd_cfg.tls = NULL;
+    httpd_settings_release(&s);
+}
+
 int main(int argc, char **argv)
 {
-    static struct settings s;
-
+    /* before any thread: every signal the loop answers is caught */
+    rt_cli_signals();
+    main_argc = argc;
+    main_argv = argv;
     switch (httpd_load_settings(argc, argv, &s)) {
     case RT_CLI_OK:
         break;
@@ -286,16 +619,47 @@ int main(int argc, char **argv)
     /* only root can change its user; anyone else serves as itself */
     if (geteuid() == 0 && !resolve_user(s.user))
         return 2;
+    int problems = check_settings(&s);
+    httpd_cfg.tls_handshake_timeout_ms = s.tls_handshake_timeout_ms;
+    if (s.rt.second_port) {
+        /* read before --user drops root: a key readable by root only */
+        char err[512];
+        struct ktcp_tls_opts to = {.cert_file = s.tls_cert,
+                                   .key_file = s.tls_key};
+        httpd_cfg.tls = ktcp_tls_ctx_new(&to, err, sizeof(err));
+        if (!httpd_cfg.tls) {
+            fprintf(stderr, "ktcp-httpd: --tls-cert %s --tls-key %s: %s\n",
+                    s.tls_cert, s.tls_key, err);
+            problems++;
+        }
+    }
+    if (s.test_config) {
+        if (!problems)
+            fprintf(stderr,
+                    "ktcp-httpd: --test-config: the settings are "
+                    "usable\n");
+        return problems ? 1 : 0;
+    }
+    if (problems)
+        return 1;
     httpd_cfg.root_fd = open(s.root, O_PATH | O_DIRECTORY | O_CLOEXEC);
     if (httpd_cfg.root_fd < 0) {
         rt_cli_bad("--root", s.root, strerror(errno));
-        return 2;
+        return 1;
     }
+    if (s.access_log && strcmp(s.access_log, "-") != 0 && serve_user) {
+        int err = opener_start(s.access_log);
+        if (err < 0) {
+            rt_cli_bad("--access-log", s.access_log, strerror(-err));
+            return 1;
+        }
+    }
+    httpd_cfg.open_log = open_log;
     if (s.access_log) {
         int err = httpd_log_open(s.access_log);
         if (err < 0) {
             rt_cli_bad("--access-log", s.access_log, strerror(-err));
-            return 2;
+            return 1;
         }
     }
     httpd_cfg.idle_timeout_ms = s.rt.idle_timeout_ms;
@@ -307,65 +671,18 @@ int main(int argc, char **argv)
         setrlimit(RLIMIT_NOFILE, &rl);
     }
 
-    /* Signals: SIGPIPE never (writes return EPIPE instead); the others
-     * blocked in every thread (they inherit the mask) and taken by sigwait
-     * here, so no handler runs in a worker. */
-    signal(SIGPIPE, SIG_IGN);
-    sigset_t sigs;
-    sigemptyset(&sigs);
-    sigaddset(&sigs, SIGTERM);
-    sigaddset(&sigs, SIGINT);
-    sigaddset(&sigs, SIGUSR1);
-    sigaddset(&sigs, SIGHUP);
-    pthread_sigmask(SIG_BLOCK, &sigs, NULL);
-
-    if (httpd_cache_init() < 0) {
-        fprintf(stderr, "ktcp-httpd: cannot create the content cache\n");
-        return 1;
-    }
     s.rt.name = "ktcp-httpd";
-    s.rt.handler = httpd_conn_serve;
+    s.rt.handler = httpd_serve;
     s.rt.refuse = httpd_conn_refuse;
     s.rt.worker_data_size = sizeof(struct httpd_worker);
     s.rt.worker_flush = httpd_worker_flush;
     s.rt.worker_exit = httpd_worker_exit;
     s.rt.listening = drop_privileges;
-    int err = rt_start(&s.rt);
-    if (err < 0) {
-        if (err != -EINVAL && err != -EADDRINUSE && err != -EACCES &&
-            err != -EPERM)
-            fprintf(stderr, "ktcp-httpd: cannot start: %s\n", strerror(-err));
-        return 1;
-    }
-    char where[96];
-    if (rt_socket_activated())
-        snprintf(where, sizeof(where), "the socket passed by systemd");
-    else
-        snprintf(where, sizeof(where), "%s port %d",
-                 s.rt.bind ? s.rt.bind : "every address", s.rt.port);
-    char as[64] = "";
-    if (serve_user)
-        snprintf(as, sizeof(as), " as %s", serve_user);
-    fprintf(stderr, "ktcp-httpd: serving %s on %s%s (model %s, %d worker%s)\n",
-            s.root, where, as, rt_model_name(s.rt.model),
-            s.rt.model == RT_MODEL_THREADS ? 1 : s.rt.workers,
-            s.rt.model != RT_MODEL_THREADS && s.rt.workers > 1 ? "s" : "");
-
-    for (;;) {
-        int sig;
-        if (sigwait(&sigs, &sig) != 0)
-            continue;
-        if (sig == SIGUSR1) {
-            if (s.access_log && strcmp(s.access_log, "-") != 0)
-                reopen_log(s.access_log, "SIGUSR1");
-        } else if (sig == SIGHUP) {
-            reload(argc, argv, &s);
-        } else {
-            break;
-        }
-    }
-    rt_stop();
-    rt_finish();
-    httpd_settings_release(&s);
-    return 0;
+    struct rt_cli *cli = httpd_cli();
+    cli->start = on_start;
+    cli->serving = on_serving;
+    cli->reload = on_reload;
+    cli->reopen = on_reopen;
+    cli->stopped = on_stopped;
+    return rt_cli_serve(cli, &s.rt);
 }

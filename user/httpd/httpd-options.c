@@ -30,12 +30,19 @@ enum {
     OPT_MIME_TYPES,
     OPT_USER,
     OPT_DOTFILES,
+    OPT_TLS_PORT,
+    OPT_TLS_CERT,
+    OPT_TLS_KEY,
+    OPT_TLS_HS_TIMEOUT,
     OPT_LISTINGS,
     OPT_LISTING_MAX,
     OPT_LISTING_BYTES,
+    OPT_TEST_CONFIG,
     OPT_INDEX,
     OPT_FALLBACK,
 };
+
+#define DEFAULT_TLS_HS_TIMEOUT_MS 10000
 
 _Static_assert(HTTP_SERVER_EXPIRES_MAX == 315360000, "--help says so");
 _Static_assert(HTTP_SERVER_ERROR_PAGES_MAX == 16, "--help says so");
@@ -86,6 +93,17 @@ static const struct rt_cli_opt opts[] = {
      "deny: a path with a segment starting with '.'\n"
      "answers 404 and such names are not listed,\n"
      "/.well-known/ excepted (default: deny)"},
+    {"tls-port", OPT_TLS_PORT, "PORT",
+     "also serve HTTPS on PORT (same address), with\n"
+     "--tls-cert and --tls-key; plain HTTP sent there\n"
+     "answers 400 (default: off)"},
+    {"tls-cert", OPT_TLS_CERT, "FILE",
+     "PEM certificate, then its chain; SIGHUP reloads\n"
+     "it and --tls-key (a bad pair keeps the old)"},
+    {"tls-key", OPT_TLS_KEY, "FILE", "PEM private key of --tls-cert"},
+    {"tls-handshake-timeout-ms", OPT_TLS_HS_TIMEOUT, "MS",
+     "a TLS handshake not done by then is closed\n"
+     "(default: 10000)"},
     {"listings", OPT_LISTINGS, "on|off",
      "off: a directory without index.html answers 403\n"
      "instead of its listing (default: on)"},
@@ -110,8 +128,15 @@ static const struct rt_cli_opt opts[] = {
      "the dashes ('gzip', 'access-log /var/log/x.log');\n"
      "flags given here win; SIGHUP reads it again and\n"
      "applies gzip, gzip-static, expires, listings,\n"
-     "index, fallback and access-log"
+     "index, fallback, access-log and shutdown-timeout\n"
      "(default: none)"},
+    {"test-config", OPT_TEST_CONFIG, NULL,
+     "check the settings and exit: 0 when ktcp-httpd\n"
+     "could start with them, else 1 with one line per\n"
+     "problem (the root missing, or one the serving\n"
+     "user may not enter or list; no openat2; an access\n"
+     "log that cannot be opened); every start runs the\n"
+     "same checks"},
     {"idle-timeout", 'i', "MS", NULL}, /* the old spelling */
     {0},
 };
@@ -190,6 +215,22 @@ static bool option(void *data, int key, const char *arg, bool from_file)
             return rt_cli_bad("--dotfiles", arg, "expected deny or allow");
         s->dotfiles = strcmp(arg, "allow") == 0;
         return true;
+    case OPT_TLS_PORT:
+        if (!rt_cli_long("--tls-port", arg, 1, 65535, &v))
+            return false;
+        s->rt.second_port = (int) v;
+        return true;
+    case OPT_TLS_CERT:
+        s->tls_cert = arg;
+        return true;
+    case OPT_TLS_KEY:
+        s->tls_key = arg;
+        return true;
+    case OPT_TLS_HS_TIMEOUT:
+        if (!rt_cli_long("--tls-handshake-timeout-ms", arg, 1, 3600000, &v))
+            return false;
+        s->tls_handshake_timeout_ms = (int) v;
+        return true;
     case OPT_LISTINGS:
         if (strcmp(arg, "on") && strcmp(arg, "off"))
             return rt_cli_bad("--listings", arg, "expected on or off");
@@ -213,6 +254,11 @@ static bool option(void *data, int key, const char *arg, bool from_file)
                                           &s->fallback_len, &why) < 0)
             return rt_cli_bad("--fallback", arg, why);
         return true;
+    case OPT_TEST_CONFIG:
+        if (from_file)
+            return rt_cli_bad("--test-config", "", "not a setting");
+        s->test_config = true;
+        return true;
     case OPT_CONFIG:
         if (from_file)
             return rt_cli_bad("--config", arg,
@@ -229,13 +275,19 @@ static struct rt_cli cli = {
         "HEAD).",
     .footer =
         "--idle-timeout MS is the old spelling of --idle-timeout-ms, "
-        "still taken.\nSignals: SIGTERM/SIGINT stop, SIGHUP reloads "
-        "--config, SIGUSR1 reopens the\naccess log.",
+        "still taken.\nSignals: SIGTERM/SIGINT stop (a second one at once), "
+        "SIGQUIT stops without a\ndeadline, SIGHUP reloads --config, "
+        "SIGUSR1 reopens the access log.",
     .not_taken = RT_CLI_STATS_FILE,
     .not_taken_why = "its counters are served at --status-path",
     .opts = opts,
     .option = option,
 };
+
+struct rt_cli *httpd_cli(void)
+{
+    return &cli;
+}
 
 static void settings_default(struct settings *s)
 {
@@ -250,6 +302,27 @@ static void settings_default(struct settings *s)
     s->listings = true;
     s->listing_max = 1024;
     s->listing_bytes = 64UL << 20;
+    s->tls_handshake_timeout_ms = DEFAULT_TLS_HS_TIMEOUT_MS;
+}
+
+/* --tls-port needs a certificate and a key, and they need it. */
+static enum rt_cli_result check_tls(const struct settings *s)
+{
+    if (s->rt.second_port && (!s->tls_cert || !s->tls_key)) {
+        rt_cli_bad("--tls-port", "", "needs --tls-cert and --tls-key");
+        return RT_CLI_ERROR;
+    }
+    if (!s->rt.second_port && (s->tls_cert || s->tls_key)) {
+        rt_cli_bad(s->tls_cert ? "--tls-cert" : "--tls-key",
+                   s->tls_cert ? s->tls_cert : s->tls_key,
+                   "given without --tls-port");
+        return RT_CLI_ERROR;
+    }
+    if (s->rt.second_port && s->rt.second_port == s->rt.port) {
+        rt_cli_bad("--tls-port", "", "is --port too");
+        return RT_CLI_ERROR;
+    }
+    return RT_CLI_OK;
 }
 
 /* Apply argv (the command line, or a file's lines) to s. */
@@ -350,11 +423,12 @@ enum rt_cli_result httpd_load_settings(int argc,
     enum rt_cli_result r = apply(argc, argv, &cmdline, 0);
     if (r != RT_CLI_OK || !cmdline.config) {
         *s = cmdline;
-        return r;
+        return r == RT_CLI_OK ? check_tls(s) : r;
     }
     settings_default(s);
     r = apply_file(cmdline.config, s);
     if (r != RT_CLI_OK)
         return r;
-    return apply(argc, argv, s, 0);
+    r = apply(argc, argv, s, 0);
+    return r == RT_CLI_OK ? check_tls(s) : r;
 }

@@ -25,6 +25,10 @@ struct settings {
     size_t error_pages_n;
     const char *user;
     bool dotfiles;
+    /* HTTPS: --tls-port is rt.second_port */
+    const char *tls_cert;
+    const char *tls_key;
+    int tls_handshake_timeout_ms;
     bool listings;
     struct http_index_files index;           /* --index */
     bool index_given;                        /* else index.html */
@@ -32,6 +36,7 @@ struct settings {
     size_t fallback_len;                     /* 0: none */
     unsigned listing_max;
     size_t listing_bytes;
+    bool test_config; /* --test-config: check, say so, exit */
     /* --config's strings, which the fields above may point into:
      * owned[1..owned_n) (httpd_settings_release frees them) */
     char **owned;
@@ -44,6 +49,10 @@ struct settings {
 enum rt_cli_result httpd_load_settings(int argc,
                                        char **argv,
                                        struct settings *s);
+
+/* The parser's description of ktcp-httpd (its flags, --help), for
+ * rt_cli_serve, which httpd-main.c gives its hooks. */
+struct rt_cli *httpd_cli(void);
 
 /* Free the strings read from --config into s (its fields may point into
  * them: s is not used afterwards). */

@@ -24,9 +24,6 @@
  * per this many milliseconds. */
 #define HTTPD_REVALIDATE_MS 1000
 
-/* Settings, written by main() before the runtime starts and read-only
- * after, except the atomics, which a reload (SIGHUP) may change while
- * workers read them. */
 /* The settings that shape a request's answer and a SIGHUP may change
  * together (one per site, once there are several). */
 struct httpd_site {
@@ -35,6 +32,10 @@ struct httpd_site {
     char fallback[HTTP_ERROR_PAGE_PATH_MAX]; /* relative, NUL-terminated */
     size_t fallback_len;                     /* 0: none */
 };
+
+/* Settings, written by main() before the runtime starts and read-only
+ * after, except the atomics, which a reload (SIGHUP) may change while
+ * workers read them. */
 
 struct httpd_config {
     const char *root_path;
@@ -53,8 +54,15 @@ struct httpd_config {
     _Atomic bool listings; /* --listings: directories without an index */
     /* --index and --fallback, replaced whole by a SIGHUP */
     const struct httpd_site *_Atomic site;
+    /* --tls-port's context (user/tls), NULL: no HTTPS; a reload swaps
+     * its certificate inside it */
+    struct ktcp_tls_ctx *tls;
+    int tls_handshake_timeout_ms;
     unsigned listing_max; /* --listing-max, 0: any */
     size_t listing_bytes; /* --listing-bytes, 0: any */
+    /* How httpd_log_open opens a file: fd or -errno (main sets it: started
+     * as root, through the opener that kept root) */
+    int (*open_log)(const char *path);
 };
 extern struct httpd_config httpd_cfg;
 
@@ -71,7 +79,10 @@ extern struct httpd_config httpd_cfg;
  *   status    httpd-status.c   the counters as a page (--status-path)
  *   respond   httpd-respond.c  core's planner run for one request, its
  *                              plan carried out
- *   conn      httpd-conn.c     read, parse, answer, drain, linger, close */
+ *   conn      httpd-conn.c     read, parse, answer, drain, linger, close
+ *   tls       httpd-tls.c      --tls-port's connections: plain HTTP
+ *                              refused, the handshake, then conn over
+ *                              TLS records (user/tls) */
 
 /* ---- root (httpd-root.c) ---- */
 /* openat2(root, rel, RESOLVE_BENEATH): -EXDEV/-ELOOP if it leads out. */
@@ -113,8 +124,21 @@ struct httpd_gz {
     char data[];
 };
 
+/* A directory's listed names, sorted (httpd-listing.c builds it): one
+ * allocation, immutable once published on its directory's object. */
+struct httpd_names {
+    size_t bytes; /* the whole allocation, this header included */
+    uint32_t count;
+    bool truncated; /* the directory has more than a listing holds */
+    bool root;      /* built as the root (/.well-known/ listed) */
+    bool dotfiles;  /* built with names starting with '.' listed */
+    uint32_t *off;  /* count offsets into names, in sorted order */
+    char *names;    /* NUL-terminated, back to back */
+};
+
 /* One version of one file (device, inode, size, mtime): its body when
- * small enough and its gzip copy once built. Every path that names the
+ * small enough and its gzip copy once built; a directory's listed names
+ * once a listing built them. Every path that names the
  * file shares it, so aliases store the body once. Found in the object
  * index by (device, inode) and version; freed when no path entry, reader
  * or gzip build holds it, and counted against --cache-size until then. */
@@ -125,10 +149,11 @@ struct httpd_obj {
     uint64_t dev, ino, size;
     int64_t mtime, mtime_nsec;
     bool is_dir;
-    _Atomic size_t charge;       /* bytes counted against --cache-size */
-    char *body;                  /* whole file, or NULL */
-    struct httpd_gz *_Atomic gz; /* set once, by the build */
-    _Atomic bool building;       /* a gzip build is queued or running */
+    _Atomic size_t charge;             /* bytes counted against --cache-size */
+    char *body;                        /* whole file, or NULL */
+    struct httpd_gz *_Atomic gz;       /* set once, by the build */
+    _Atomic bool building;             /* a gzip build is queued or running */
+    struct httpd_names *_Atomic names; /* a directory's: set once (CAS) */
 };
 
 /* One path's entry in the path index: core's struct http_resource (what
@@ -234,7 +259,15 @@ enum httpd_counter {
     HTTPD_C_CACHE_HITS,
     HTTPD_C_CACHE_MISSES,
     HTTPD_C_CACHE_EVICTIONS,
+    /* --tls-port: handshakes completed, failed (refused, garbage, plain
+     * HTTP, timed out, closed), and of the completed those whose records
+     * the kernel writes (kTLS TX) and reads (kTLS RX) */
+    HTTPD_C_TLS_HANDSHAKES,
+    HTTPD_C_TLS_HANDSHAKE_FAILURES,
+    HTTPD_C_TLS_KTLS_TX,
+    HTTPD_C_TLS_KTLS_RX,
     HTTPD_C_LISTINGS_REFUSED,
+    HTTPD_C_LOG_REOPEN_FAILED, /* a reopen of the access log failed */
     HTTPD_C_END
 };
 _Static_assert(HTTPD_C_END <= RT_NCOUNTERS, "more counters than rt.h has");
@@ -294,5 +327,10 @@ void httpd_respond_error(struct httpd_req *r,
 /* ---- connection (httpd-conn.c) ---- */
 enum rt_verdict httpd_conn_serve(struct rt_conn *c);
 void httpd_conn_refuse(int fd);
+
+/* ---- tls (httpd-tls.c) ---- */
+/* The runtime's handler: the port's connections to httpd_conn_serve,
+ * --tls-port's through TLS first. */
+enum rt_verdict httpd_serve(struct rt_conn *c);
 
 #endif /* KTCP_HTTPD_H */

@@ -202,7 +202,9 @@ bool rt_conn_admit(const struct rt_conn *c)
     if ((rt_g.cfg->max_conns > 0 && n >= rt_g.cfg->max_conns) || !peer_get(c)) {
         atomic_fetch_sub(&live_conns, 1);
         rt_count(RT_C_REFUSED, 1);
-        if (rt_g.cfg->refuse)
+        /* the second port's protocol may not be the answer's (HTTPS):
+         * its refusals are closed only */
+        if (rt_g.cfg->refuse && c->listener == 0)
             rt_g.cfg->refuse(c->fd);
         return false;
     }

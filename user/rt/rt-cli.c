@@ -2,21 +2,29 @@
  * line with the flags they all share (one spelling, one meaning, one
  * default, one message for a bad value) and the program's own, parsed by
  * one parser that never exits (rt_cli_apply: ktcp-httpd runs it again on a
- * --config file at each SIGHUP); the main thread's signal loop; and the
- * counters file.
+ * --config file at each SIGHUP); the main thread's signal loop, with
+ * systemd's readiness protocol; and the counters file.
  *
- * Signals are blocked in every thread and taken synchronously by the main
- * thread (sigwaitinfo), so no handler ever runs inside a connection's code.
- * SIGHUP, which would otherwise end the process (a closed terminal, a
- * service manager's "reload"), is taken and ignored: every setting is a
- * flag, so there is nothing to read again. */
+ * Signals: every signal the loop answers has a handler that only notes it
+ * and wakes the loop (a pipe), installed before any thread exists, so
+ * whichever thread the kernel delivers it to — a library's own thread
+ * (liburcu's call_rcu and rculfhash workers set their own masks) included
+ * — nothing else happens there. The runtime's threads block them (they
+ * inherit the mask of rt_cli_signals), and the main thread takes them
+ * between two waits of its loop, where the program's hooks (reload,
+ * reopen) run. docs/operating.md has the table. */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
+#include <poll.h>
 #include <signal.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "ktcp-version.h"
@@ -87,6 +95,7 @@ enum {
     OPT_VERSION,
     OPT_MAX_PER_IP,
     OPT_BUSY_POLL,
+    OPT_SHUTDOWN,
     NO_DEFAULT = -1
 };
 static const struct shared_flag {
@@ -129,6 +138,12 @@ static const struct shared_flag {
      "sleeps; adapted to the gaps it sees, at most\n"
      "10000; 0 = never (default %d)",
      offsetof(struct rt_config, busy_poll_us), RT_CLI_BUSY_POLL},
+    {OPT_SHUTDOWN, "shutdown-timeout", "SECONDS",
+     "SIGTERM/SIGINT: how long in-flight responses may\n"
+     "finish before they are cut and the server exits;\n"
+     "a second SIGTERM cuts at once; 0 = no deadline\n"
+     "(default %d)",
+     offsetof(struct rt_config, shutdown_timeout_s), 0},
     {OPT_BACKLOG, "backlog", "N", "listen backlog (default %d)",
      offsetof(struct rt_config, backlog), 0},
     {'s', "stats-file", "PATH",
@@ -198,8 +213,8 @@ static void usage(FILE *f, const struct rt_cli *cli, const struct rt_config *d)
     if (cli->footer)
         fprintf(f, "\n%s\n", cli->footer);
     fprintf(f,
-            "\nExit status: 0 after SIGTERM/SIGINT, 1 on a start-up error, 2 "
-            "on a bad argument.\n");
+            "\nExit status: 0 after SIGTERM/SIGINT/SIGQUIT, 1 on a start-up "
+            "error, 2 on a\nbad argument.\n");
 }
 
 static bool parse_model(const struct rt_cli *cli,
@@ -257,6 +272,9 @@ static bool shared_flag(struct rt_cli *cli,
                         &cfg->max_conns_per_ip);
     case OPT_BACKLOG:
         return int_flag("--backlog", arg, 1, 65535, &cfg->backlog);
+    case OPT_SHUTDOWN:
+        return int_flag("--shutdown-timeout", arg, 0, 86400,
+                        &cfg->shutdown_timeout_s);
     case OPT_BUSY_POLL:
         return int_flag("--busy-poll-us", arg, 0, RT_BUSY_POLL_US_MAX,
                         &cfg->busy_poll_us);
@@ -356,6 +374,7 @@ void rt_cli_parse(struct rt_cli *cli,
                   int argc,
                   char **argv)
 {
+    rt_cli_signals();
     switch (rt_cli_apply(cli, cfg, argc, argv, 0)) {
     case RT_CLI_OK:
         return;
@@ -394,42 +413,262 @@ void rt_cli_write_counters(const struct rt_cli *cli)
                 strerror(errno));
 }
 
+/* ---- signals ---- */
+
+/* What the loop answers, in the order it answers signals that came
+ * together: the reload and the reopen before a stop. */
+static const int caught[] = {SIGHUP,  SIGUSR1, SIGUSR2,
+                             SIGQUIT, SIGTERM, SIGINT};
+#define NCAUGHT (sizeof(caught) / sizeof(caught[0]))
+static volatile sig_atomic_t sig_pending[NSIG];
+static int sig_pipe[2] = {-1, -1};
+
+/* Any thread: note the signal, wake the loop; nothing else. */
+static void on_signal(int sig)
+{
+    int saved = errno;
+    sig_pending[sig] = 1;
+    if (write(sig_pipe[1], "", 1) < 0) {
+        /* the pipe is full: the loop has a wake-up pending anyway */
+    }
+    errno = saved;
+}
+
+void rt_cli_signals(void)
+{
+    static bool done;
+    sigset_t set;
+
+    if (done)
+        return;
+    done = true;
+    if (pipe2(sig_pipe, O_NONBLOCK | O_CLOEXEC) < 0) {
+        fprintf(stderr, "%s: signal pipe: %s\n", prog, strerror(errno));
+        exit(1);
+    }
+    struct sigaction sa = {.sa_handler = on_signal, .sa_flags = SA_RESTART};
+    sigfillset(&sa.sa_mask);
+    sigemptyset(&set);
+    for (size_t i = 0; i < NCAUGHT; i++) {
+        sigaction(caught[i], &sa, NULL);
+        sigaddset(&set, caught[i]);
+    }
+    signal(SIGPIPE, SIG_IGN); /* a write to a closed peer returns EPIPE */
+    pthread_sigmask(SIG_BLOCK, &set, NULL); /* inherited by every thread */
+}
+
+/* systemd's socket, connected before the start drops privileges (a
+ * --user may not reach the socket's directory); -1: none. */
+static int notify_fd = -1;
+
+static void notify_open(void)
+{
+    const char *path = getenv("NOTIFY_SOCKET");
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    size_t len = path ? strlen(path) : 0;
+
+    if (notify_fd >= 0 || !path || (path[0] != '/' && path[0] != '@') ||
+        len >= sizeof(sa.sun_path))
+        return;
+    memcpy(sa.sun_path, path, len);
+    if (path[0] == '@')
+        sa.sun_path[0] = '\0'; /* an abstract socket */
+    notify_fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (notify_fd >= 0 &&
+        connect(notify_fd, (struct sockaddr *) &sa,
+                (socklen_t) (offsetof(struct sockaddr_un, sun_path) + len)) <
+            0) {
+        fprintf(stderr, "%s: NOTIFY_SOCKET %s: %s\n", prog, path,
+                strerror(errno));
+        close(notify_fd);
+        notify_fd = -1;
+    }
+}
+
+void rt_notify(const char *state)
+{
+    notify_open();
+    if (notify_fd >= 0 &&
+        send(notify_fd, state, strlen(state), MSG_NOSIGNAL) < 0)
+        fprintf(stderr, "%s: NOTIFY_SOCKET: %s\n", prog, strerror(errno));
+}
+
+static const char *sig_name(int sig)
+{
+    switch (sig) {
+    case SIGTERM:
+        return "SIGTERM";
+    case SIGINT:
+        return "SIGINT";
+    case SIGQUIT:
+        return "SIGQUIT";
+    case SIGHUP:
+        return "SIGHUP";
+    case SIGUSR1:
+        return "SIGUSR1";
+    default:
+        return "SIGUSR2";
+    }
+}
+
+/* After a cut, how long the loop waits for the connections to end before
+ * it leaves them to the exit. */
+#define CUT_GRACE_MS 500
+
+/* The stop: its deadline (0: none), when the responses were cut (0: not
+ * yet). */
+struct stop_state {
+    bool stopping;
+    uint64_t deadline, cut_at;
+};
+
+static void stop_cut(struct stop_state *st, const char *why)
+{
+    if (st->cut_at)
+        return;
+    fprintf(stderr, "%s: %s: cutting %ld connection%s still in flight\n", prog,
+            why, rt_live_conns(), rt_live_conns() == 1 ? "" : "s");
+    st->cut_at = rt_now_ms();
+    rt_stop_now();
+}
+
+static void stop_begin(struct stop_state *st, int sig, int timeout_s)
+{
+    if (st->stopping) {
+        if (sig != SIGQUIT) /* a second TERM/INT: at once */
+            stop_cut(st, sig == SIGTERM ? "second SIGTERM" : "second SIGINT");
+        return;
+    }
+    st->stopping = true;
+    rt_notify("STOPPING=1");
+    rt_stop();
+    if (sig != SIGQUIT && timeout_s > 0)
+        st->deadline = rt_now_ms() + (uint64_t) timeout_s * 1000u;
+    if (st->deadline)
+        fprintf(stderr,
+                "%s: %s: stopping: no new connections; %ld in flight "
+                "may finish within %d s\n",
+                prog, sig_name(sig), rt_live_conns(), timeout_s);
+    else
+        fprintf(stderr,
+                "%s: %s: stopping: no new connections; %ld in flight "
+                "may finish, without a deadline\n",
+                prog, sig_name(sig), rt_live_conns());
+}
+
+static void reload(struct rt_cli *cli)
+{
+    char msg[64];
+    struct timespec ts;
+
+    if (!cli->reload) {
+        fprintf(stderr, "%s: SIGHUP: nothing to reload, connections kept\n",
+                prog);
+        return;
+    }
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    snprintf(msg, sizeof(msg), "RELOADING=1\nMONOTONIC_USEC=%llu",
+             (unsigned long long) ts.tv_sec * 1000000ULL +
+                 (unsigned long long) ts.tv_nsec / 1000);
+    rt_notify(msg);
+    cli->reload();
+    rt_notify("READY=1");
+}
+
+/* The main thread from the start to the stop: true when every connection
+ * ended, false when some were left to the exit after a cut. */
+static bool signal_loop(struct rt_cli *cli, const struct rt_config *cfg)
+{
+    struct stop_state st = {0};
+    sigset_t waitmask;
+    char drain[64];
+
+    pthread_sigmask(SIG_SETMASK, NULL, &waitmask);
+    for (size_t i = 0; i < NCAUGHT; i++)
+        sigdelset(&waitmask, caught[i]);
+    for (;;) {
+        struct pollfd p = {.fd = sig_pipe[0], .events = POLLIN};
+        struct timespec tick = {0, 20 * 1000000L};
+        if (st.stopping && rt_live_conns() == 0)
+            return true;
+        /* the signals are taken here only: a handler run on this thread
+         * interrupts the wait, one run on another writes the pipe */
+        ppoll(&p, 1, st.stopping ? &tick : NULL, &waitmask);
+        while (read(sig_pipe[0], drain, sizeof(drain)) > 0) {
+        }
+        for (size_t i = 0; i < NCAUGHT; i++) {
+            int sig = caught[i];
+            if (!sig_pending[sig])
+                continue;
+            sig_pending[sig] = 0;
+            if (sig == SIGUSR1) {
+                if (cli->reopen)
+                    cli->reopen();
+                else
+                    rt_cli_write_counters(cli);
+            } else if (sig == SIGHUP) {
+                if (st.stopping)
+                    fprintf(stderr, "%s: SIGHUP: stopping, not reloaded\n",
+                            prog);
+                else
+                    reload(cli);
+            } else if (sig == SIGUSR2) {
+                fprintf(stderr,
+                        "%s: SIGUSR2: ignored (no binary upgrade: restart "
+                        "the service instead)\n",
+                        prog);
+            } else {
+                stop_begin(&st, sig, cfg->shutdown_timeout_s);
+            }
+        }
+        uint64_t now = rt_now_ms();
+        if (st.deadline && now >= st.deadline)
+            stop_cut(&st, "--shutdown-timeout passed");
+        if (st.cut_at && now >= st.cut_at + CUT_GRACE_MS) {
+            fprintf(stderr, "%s: %ld connection%s left to the exit\n", prog,
+                    rt_live_conns(), rt_live_conns() == 1 ? "" : "s");
+            return false;
+        }
+    }
+}
+
 int rt_cli_serve(struct rt_cli *cli, struct rt_config *cfg)
 {
-    static const int taken[] = {SIGTERM, SIGINT, SIGUSR1, SIGHUP, SIGPIPE};
-    sigset_t sigs;
     int err;
 
-    sigemptyset(&sigs);
-    for (size_t i = 0; i < sizeof(taken) / sizeof(taken[0]); i++)
-        sigaddset(&sigs, taken[i]);
-    pthread_sigmask(SIG_BLOCK, &sigs, NULL); /* inherited by every thread */
+    rt_cli_signals();
+    notify_open();
     if (cli->start && cli->start() != 0)
         return 1;
     err = rt_start(cfg);
     if (err < 0) {
-        if (err != -EINVAL)
+        /* the listener's and the listening hook's errors are named already */
+        if (err != -EINVAL && err != -EADDRINUSE && err != -EACCES &&
+            err != -EPERM)
             fprintf(stderr, "%s: cannot start: %s\n", prog, strerror(-err));
         return 1;
     }
-    fprintf(stderr, "%s: listening on port %d, %s model, %d threads\n", prog,
-            cfg->port,
-            cli->one_model ? cli->one_model : rt_model_name(cfg->model),
-            cli->one_model ? cli->threads : cfg->workers);
-    for (;;) {
-        int sig = sigwaitinfo(&sigs, NULL);
-        if (sig == SIGUSR1)
+    if (cli->serving)
+        cli->serving();
+    else
+        fprintf(stderr, "%s: listening on port %d, %s model, %d threads\n",
+                prog, cfg->port,
+                cli->one_model ? cli->one_model : rt_model_name(cfg->model),
+                cli->one_model ? cli->threads : cfg->workers);
+    rt_notify("READY=1");
+    if (!signal_loop(cli, cfg)) {
+        /* connections that did not end after the cut: the buffered lines
+         * of the workers written, the counters, and the exit closes them */
+        rt_flush_workers(200);
+        if (!(cli->not_taken & RT_CLI_STATS_FILE))
             rt_cli_write_counters(cli);
-        else if (sig == SIGHUP)
-            fprintf(stderr, "%s: SIGHUP: nothing to reload, connections kept\n",
-                    prog);
-        else if (sig == SIGTERM || sig == SIGINT)
-            break;
+        fflush(NULL);
+        _exit(0);
     }
-    rt_stop();
     rt_finish();
     if (cli->stopped)
         cli->stopped();
-    rt_cli_write_counters(cli);
+    if (!(cli->not_taken & RT_CLI_STATS_FILE)) /* else served elsewhere */
+        rt_cli_write_counters(cli);
     return 0;
 }

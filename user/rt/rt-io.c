@@ -53,14 +53,16 @@ static NOINLINE ssize_t sys_sendfile(int out, int in, off_t *off, size_t n)
 }
 
 /* threads model: block in poll(2), also watching the stop eventfd while
- * the connection is idle so a stopping server can close it. */
+ * the connection is idle so a stopping server can close it, and until the
+ * stop begins so that a wait for a slow reader then looks every 50 ms
+ * whether rt_stop_now cut it. */
 static NOINLINE int wait_poll(struct rt_conn *c,
                               short events,
                               uint64_t deadline_ms,
                               bool idle)
 {
     for (;;) {
-        if (idle && rt_stopping())
+        if (rt_wait_cut(idle))
             return -ESHUTDOWN;
         int timeout = -1;
         if (deadline_ms) {
@@ -69,11 +71,14 @@ static NOINLINE int wait_poll(struct rt_conn *c,
                 return -ETIMEDOUT;
             timeout = (int) (deadline_ms - now);
         }
+        bool stopping = rt_stopping();
+        if (stopping && (timeout < 0 || timeout > 50))
+            timeout = 50;
         struct pollfd p[2] = {
             {.fd = c->fd, .events = events},
             {.fd = rt_g.stop_fd, .events = POLLIN},
         };
-        int n = sys_poll(p, idle ? 2 : 1, timeout);
+        int n = sys_poll(p, idle || !stopping ? 2 : 1, timeout);
         if (n < 0 && n != -EINTR)
             return n;
         if (n > 0 && p[0].revents) {
@@ -126,6 +131,8 @@ static int send_wait(struct rt_conn *c, int timeout_ms)
 
 ssize_t rt_read_nowait(struct rt_conn *c, void *buf, size_t len)
 {
+    if (__builtin_expect(c->io != NULL, 0))
+        return c->io->read_nowait(c, buf, len);
     ssize_t n;
     do
         n = sys_recv(c->fd, buf, len);
@@ -139,6 +146,8 @@ ssize_t rt_read(struct rt_conn *c,
                 uint64_t deadline_ms,
                 bool idle)
 {
+    if (__builtin_expect(c->io != NULL, 0))
+        return c->io->read(c, buf, len, deadline_ms, idle);
     for (;;) {
         ssize_t n = rt_read_nowait(c, buf, len);
         if (n != -EAGAIN)
@@ -172,6 +181,8 @@ ssize_t rt_sendv(struct rt_conn *c,
                  bool more,
                  int timeout_ms)
 {
+    if (__builtin_expect(c->io != NULL, 0))
+        return c->io->sendv(c, iov, iovcnt, more, timeout_ms);
     ssize_t total = 0;
     while (iovcnt > 0) {
         struct msghdr m = {.msg_iov = iov, .msg_iovlen = iovcnt};
@@ -197,6 +208,10 @@ ssize_t rt_sendv(struct rt_conn *c,
  * echo's every message comes this way). */
 ssize_t rt_send(struct rt_conn *c, const void *buf, size_t len, int timeout_ms)
 {
+    if (__builtin_expect(c->io != NULL, 0)) {
+        struct iovec iov = {.iov_base = (void *) buf, .iov_len = len};
+        return c->io->sendv(c, &iov, 1, false, timeout_ms);
+    }
     size_t done = 0;
     while (done < len) {
         ssize_t n =
@@ -207,6 +222,13 @@ ssize_t rt_send(struct rt_conn *c, const void *buf, size_t len, int timeout_ms)
         done += (size_t) n;
     }
     return (ssize_t) done;
+}
+
+void rt_shutdown_write(struct rt_conn *c)
+{
+    if (c->io)
+        c->io->shutdown_write(c);
+    shutdown(c->fd, SHUT_WR);
 }
 
 void rt_yield(struct rt_conn *c)
@@ -221,6 +243,8 @@ ssize_t rt_sendfile(struct rt_conn *c,
                     size_t count,
                     int timeout_ms)
 {
+    if (__builtin_expect(c->io != NULL, 0))
+        return c->io->sendfile(c, file_fd, offset, count, timeout_ms);
     size_t left = count;
     while (left > 0) {
         ssize_t n = sys_sendfile(c->fd, file_fd, &offset, left);

@@ -100,11 +100,29 @@ int rt_start(const struct rt_config *cfg)
         for (int i = 0; i < n; i++)
             rt_g.listen_fds[rt_g.nlisten++] = inherited;
     }
+    /* one server per port: a second one would join the first's
+     * SO_REUSEPORT group and take half its connections */
+    err = rt_g.inherited ? 0 : ktcp_port_free(cfg->bind, cfg->port);
+    if (err == -EADDRINUSE) {
+        fprintf(stderr,
+                "%s: --bind %s --port %d: %s: another process listens "
+                "there (one server per port)\n",
+                rt_name(), cfg->bind ? cfg->bind : "(any)", cfg->port,
+                strerror(EADDRINUSE));
+        return err;
+    }
     for (int i = 0; i < n && !rt_g.inherited; i++) {
-        int fd = rt_open_listener(cfg, cfg->model == RT_MODEL_EPOLL);
+        int fd = rt_open_listener(cfg, cfg->port, cfg->model == RT_MODEL_EPOLL);
         if (fd < 0)
             return fd;
         rt_g.listen_fds[rt_g.nlisten++] = fd;
+    }
+    for (int i = 0; i < n && cfg->second_port; i++) {
+        int fd = rt_open_listener(cfg, cfg->second_port,
+                                  cfg->model == RT_MODEL_EPOLL);
+        if (fd < 0)
+            return fd;
+        rt_g.listen_fds2[rt_g.nlisten2++] = fd;
     }
     if (cfg->listening) {
         err = cfg->listening();
@@ -129,10 +147,20 @@ void rt_stop(void)
      * closed number could be reused by an accept. Blocked accepts return. */
     for (int i = 0; i < rt_g.nlisten && !rt_g.inherited; i++)
         shutdown(rt_g.listen_fds[i], SHUT_RDWR);
+    for (int i = 0; i < rt_g.nlisten2; i++)
+        shutdown(rt_g.listen_fds2[i], SHUT_RDWR);
     if (rt_g.cfg->model == RT_MODEL_THREADS)
         rt_threads_wake_all(); /* threads waiting for a connection exit */
     if (rt_g.cfg->model != RT_MODEL_THREADS)
         rt_wake_all();
+}
+
+void rt_stop_now(void)
+{
+    atomic_store(&rt_g.cutting, true);
+    rt_stop();
+    if (rt_g.cfg->model != RT_MODEL_THREADS)
+        rt_wake_all(); /* threads-model waits look every 50 ms */
 }
 
 void rt_finish(void)
@@ -149,5 +177,7 @@ void rt_finish(void)
     }
     for (int i = 0; i < (rt_g.inherited ? 1 : rt_g.nlisten); i++)
         close(rt_g.listen_fds[i]);
+    for (int i = 0; i < rt_g.nlisten2; i++)
+        close(rt_g.listen_fds2[i]);
     urcu_memb_barrier(); /* run pending call_rcu callbacks */
 }

@@ -36,6 +36,33 @@ enum rt_model { RT_MODEL_THREADS, RT_MODEL_EPOLL, RT_MODEL_MN };
 
 struct rt_coro;
 struct rt_worker;
+struct rt_conn;
+
+/* A connection's own transport (TLS, user/tls): when rt_conn.io is set,
+ * rt_read, rt_read_nowait, rt_send, rt_sendv, rt_sendfile and
+ * rt_shutdown_write go through it, with the same contracts (bytes or
+ * -errno; the waiting ones wait through rt_wait), instead of the socket's
+ * calls. The runtime never sets it and never frees io_data: whoever set it
+ * clears it before the connection ends. */
+struct rt_io {
+    ssize_t (*read_nowait)(struct rt_conn *c, void *buf, size_t len);
+    ssize_t (*read)(struct rt_conn *c,
+                    void *buf,
+                    size_t len,
+                    uint64_t deadline_ms,
+                    bool idle);
+    ssize_t (*sendv)(struct rt_conn *c,
+                     const struct iovec *iov,
+                     int iovcnt,
+                     bool more,
+                     int timeout_ms);
+    ssize_t (*sendfile)(struct rt_conn *c,
+                        int file_fd,
+                        off_t offset,
+                        size_t count,
+                        int timeout_ms);
+    void (*shutdown_write)(struct rt_conn *c);
+};
 
 /* One accepted connection. In the coroutine models it lives inside the
  * coroutine header; in the threads model on the thread's stack. */
@@ -50,6 +77,10 @@ struct rt_conn {
     /* idle and out of time while the client still takes what was sent:
      * the unacknowledged bytes then (SIOCOUTQ), or 0 */
     int idle_unacked;
+    /* which listener accepted it: 0 the port, 1 the second port */
+    unsigned char listener;
+    const struct rt_io *io; /* NULL: the socket's own calls */
+    void *io_data;          /* the transport's state */
 };
 
 /* The client's address as text ("-" if unknown); made on first use. */
@@ -70,6 +101,9 @@ struct rt_config {
     /* numeric IPv4/IPv6 address; NULL: every address, IPv6 and IPv4 */
     const char *bind;
     int port;
+    /* a second listener on the same address, served alike; its
+     * connections have listener 1 (ktcp-httpd's --tls-port); 0: none */
+    int second_port;
     int backlog;   /* listen(2) backlog; 0: 1024 */
     int max_conns; /* live connections; excess get 503 and close */
     /* live connections from one client address (IPv4 and IPv4-mapped IPv6
@@ -81,8 +115,9 @@ struct rt_config {
      * adapted to the gaps it sees (rt-sched.c, wait_events); 0: never */
     int busy_poll_us;
     rt_handler_fn handler;
-    void (*refuse)(
-        int fd); /* answer a connection over max_conns; NULL: close */
+    /* answer a connection of the port over max_conns; NULL: close (the
+     * second port's are always closed) */
+    void (*refuse)(int fd);
     /* A stop also ends sends waiting for a slow reader (-ESHUTDOWN), as
      * kecho's unload does; false: in-flight responses finish (HTTP). */
     bool stop_cuts_sends;
@@ -96,6 +131,9 @@ struct rt_config {
     /* Called once the listeners are open and before any thread serves:
      * dropping privileges goes here. Non-zero fails rt_start. */
     int (*listening)(void);
+    /* rt_cli_serve: how long a SIGTERM/SIGINT lets in-flight responses
+     * finish before they are cut (rt_stop_now); 0: no deadline */
+    int shutdown_timeout_s;
 };
 
 /* Open the listeners (or take the one systemd passed: socket activation)
@@ -110,6 +148,10 @@ long rt_live_conns(void);
 /* Ask the server to stop: no more accepts, idle connections closed,
  * in-flight responses finished. Safe to call from another thread. */
 void rt_stop(void);
+/* rt_stop, and cut the in-flight responses too: every wait, a send to a
+ * client that does not read included, returns -ESHUTDOWN within about
+ * 50 ms, so rt_finish returns soon after. */
+void rt_stop_now(void);
 bool rt_stopping(void);
 
 /* Counters. The runtime counts connections (accepted, refused, timed
@@ -183,6 +225,9 @@ ssize_t rt_sendv(struct rt_conn *c,
                  int timeout_ms);
 /* rt_sendv of one buffer, without MSG_MORE (send(2), no iovec). */
 ssize_t rt_send(struct rt_conn *c, const void *buf, size_t len, int timeout_ms);
+/* Stop sending: the transport's end (a TLS close_notify) and the FIN
+ * (shutdown(SHUT_WR)); reading goes on. */
+void rt_shutdown_write(struct rt_conn *c);
 /* Let the worker's other ready connections run before this one goes on
  * (a handler that still has bytes to read after a budget of work; the
  * sockets are edge-triggered, so returning RT_IDLE would lose them). A
@@ -201,10 +246,11 @@ ssize_t rt_sendfile(struct rt_conn *c,
  * -m/--model, -i/--idle-timeout-ms, -c/--max-conns, --max-conns-per-ip,
  * --busy-poll-us, --backlog, -s/--stats-file, --version, -h/--help; a
  * program adds its own flags to the same table and --help. rt_cli_serve is
- * the rest of main(): signals taken by the main thread (SIGTERM/SIGINT
- * stop, SIGUSR1 writes the counters, SIGHUP is ignored: every setting is a
- * flag), the start and the stop. A program with a signal loop of its own
- * (ktcp-httpd) uses the parser alone. */
+ * the rest of main(): the start, the signal loop (docs/operating.md has
+ * the table: SIGTERM/SIGINT stop within --shutdown-timeout, a second one
+ * at once; SIGQUIT stops without a deadline; SIGHUP calls cli->reload,
+ * SIGUSR1 cli->reopen or writes the counters; SIGUSR2 and SIGPIPE are
+ * ignored), systemd's readiness protocol, and the stop. */
 #include <stdio.h>
 
 #define RT_BUSY_POLL_US_DEFAULT 50
@@ -214,7 +260,8 @@ ssize_t rt_sendfile(struct rt_conn *c,
  * per core unless set). */
 #define RT_CLI_DEFAULTS                                                 \
     .model = RT_MODEL_EPOLL, .backlog = 1024, .idle_timeout_ms = 30000, \
-    .max_conns = 10000, .busy_poll_us = RT_BUSY_POLL_US_DEFAULT
+    .max_conns = 10000, .busy_poll_us = RT_BUSY_POLL_US_DEFAULT,        \
+    .shutdown_timeout_s = 10
 
 /* One of the program's own flags. */
 struct rt_cli_opt {
@@ -265,6 +312,14 @@ struct rt_cli {
     int (*start)(void);
     /* rt_cli_serve: after rt_finish, before the last counters */
     void (*stopped)(void);
+    /* rt_cli_serve, on the main thread, between two signals: after the
+     * start, say what is served (NULL: a line of the runtime's); SIGHUP,
+     * reload what can change while serving (NULL: nothing to reload);
+     * SIGUSR1, reopen the logs (NULL: write the counters). Each runs
+     * alone: the next signal waits for it. */
+    void (*serving)(void);
+    void (*reload)(void);
+    void (*reopen)(void);
     const char *stats_file; /* -s, or NULL: stderr */
 };
 
@@ -305,9 +360,19 @@ bool rt_cli_long(const char *flag,
                  long *out);
 /* --model's name of m. */
 const char *rt_model_name(enum rt_model m);
-/* Start, serve until SIGTERM/SIGINT, stop, write the counters: main()'s
- * exit status. */
+/* Catch the signals rt_cli_serve answers (a handler that only notes the
+ * signal and wakes the loop, whichever thread the kernel picks, library
+ * threads included) and block them in the calling thread, whose mask the
+ * threads it creates inherit. Call it before any thread exists; rt_cli_parse
+ * does. */
+void rt_cli_signals(void);
+/* Start, serve until SIGTERM/SIGINT/SIGQUIT, stop, write the counters:
+ * main()'s exit status. */
 int rt_cli_serve(struct rt_cli *cli, struct rt_config *cfg);
+/* Tell systemd (the datagram protocol of sd_notify(3), to $NOTIFY_SOCKET;
+ * nothing when it is unset), e.g. "READY=1". rt_cli_serve sends READY=1,
+ * RELOADING=1 and STOPPING=1 itself. */
+void rt_notify(const char *state);
 /* Write the counters to cli->stats_file (aside, then renamed: a reader
  * never sees half a file), or stderr. */
 void rt_cli_write_counters(const struct rt_cli *cli);

@@ -37,6 +37,16 @@ def skip_on_debug_kernel():
                     "kmemleak checks leaks)")
 
 
+def slub_debug():
+    """The kernel was booted with slub_debug (scripts/vm's memory detectors):
+    slab objects carry red zones and tracking, so slab figures are bigger."""
+    try:
+        with open("/proc/cmdline") as f:
+            return "slub_debug" in f.read()
+    except OSError:
+        return False
+
+
 def require_kind(kind):
     """Skip the calling test unless engines of this kind were selected."""
     if kind not in selected_kinds():

@@ -7,6 +7,8 @@ parameters (cache_size is its cache_bytes):
 
   idle_timeout_ms  close idle connections and unfinished heads after this
   max_conns        refuse connections beyond this many
+  max_conns_per_ip refuse connections beyond this many from one address
+                   (the servers' default: a quarter of max_conns, at least 64)
   gzip             serve gzip copies of compressible files
   access_log       file to log requests to (ktcp-httpd only)
   threads          worker threads (ktcp-httpd only; khttpd ignores it)
@@ -111,7 +113,7 @@ class UserHttpd(Engine):
             cmd = [HTTPD_BIN, "--root", o["root"], "--port", str(port)]
         flags = (("bind", "--bind"), ("model", "--model"), ("threads", "--threads"),
                  ("idle_timeout_ms", "--idle-timeout-ms"), ("max_conns", "--max-conns"),
-                 ("access_log", "--access-log"), ("cache_size", "--cache-size"),
+                 ("max_conns_per_ip", "--max-conns-per-ip"), ("access_log", "--access-log"), ("cache_size", "--cache-size"),
                  ("expires_s", "--expires"), ("listing_max", "--listing-max"),
                  ("listing_bytes", "--listing-bytes"))
         o = dict(o, model=self.model)
@@ -152,6 +154,7 @@ class KernelHttpd(KernelModule):
     family = module = "khttpd"
     # option -> module parameter
     params_of = {"idle_timeout_ms": "idle_timeout_ms", "max_conns": "max_conns",
+                 "max_conns_per_ip": "max_conns_per_ip",
                  "gzip": "gzip", "cache_size": "cache_bytes",
                  "expires_s": "expires_s", "gzip_static": "gzip_static",
                  "error_pages": "error_pages", "dotfiles": "dotfiles",

@@ -142,6 +142,8 @@ static void reload(int argc, char **argv, struct settings *running)
         {n.rt.max_conns != running->rt.max_conns, "--max-conns"},
         {n.rt.max_conns_per_ip != running->rt.max_conns_per_ip,
          "--max-conns-per-ip"},
+        {n.rt.per_ip_v6_prefix != running->rt.per_ip_v6_prefix,
+         "--per-ip-v6-prefix"},
         {n.rt.backlog != running->rt.backlog, "--backlog"},
         {n.rt.busy_poll_us != running->rt.busy_poll_us, "--busy-poll-us"},
         {n.cache_size != running->cache_size, "--cache-size"},
@@ -540,6 +542,9 @@ static int on_start(void)
     return 0;
 }
 
+/* the kernel has the tls ULP (kTLS), probed at start */
+static bool tls_ulp;
+
 static void on_serving(void)
 {
     char where[96];
@@ -556,7 +561,7 @@ static void on_serving(void)
             s.rt.model == RT_MODEL_THREADS ? 1 : s.rt.workers,
             s.rt.model != RT_MODEL_THREADS && s.rt.workers > 1 ? "s" : "");
     if (httpd_cfg.tls) {
-        bool ulp = ktcp_tls_kernel_has_ulp();
+        bool ulp = tls_ulp;
         fprintf(stderr,
                 "ktcp-httpd: HTTPS on port %d (%s; TLS 1.2 and 1.3, ALPN "
                 "http/1.1; %s)\n",
@@ -627,6 +632,9 @@ int main(int argc, char **argv)
         struct ktcp_tls_opts to = {.cert_file = s.tls_cert,
                                    .key_file = s.tls_key};
         httpd_cfg.tls = ktcp_tls_ctx_new(&to, err, sizeof(err));
+        /* probed while still root: a kernel whose tls ULP is a module
+         * loads it now (an unprivileged process cannot have it loaded) */
+        tls_ulp = ktcp_tls_kernel_has_ulp();
         if (!httpd_cfg.tls) {
             fprintf(stderr, "ktcp-httpd: --tls-cert %s --tls-key %s: %s\n",
                     s.tls_cert, s.tls_key, err);

@@ -107,8 +107,13 @@ struct rt_config {
     int backlog;   /* listen(2) backlog; 0: 1024 */
     int max_conns; /* live connections; excess get 503 and close */
     /* live connections from one client address (IPv4 and IPv4-mapped IPv6
-     * count as one); excess are refused as over max_conns; 0: no limit */
+     * count as one; IPv6 per per_ip_v6_prefix); excess are refused as over
+     * max_conns; 0: no limit; RT_PER_IP_AUTO: a quarter of max_conns, at
+     * least RT_PER_IP_FLOOR (no limit when max_conns is 0) */
     int max_conns_per_ip;
+    /* IPv6 clients are counted per prefix of this many bits, 1..128; 0:
+     * RT_PER_IP_V6_PREFIX (a /64: what one site is given) */
+    int per_ip_v6_prefix;
     /* RT_IDLE connections are closed after this; 0: never (a day) */
     int idle_timeout_ms;
     /* epoll/mn: the longest a worker polls for events before it sleeps,
@@ -254,14 +259,18 @@ ssize_t rt_sendfile(struct rt_conn *c,
 #include <stdio.h>
 
 #define RT_BUSY_POLL_US_DEFAULT 50
+#define RT_PER_IP_AUTO (-1)
+#define RT_PER_IP_FLOOR 64
+#define RT_PER_IP_V6_PREFIX 64
 #define RT_BUSY_POLL_US_MAX 10000
 
 /* The shared defaults, for a struct rt_config initialiser (workers: one
  * per core unless set). */
 #define RT_CLI_DEFAULTS                                                 \
     .model = RT_MODEL_EPOLL, .backlog = 1024, .idle_timeout_ms = 30000, \
-    .max_conns = 10000, .busy_poll_us = RT_BUSY_POLL_US_DEFAULT,        \
-    .shutdown_timeout_s = 10
+    .max_conns = 10000, .max_conns_per_ip = RT_PER_IP_AUTO,             \
+    .per_ip_v6_prefix = RT_PER_IP_V6_PREFIX,                            \
+    .busy_poll_us = RT_BUSY_POLL_US_DEFAULT, .shutdown_timeout_s = 10
 
 /* One of the program's own flags. */
 struct rt_cli_opt {

@@ -34,7 +34,7 @@ MODDIR   := $(BUILD)/modules/$(KVER)
 BINS        :=   # user-space programs, each $(BUILD)/<name>
 UNIT_TESTS  :=   # C test programs run by make check, each exits non-zero on failure
 
-.PHONY: all modules user check check-unit check-layers check-host check-vm check-debug run bench bench-quick bench-echo bench-kcm fmt fmt-check checkpatch deps clean
+.PHONY: all modules user check check-unit check-layers check-host check-vm check-debug check-detectors run bench bench-quick bench-echo bench-kcm fmt fmt-check checkpatch deps clean
 all: user modules
 
 # The version --version prints: VERSION plus git describe, regenerated only
@@ -62,7 +62,7 @@ $(FLAGS_STAMP): FORCE
 
 # The libraries' fragments first (core/, the user runtime user/rt, the
 # helpers of user/common): the programs' fragments name what they define.
-LIB_MKS := $(sort $(wildcard core/*.mk user/rt/*.mk user/common/*.mk))
+LIB_MKS := $(sort $(wildcard core/*.mk user/rt/*.mk user/common/*.mk user/tls/*.mk))
 include $(LIB_MKS) $(filter-out $(LIB_MKS),$(sort $(wildcard user/*/*.mk tools/*.mk tests/*/*.mk)))
 
 user: $(BINS) $(UNIT_TESTS)
@@ -100,6 +100,7 @@ check: deps
 	$(MAKE) check-layers
 	$(MAKE) check-host
 	$(MAKE) check-portable
+	$(MAKE) check-detectors KERNEL=6.1
 	@set -e; debug=$$(scripts/kernels release debug >/dev/null 2>&1 && echo yes || true); \
 	for k in $(KERNELS); do \
 		if [ "$$k" = "$(DEBUG_BASE)" ] && [ -n "$$debug" ]; then \
@@ -128,6 +129,14 @@ VM_TESTS = $(wildcard tests/test_echo.py tests/test_kernel_modules.py tests/test
 	tests/test_khttpd_kernel.py tests/test_khttpd_tls.py tests/test_kcm.py tests/test_conn_per_ip.py tests/test_server_flags.py tests/test_dkms.py tests/test_scaleout.py)
 check-vm: user modules dkms-prebuild
 	scripts/vm --kernel $(KERNEL) --timeout 2400 -- env KTCP_ENGINES=kernel $(CURDIR)/$(PYTHON) -m pytest -q -rs $(VM_TESTS) $(PYTEST_ARGS)
+
+# make check-detectors: the release kernel's own memory detectors, which
+# scripts/vm switches on at boot (slub_debug=FZPU, page_poison=1, KFENCE on
+# 6.12), fail a run on purposeful slab faults of tests/kmod/ktcp_fault.ko
+# (a write after free, a double free): one boot, run by make check on 6.1.
+check-detectors:
+	$(MAKE) kmod KERNEL=$(KERNEL)
+	KTCP_RELEASE_SELFTEST=$(KERNEL) $(PYTHON) -m pytest -q -s tests/kmod/test_release_detectors.py
 
 # make check-debug: every kernel suite on the debug kernel (KASAN, KFENCE,
 # lockdep, kmemleak...; scripts/debug-kernel builds it once,

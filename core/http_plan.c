@@ -33,6 +33,8 @@ int http_errno_status(int err)
     case -HTTP_EACCES:
     case -HTTP_EPERM:
         return 403;
+    case -HTTP_EAGAIN:
+        return 503;
     default:
         return 500;
     }
@@ -131,6 +133,8 @@ void http_plan_error(struct http_plan *p, int status)
     p->head.content_length = (int64_t) b.len;
     if (status == 405)
         p->head.allow = "GET, HEAD";
+    if (status == 503)
+        p->head.retry_after = HTTP_RETRY_AFTER_S;
     p->body = HTTP_PLAN_BODY_TEXT;
     p->body_len = b.len;
     /* a close after an error reply lingers, so the reply is not lost */

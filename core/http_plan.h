@@ -97,6 +97,10 @@
  * keeps dropping what the client sends, so that the close sends FIN and
  * not an RST that could destroy the response in flight. */
 #define HTTP_SERVER_LINGER_MS 1000
+
+/* A 503 (past max_conns, or a file held by a lease being broken) says to
+ * try again after this many seconds. */
+#define HTTP_RETRY_AFTER_S 1
 #define HTTP_SERVER_LINGER_READS 64
 
 /* The parser limits both engines run with. */
@@ -115,6 +119,7 @@
  * core/ has no errno.h; the engines check these against their own. */
 #define HTTP_EPERM 1
 #define HTTP_ENOENT 2
+#define HTTP_EAGAIN 11 /* EWOULDBLOCK: a non-blocking open met a lease */
 #define HTTP_ENOMEM 12
 #define HTTP_EACCES 13
 #define HTTP_EXDEV 18
@@ -123,7 +128,9 @@
 #define HTTP_ELOOP 40
 
 /* Status for a failed lookup or open (-errno): 404 for what is not there,
- * 403 for what leads out of the root or may not be read, 500 otherwise. */
+ * 403 for what leads out of the root or may not be read, 503 (with
+ * Retry-After) for an open that would have waited (a lease being broken),
+ * 500 otherwise. */
 int http_errno_status(int err);
 
 /* What the planner needs to know about a file or directory. Engines keep

@@ -4,8 +4,12 @@ ktcp-httpd in each model on the host (--max-conns-per-ip, the user runtime's
 admission in user/rt/rt-admit.c). A client address past its limit is refused
 as past max_conns (khttpd and ktcp-httpd: a 503; the echo servers: closed);
 other addresses keep their own count; IPv4 and IPv4-mapped IPv6 are one
-address; a slot frees when its connection ends.
+address; a slot frees when its connection ends. By default (no
+max_conns_per_ip given) an address gets a quarter of max_conns, at least
+64, and IPv6 clients of one /64 (per_ip_v6_prefix) are one address.
 """
+import contextlib
+import ctypes
 import os
 import signal
 import subprocess
@@ -28,14 +32,15 @@ class UserServed(Served):
     its own (Served's loads a module)."""
 
     def __init__(self, engine, tmp_path, bind="::ffff:127.0.0.1",
-                 host="127.0.0.1", max_conns_per_ip=0):
+                 host="127.0.0.1", **params):
         prog, model = engine.rsplit("-", 1)
         self.name = prog
         self.port = free_port()
         self.stats = str(tmp_path / "stats")
         cmd = [os.path.join(BUILD, prog), "--port", str(self.port), "--bind", bind,
-               "--model", model, "--threads", "2",
-               "--max-conns-per-ip", str(max_conns_per_ip)]
+               "--model", model, "--threads", "2"]
+        for k, v in params.items():  # max_conns=200 -> --max-conns 200
+            cmd += ["--" + k.replace("_", "-"), str(v)]
         if prog == "ktcp-echo":
             cmd += ["--stats-file", self.stats]
         else:
@@ -78,19 +83,21 @@ class UserServed(Served):
 @pytest.fixture(params=USER + ["kecho", "khttpd"])
 def engine(request, tmp_path):
     """start(ipv6=False, **params): the engine serving IPv4 clients (and, in
-    the VM, every address), or only ::1."""
+    the VM, every address), or only ::1 (ipv6=True) or the IPv6 address
+    given."""
     started = []
     user = request.param in USER
     require_kind("user" if user else "kernel")
 
     def start(ipv6=False, **params):
+        v6 = ipv6 if isinstance(ipv6, str) else "::1"
         if user:
-            bind = "::1" if ipv6 else "::ffff:127.0.0.1"
+            bind = v6 if ipv6 else "::ffff:127.0.0.1"
             m = UserServed(request.param, tmp_path, bind=bind,
-                           host="::1" if ipv6 else "127.0.0.1", **params)
+                           host=v6 if ipv6 else "127.0.0.1", **params)
         else:
             if ipv6:
-                params.update(bind="::1", host="::1")
+                params.update(bind=v6, host=v6)
             m = Served(request.param, tmp_path, **params)
         started.append(m)
         return m
@@ -156,3 +163,80 @@ def test_max_conns_per_ip_zero_is_no_limit(engine):
     finally:
         for s in kept:
             s.close()
+
+
+def test_default_share_leaves_room_for_others(engine):
+    """No max_conns_per_ip given: with max_conns=200 one address gets a
+    quarter, at least 64 (here 64); its next connection is refused, and
+    another address is still served."""
+    m = engine(max_conns=200)
+    share = max(200 // 4, 64)
+    kept = [admitted(m)]
+    try:
+        kept += [m.connect("127.0.0.1") for _ in range(share - 1)]
+        for s in kept[1:]:
+            assert m.served(s)
+        with m.connect("127.0.0.1") as extra:
+            assert not m.served(extra), f"127.0.0.1 was served past its share of {share}"
+        with m.connect("127.0.0.1", source="127.0.0.2") as other:
+            assert m.served(other), "127.0.0.2 was refused while 127.0.0.1 held its share"
+    finally:
+        for s in kept:
+            s.close()
+
+
+NET = "fd00:6b74:6370:1"  # one /64 of the test's own, and a second beside it
+V6_SAME = [f"{NET}::1", f"{NET}::2", f"{NET}::3"]
+V6_OTHER = "fd00:6b74:6370:2::1"
+CLONE_NEWNET = 0x40000000
+
+
+def add_v6_addresses():
+    for a in V6_SAME + [V6_OTHER]:
+        subprocess.run(["ip", "-6", "addr", "replace", f"{a}/64", "dev", "lo", "nodad"],
+                       check=True, timeout=10)
+
+
+@contextlib.contextmanager
+def own_netns():
+    """This thread (and what it starts) in a fresh network namespace with
+    lo up and the test's addresses; back in the old one after."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    old = os.open("/proc/self/ns/net", os.O_RDONLY)
+    try:
+        if libc.unshare(CLONE_NEWNET) != 0:
+            pytest.skip(f"no network namespace here: {os.strerror(ctypes.get_errno())}")
+        try:
+            subprocess.run(["ip", "link", "set", "lo", "up"], check=True, timeout=10)
+            add_v6_addresses()
+            yield
+        finally:
+            assert libc.setns(old, CLONE_NEWNET) == 0, os.strerror(ctypes.get_errno())
+    finally:
+        os.close(old)
+
+
+def test_ipv6_counted_per_64(request, engine):
+    """Three addresses of one /64 are one client by default (per_ip_v6_prefix
+    64): with max_conns_per_ip=2 the third is refused; an address of another
+    /64 has its own count. User engines run in a network namespace of their
+    own; the modules (listening in the first one) in the VM, whose lo gets
+    the addresses."""
+    user = request.node.callspec.params["engine"] in USER
+    with own_netns() if user else contextlib.nullcontext():
+        if not user:
+            add_v6_addresses()
+        m = engine(ipv6="::", max_conns_per_ip=2)
+        kept = []
+        try:
+            for src in V6_SAME[:2]:
+                kept.append(m.connect(V6_SAME[0], source=src))
+                assert m.served(kept[-1]), f"{src} refused"
+            with m.connect(V6_SAME[0], source=V6_SAME[2]) as third:
+                assert not m.served(third), f"{V6_SAME[2]} was counted apart from its /64"
+            with m.connect(V6_SAME[0], source=V6_OTHER) as other:
+                assert m.served(other), "an address of another /64 was refused"
+        finally:
+            for s in kept:
+                s.close()
+            m.stop()

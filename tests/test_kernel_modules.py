@@ -18,7 +18,7 @@ import time
 
 import pytest
 
-from testlib import (skip_on_debug_kernel, ROOT, free_port, kthread_pids, module_path, require_kind, run, slab_bytes,
+from testlib import (skip_on_debug_kernel, slub_debug, ROOT, free_port, kthread_pids, module_path, require_kind, run, slab_bytes,
                      slab_bytes_beyond_sockets, task_cpu_seconds, wait_port)
 from engines import KernelEcho
 
@@ -48,7 +48,8 @@ def slab_active(cache):
 
 def test_kecho_rejects_bad_parameters():
     for bad in (["wq_mode=sideways"], ["port=0"], ["max_conns=0"], ["bind=localhost"],
-                ["bind=127.0.0.300"]):
+                ["bind=127.0.0.300"], ["bind=127.0.0.1:80"], ["per_ip_v6_prefix=0"],
+                ["max_conns_per_ip=-2"]):
         r = run(["insmod", KECHO_KO] + bad, check=False)
         assert r.returncode != 0, f"kecho loaded with {bad}"
         assert not module_loaded("kecho")
@@ -135,7 +136,10 @@ def test_kecho_slab_does_not_grow_over_10000_connections():
         assert echo.counters()["active"] == 0
         assert slab_active("kecho_conn") in (0, None) or slab_active("kecho_conn") < 64
         # A leak of the 4 KiB connection or of the socket would be 20-40 MB.
-        assert after - before < 2 * 1024 * 1024, f"slab grew by {after - before} bytes"
+        # slub_debug (scripts/vm's detectors) makes every object bigger and
+        # keeps more partial slabs: 2.2 MB measured on 6.1 where 2 MB held.
+        bound = (4 if slub_debug() else 2) * 1024 * 1024
+        assert after - before < bound, f"slab grew by {after - before} bytes"
     finally:
         echo.stop()
 

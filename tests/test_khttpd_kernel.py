@@ -148,6 +148,13 @@ def dmesg_tail():
     (["root=/tmp", "port=0"], "non-zero"),
     (["root=/tmp", "backlog=0"], "non-zero"),
     (["root=/tmp", "idle_timeout_ms=999999999"], "at most"),
+    # the cache counts in long: 2^63 would read as a negative bound
+    (["root=/tmp", "cache_bytes=9223372036854775808"], "cache_bytes=9223372036854775808: at most"),
+    # in4_pton() stops at the ':': the load used to bind 127.0.0.1 silently
+    (["root=/tmp", "bind=127.0.0.1:80"], "the port is its own parameter"),
+    (["root=/tmp", "per_ip_v6_prefix=129"], "per_ip_v6_prefix 1..128"),
+    (["root=/"], "the whole file system is not served"),
+    (["root=//."], "the whole file system is not served"),
 ])
 def test_rejects_bad_parameters(bad, message):
     r = run(["insmod", KHTTPD_KO, f"port={free_port()}"] + bad, check=False)
@@ -822,6 +829,191 @@ def test_metrics_in_prometheus_format(docroot):
     assert samples['khttpd_responses_total{class="4xx"}'] == plain["status_4xx"]
     assert samples["khttpd_cache_entries"] == plain["cache_entries"]
     assert plain["status_4xx"] >= 1 and plain["status_2xx"] >= 1
+
+
+LEASE_HOLDER = r"""
+import fcntl, os, signal, sys
+signal.signal(signal.SIGIO, signal.SIG_IGN)  # the lease break's signal
+fd = int(sys.argv[1])  # opened by the test: the owner need not reach the file
+fcntl.fcntl(fd, getattr(fcntl, "F_SETLEASE", 1024), fcntl.F_WRLCK)
+print("ready", flush=True)
+sys.stdin.read()
+"""
+LEASE_UID = 4242
+
+
+@pytest.fixture
+def leased(tmp_path):
+    """A 1 MiB file under a write lease its owner (uid 4242, no privilege)
+    holds until the test ends; khttpd has never opened it."""
+    root = tmp_path / "www"
+    root.mkdir()
+    root.chmod(0o755)
+    tmp_path.chmod(0o755)
+    (root / "hello.txt").write_bytes(b"hello, world\n")
+    f = root / "leased.bin"
+    f.write_bytes(os.urandom(1 << 20))
+    f.chmod(0o644)
+    os.chown(f, LEASE_UID, LEASE_UID)
+    # The system's python: the owner may not enter the virtualenv's home.
+    # The file is opened here and handed over (the test's directories are
+    # root's, 0700); a write lease needs the one open file to be the
+    # holder's, so ours closes.
+    fd = os.open(f, os.O_RDONLY)
+    try:
+        holder = subprocess.Popen(["/usr/bin/python3", "-c", LEASE_HOLDER, str(fd)],
+                                  user=LEASE_UID, group=LEASE_UID, cwd="/", pass_fds=[fd],
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    finally:
+        os.close(fd)
+    try:
+        assert holder.stdout.readline().strip() == "ready", "no lease taken"
+        yield root
+    finally:
+        holder.stdin.close()
+        holder.wait(timeout=10)
+
+
+def timed_get(port, path):
+    t0 = time.monotonic()
+    resp = get(port, path)
+    return resp, time.monotonic() - t0
+
+
+def test_leased_file_answers_503_at_once(leased):
+    """A file under a write lease: the open would sleep until the holder
+    lets go (lease-break-time, 45 s); khttpd's non-blocking open answers
+    503 with Retry-After at once instead, and the worker is free."""
+    with Khttpd(leased) as k:
+        resp, took = timed_get(k.port, "/leased.bin")
+        assert took < 1.0, f"GET of a leased file took {took:.2f} s"
+        assert resp.startswith(b"HTTP/1.1 503 "), resp[:80]
+        assert b"\r\nRetry-After: 1\r\n" in resp.split(b"\r\n\r\n")[0], resp[:300]
+
+
+def test_leased_file_never_stalls_the_workers(leased):
+    """260 GETs of the leased file in flight at once; GET /hello.txt still
+    answers within 1 s, and every one of the 260 gets its 503."""
+    with Khttpd(leased) as k:
+        req = b"GET /leased.bin HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+        socks = []
+        try:
+            for _ in range(260):
+                s = socket.create_connection(("127.0.0.1", k.port), timeout=30)
+                s.sendall(req)
+                socks.append(s)
+            resp, took = timed_get(k.port, "/hello.txt")
+            assert resp.startswith(b"HTTP/1.1 200 "), resp[:80]
+            assert took < 1.0, f"GET /hello.txt took {took:.2f} s behind 260 leased GETs"
+            for s in socks:
+                got = s.recv(64)
+                assert got.startswith(b"HTTP/1.1 503 "), got
+        finally:
+            for s in socks:
+                s.close()
+
+
+TRACING = "/sys/kernel/tracing"
+SERVE_UID = 4343
+
+
+def cred_fsuid_offset():
+    """Where struct cred keeps fsuid on the running kernel (its BTF): 28 on
+    6.1, 32 on 6.12 (usage became an atomic_long_t)."""
+    out = subprocess.run(["pahole", "-C", "cred", "/sys/kernel/btf/vmlinux"],
+                         capture_output=True, text=True, timeout=60).stdout
+    m = re.search(r"kuid_t\s+fsuid;\s*/\*\s*(\d+)", out)
+    assert m, out[:2000]
+    return int(m.group(1))
+
+
+def tracefs_write(name, line):
+    """One write to a tracefs file (os.write: Python's append mode would
+    seek, which tracefs refuses)."""
+    fd = os.open(f"{TRACING}/{name}", os.O_WRONLY | os.O_APPEND)
+    try:
+        os.write(fd, line.encode())
+    finally:
+        os.close(fd)
+
+
+@pytest.fixture
+def kprobes():
+    """kprobe events on override_creds (with the new credential's fsuid),
+    revert_creds, splice_direct_to_actor and vfs_getattr; yields a function
+    that returns the events traced so far as (pid, event, fsuid or None)."""
+    if not os.path.isdir(f"{TRACING}/events"):
+        run(["mount", "-t", "tracefs", "nodev", TRACING])
+    off = cred_fsuid_offset()
+    probes = [f"p:kdef/ovr override_creds fsuid=+{off}(%di):u32", "p:kdef/rev revert_creds",
+              "p:kdef/splice splice_direct_to_actor", "p:kdef/getattr vfs_getattr"]
+    for p in probes:
+        tracefs_write("kprobe_events", p + "\n")
+    fd = os.open(f"{TRACING}/trace", os.O_WRONLY | os.O_TRUNC)  # empty the buffer
+    os.close(fd)
+    tracefs_write("events/kdef/enable", "1")
+
+    def events():
+        line_re = re.compile(r"-(\d+)\s+\[\d+\].*?\s(ovr|rev|splice|getattr):.*?(?:fsuid=(\d+))?$")
+        out = []
+        with open(f"{TRACING}/trace") as f:
+            for line in f:
+                m = line_re.search(line.rstrip())
+                if m:
+                    out.append((int(m.group(1)), m.group(2),
+                                int(m.group(3)) if m.group(3) else None))
+        return out
+    try:
+        yield events
+    finally:
+        tracefs_write("events/kdef/enable", "0")
+        for p in probes:
+            tracefs_write("kprobe_events", "-:kdef/" + p.split()[0].split("/")[1] + "\n")
+
+
+def test_every_file_access_runs_as_the_serving_user(tmp_path, kprobes):
+    """docs/security.md: files are never touched as root. Each zero-copy
+    send of a file (splice_direct_to_actor) and each stat of the gzip build
+    (vfs_getattr) by a khttpd worker runs inside override_creds() of the
+    serving credential (uid=4343 here), as the kprobes in the VM see it:
+    per worker, the credentials pushed and not yet reverted. Before, both
+    ran with the kworker's own (root) credential."""
+    root = tmp_path / "www"
+    root.mkdir()
+    tmp_path.chmod(0o755)
+    root.chmod(0o755)
+    (root / "big.bin").write_bytes(os.urandom(1 << 20))  # past the body cache: spliced
+    (root / "big.txt").write_bytes(b"compressible line of text\n" * 80000)  # gzip built off the file
+    with Khttpd(root, uid=SERVE_UID, gid=SERVE_UID) as k:
+        resp = get(k.port, "/big.bin")
+        assert resp.startswith(b"HTTP/1.1 200 ") and len(resp) > 1 << 20, resp[:80]
+        deadline = time.monotonic() + 30
+        while True:  # the first request queues the build; identity until it is there
+            resp = get(k.port, "/big.txt", "Accept-Encoding: gzip\r\n")
+            assert resp.startswith(b"HTTP/1.1 200 "), resp[:80]
+            if b"Content-Encoding: gzip" in resp.split(b"\r\n\r\n")[0]:
+                break
+            assert time.monotonic() < deadline, "no gzip copy built in 30 s"
+            time.sleep(0.2)
+    stacks, seen, outside = {}, {"splice": 0, "getattr": 0}, []
+    workers = {pid for pid, ev, fsuid in kprobes() if ev == "ovr" and fsuid == SERVE_UID}
+    assert workers, "no override_creds() of the serving credential traced"
+    for pid, ev, fsuid in kprobes():
+        st = stacks.setdefault(pid, [])
+        if ev == "ovr":
+            st.append(fsuid)
+        elif ev == "rev":
+            if st:
+                st.pop()
+        elif pid in workers:
+            seen[ev] += 1
+            # Under the serving credential, perhaps with a file system's
+            # own above it: overlayfs (the VM's /tmp) overrides with its
+            # mounter's credential for the call on the layer beneath.
+            if SERVE_UID not in st:
+                outside.append((pid, ev, list(st)))
+    assert seen["splice"] >= 1 and seen["getattr"] >= 1, seen
+    assert not outside, f"file accesses by khttpd workers not as uid {SERVE_UID}: {outside[:10]}"
 
 
 # ------------------------------------------------------- listings' memory

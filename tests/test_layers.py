@@ -102,5 +102,5 @@ def test_user_space_build_is_layered():
         pytest.fail("build/user is not built (run make)")
     r = check("--no-kernel")
     assert r.returncode == 0, r.stdout + r.stderr
-    for comp in ("user/httpd", "user/rt", "user/echo", "user/kcm", "core"):
+    for comp in ("user/httpd", "user/rt", "user/tls", "user/echo", "user/kcm", "core"):
         assert f"{comp}: " in r.stdout and "0 cycles" in r.stdout

@@ -16,6 +16,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tools"))
 # How engines start, stop and are waited for, and where the builds are: one
 # package for the suites and the bench (tools/engines).
+from engines import tlscert  # noqa: E402
 from engines import (BUILD, free_port, in_vm, module_path, run,  # noqa: E402,F401
                      stats_file_counters, wait_port)
 
@@ -36,6 +37,16 @@ def skip_on_debug_kernel():
                     "kmemleak checks leaks)")
 
 
+def slub_debug():
+    """The kernel was booted with slub_debug (scripts/vm's memory detectors):
+    slab objects carry red zones and tracking, so slab figures are bigger."""
+    try:
+        with open("/proc/cmdline") as f:
+            return "slub_debug" in f.read()
+    except OSError:
+        return False
+
+
 def require_kind(kind):
     """Skip the calling test unless engines of this kind were selected."""
     if kind not in selected_kinds():
@@ -46,10 +57,11 @@ def require_kind(kind):
 
 
 def connect(port, timeout=10):
-    """A client socket to 127.0.0.1:port with Nagle off."""
+    """A client socket to 127.0.0.1:port with Nagle off; over TLS when
+    port is a TLS engine's (engines.tlscert)."""
     s = socket.create_connection(("127.0.0.1", port), timeout=timeout)
     s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    return s
+    return tlscert.wrap(s, port)
 
 
 def recv_exact(s, n):

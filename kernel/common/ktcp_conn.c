@@ -174,7 +174,13 @@ unsigned long ktcp_conn_idle_deadline(struct ktcp_conn *c, unsigned long idle)
 
 /* ---- the registry: live connections and their count per address ---- */
 
-static void ktcp_peer_addr(struct socket *sock, struct in6_addr *addr)
+/*
+ * The address @sock is counted under: IPv4 as IPv4-mapped IPv6 (the same
+ * client either way), IPv6 cut to its first @prefix bits (a client given
+ * a /64 has 2^64 addresses to walk around a per-address count).
+ */
+static void ktcp_peer_addr(struct socket *sock, struct in6_addr *addr,
+			   unsigned int prefix)
 {
 	struct sockaddr_storage ss = {};
 
@@ -186,13 +192,20 @@ static void ktcp_peer_addr(struct socket *sock, struct in6_addr *addr)
 
 		ipv6_addr_set_v4mapped(sin->sin_addr.s_addr, addr);
 	} else if (ss.ss_family == AF_INET6) {
-		*addr = ((struct sockaddr_in6 *)&ss)->sin6_addr;
+		const struct in6_addr *a =
+			&((struct sockaddr_in6 *)&ss)->sin6_addr;
+
+		if (ipv6_addr_v4mapped(a))
+			*addr = *a;
+		else
+			ipv6_addr_prefix(addr, a, prefix);
 	}
 }
 
-static u32 ktcp_peer_hash(const struct in6_addr *addr)
+static u32 ktcp_peer_hash(const struct ktcp_server *srv,
+			  const struct in6_addr *addr)
 {
-	return jhash2(addr->s6_addr32, 4, 0);
+	return jhash2(addr->s6_addr32, 4, srv->peer_seed);
 }
 
 /*
@@ -207,7 +220,7 @@ static bool ktcp_register(struct ktcp_server *srv, struct ktcp_conn *c,
 
 	lockdep_assert_held(&srv->lock);
 	if (srv->p.max_conns_per_ip) {
-		u32 h = ktcp_peer_hash(addr);
+		u32 h = ktcp_peer_hash(srv, addr);
 
 		hash_for_each_possible(srv->peers, p, node, h) {
 			if (ipv6_addr_equal(&p->addr, addr)) {
@@ -215,7 +228,8 @@ static bool ktcp_register(struct ktcp_server *srv, struct ktcp_conn *c,
 				break;
 			}
 		}
-		if (peer && peer->count >= srv->p.max_conns_per_ip)
+		if (peer &&
+		    peer->count >= (unsigned int)srv->p.max_conns_per_ip)
 			return false;
 		if (!peer) {
 			peer = *spare;
@@ -357,7 +371,7 @@ int ktcp_conn_start(struct ktcp_server *srv, struct socket *sock,
 	int err;
 
 	if (srv->p.max_conns_per_ip) {
-		ktcp_peer_addr(sock, &addr);
+		ktcp_peer_addr(sock, &addr, srv->p.per_ip_v6_prefix);
 		spare = kmalloc(sizeof(*spare), GFP_KERNEL);
 		if (!spare)
 			return -ENOMEM;

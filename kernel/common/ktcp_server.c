@@ -19,6 +19,7 @@
 #include <linux/in6.h>
 #include <linux/inet.h>
 #include <linux/kthread.h>
+#include <linux/random.h>
 #include <linux/net.h>
 #include <linux/sched.h>
 #include <linux/slab.h>
@@ -45,6 +46,24 @@
  * (not -1) it is one of a group on the same port (SO_REUSEPORT) and asks
  * for the connections whose packets arrive on @cpu (SO_INCOMING_CPU).
  */
+/*
+ * The whole of @bind is the address: in4_pton() stops at a ':' as at the
+ * end, so "127.0.0.1:80" would bind 127.0.0.1 and leave the port unsaid.
+ */
+static bool ktcp_parse_v4(const char *bind, struct in_addr *a)
+{
+	const char *end;
+
+	return in4_pton(bind, -1, (u8 *)a, -1, &end) && !*end;
+}
+
+static bool ktcp_parse_v6(const char *bind, struct in6_addr *a)
+{
+	const char *end;
+
+	return in6_pton(bind, -1, (u8 *)a, -1, &end) && !*end;
+}
+
 static int ktcp_listen(const char *bind, unsigned short port, int backlog,
 		       int cpu, struct socket **res)
 {
@@ -57,13 +76,13 @@ static int ktcp_listen(const char *bind, unsigned short port, int backlog,
 	struct socket *sock;
 	int err;
 
-	if (!any && in4_pton(bind, -1, (u8 *)&sin->sin_addr, -1, NULL)) {
+	if (!any && ktcp_parse_v4(bind, &sin->sin_addr)) {
 		family = AF_INET;
-	} else if (any ||
-		   in6_pton(bind, -1, (u8 *)&sin6->sin6_addr, -1, NULL)) {
+	} else if (any || ktcp_parse_v6(bind, &sin6->sin6_addr)) {
 		family = AF_INET6;
 	} else {
-		pr_err("bind=%s: not an IPv4 or IPv6 address\n", bind);
+		pr_err("bind=%s: not an IPv4 or IPv6 address (the port is its own parameter)\n",
+		       bind);
 		return -EINVAL;
 	}
 
@@ -544,9 +563,16 @@ int ktcp_server_start(struct ktcp_server *srv,
 	unsigned int flags = p->wq_flags | WQ_MEM_RECLAIM;
 	int err = -ENOMEM;
 
+	if (p->max_conns_per_ip < 0 || !p->per_ip_v6_prefix ||
+	    p->per_ip_v6_prefix > 128) {
+		pr_err("max_conns_per_ip must be -1 or more, per_ip_v6_prefix 1..128\n");
+		return -EINVAL;
+	}
 	memset(srv, 0, sizeof(*srv));
 	srv->ops = ops;
 	srv->p = *p;
+	/* Random: a client cannot pick addresses that share a bucket. */
+	srv->peer_seed = get_random_u32();
 	atomic_set(&srv->active, 0);
 	init_waitqueue_head(&srv->all_released);
 	spin_lock_init(&srv->lock);

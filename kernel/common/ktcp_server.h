@@ -25,6 +25,7 @@
 #include <linux/in6.h>
 #include <linux/jiffies.h>
 #include <linux/list.h>
+#include <linux/minmax.h>
 #include <linux/percpu.h>
 #include <linux/spinlock.h>
 #include <linux/timer.h>
@@ -95,7 +96,12 @@ struct ktcp_server_params {
 	unsigned short port;
 	unsigned short backlog;
 	unsigned int max_conns; /* 0: no limit */
-	unsigned int max_conns_per_ip; /* 0: no limit */
+	/* 0: no limit; the parameter's -1 is resolved to ktcp_per_ip_auto() of
+	 * the max_conns asked for (mode=kthread's cap on 0 leaves it at 0)
+	 */
+	int max_conns_per_ip;
+	/* IPv6 clients are counted per this prefix; IPv4 per address */
+	unsigned int per_ip_v6_prefix;
 	unsigned int idle_timeout_ms; /* 0: never */
 	unsigned int wq_flags; /* alloc_workqueue() flags */
 	bool kthread; /* a thread per connection instead of the workqueue */
@@ -110,6 +116,18 @@ struct ktcp_server_stats {
 };
 
 #define KTCP_PEER_HASH_BITS 8
+
+/*
+ * max_conns_per_ip's default (-1): a quarter of max_conns, but never fewer
+ * than KTCP_PER_IP_FLOOR (a small max_conns is not split four ways: one
+ * client behind a NAT opens dozens); with max_conns 0 (no limit), no limit.
+ */
+#define KTCP_PER_IP_FLOOR 64U
+
+static inline unsigned int ktcp_per_ip_auto(unsigned int max_conns)
+{
+	return max_conns ? max(max_conns / 4, KTCP_PER_IP_FLOOR) : 0;
+}
 
 /*
  * The most a connection may queue that TCP has not sent yet
@@ -151,6 +169,7 @@ struct ktcp_server {
 	spinlock_t lock; /* conns, peers */
 	struct list_head conns;
 	DECLARE_HASHTABLE(peers, KTCP_PEER_HASH_BITS);
+	u32 peer_seed; /* the peers hash's, random at start */
 	/* kthread mode: every connection thread completes this as its very
 	 * last act, so unload waits until none still runs module text.
 	 */
@@ -163,7 +182,8 @@ struct ktcp_server {
  * The parameters every module's listener and lifecycle take, the same
  * everywhere: static variables port (default @default_port), backlog,
  * bind, max_conns (default 10000; @max_conns_desc says what happens above
- * it), max_conns_per_ip and idle_timeout_ms (default 30000;
+ * it), max_conns_per_ip (default -1: ktcp_per_ip_auto()), per_ip_v6_prefix
+ * (default 64) and idle_timeout_ms (default 30000;
  * @idle_timeout_desc says what the module does at it), read-only in
  * /sys/module/<module>/parameters.
  */
@@ -185,12 +205,19 @@ struct ktcp_server {
 	static uint max_conns = 10000;                                         \
 	module_param(max_conns, uint, 0444);                                   \
 	MODULE_PARM_DESC(max_conns, max_conns_desc);                           \
-	static uint max_conns_per_ip;                                          \
-	module_param(max_conns_per_ip, uint, 0444);                            \
+	static int max_conns_per_ip = -1;                                      \
+	module_param(max_conns_per_ip, int, 0444);                             \
 	MODULE_PARM_DESC(max_conns_per_ip,                                     \
 			 "connections served at once from one client "         \
-			 "address; more are refused as over max_conns; 0 = "   \
-			 "no limit (default 0)");                              \
+			 "address (IPv6: one per_ip_v6_prefix); more are "     \
+			 "refused as over max_conns; 0 = no limit; -1 = a "    \
+			 "quarter of max_conns, at least 64 (default -1)");    \
+	static uint per_ip_v6_prefix = 64;                                     \
+	module_param(per_ip_v6_prefix, uint, 0444);                            \
+	MODULE_PARM_DESC(per_ip_v6_prefix,                                     \
+			 "IPv6 clients are counted per prefix of this many "   \
+			 "bits, 1..128 (default 64: a /64, what one site "     \
+			 "is given)");                                         \
 	static uint idle_timeout_ms = 30000;                                   \
 	module_param(idle_timeout_ms, uint, 0444);                             \
 	MODULE_PARM_DESC(idle_timeout_ms, idle_timeout_desc);                  \
@@ -204,7 +231,11 @@ struct ktcp_server {
 			.port = port,                                          \
 			.backlog = backlog,                                    \
 			.max_conns = max_conns,                                \
-			.max_conns_per_ip = max_conns_per_ip,                  \
+			.max_conns_per_ip =                                    \
+				max_conns_per_ip == -1 ?                       \
+					ktcp_per_ip_auto(max_conns) :          \
+					max_conns_per_ip,                      \
+			.per_ip_v6_prefix = per_ip_v6_prefix,                  \
 			.idle_timeout_ms = idle_timeout_ms,                    \
 		};                                                             \
 	}

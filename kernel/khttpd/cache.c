@@ -12,7 +12,12 @@
  * takes its own reference with refcount_inc_not_zero before
  * rcu_read_unlock. The last reference of an object takes it out of the
  * object table, uncharges it and frees it after a grace period; an entry
- * likewise. So what a slow reader still holds stays counted.
+ * likewise. So what a slow reader still holds stays counted — apart, as
+ * held bytes: an entry out of the table (evicted, replaced, or too big to
+ * keep) moves its bytes (its object's too when it is the only holder) into
+ * khttpd_cache_held until its last put. Eviction frees only what is in the
+ * table, so it aims at total minus held: bytes it cannot free never make an
+ * insert empty the whole LRU list.
  *
  * Locks: khttpd_cache_lock guards the path table, in_table and the LRU
  * list; khttpd_obj_lock the object table. They are never nested: entries
@@ -64,6 +69,8 @@ static LIST_HEAD(khttpd_lru);
 static DEFINE_HASHTABLE(khttpd_objs, 10);
 static DEFINE_SPINLOCK(khttpd_obj_lock);
 static atomic_long_t khttpd_cache_total = ATOMIC_LONG_INIT(0);
+/* Of the total: entries out of the table that a reader still holds. */
+static atomic_long_t khttpd_cache_held = ATOMIC_LONG_INIT(0);
 static atomic_t khttpd_cache_objs = ATOMIC_INIT(0);
 
 static struct workqueue_struct *khttpd_gzip_wq;
@@ -105,6 +112,8 @@ void khttpd_cache_put(struct khttpd_entry *e)
 	 * now, the memory after the lookups that may still read it.
 	 */
 	atomic_long_sub(e->charge, &khttpd_cache_total);
+	if (e->held)
+		atomic_long_sub(e->held, &khttpd_cache_held);
 	khttpd_obj_put(e->obj);
 	call_rcu(&e->rcu, khttpd_entry_free_rcu);
 }
@@ -113,6 +122,24 @@ void khttpd_cache_put(struct khttpd_entry *e)
  * gone, whose entries the caller puts (the table's references) after
  * dropping the lock.
  */
+/* e leaves the table (or never enters it): its bytes count as held until
+ * its last put.
+ */
+static void khttpd_hold(struct khttpd_entry *e)
+{
+	e->held = e->charge;
+	if (refcount_read(&e->obj->refs) == 1)
+		e->held += READ_ONCE(e->obj->charge);
+	atomic_long_add(e->held, &khttpd_cache_held);
+}
+
+/* The bytes eviction can free: the total less what readers hold. */
+static long khttpd_cache_published(void)
+{
+	return atomic_long_read(&khttpd_cache_total) -
+	       atomic_long_read(&khttpd_cache_held);
+}
+
 static void khttpd_unpublish_locked(struct khttpd_entry *e,
 				    struct list_head *gone)
 {
@@ -121,6 +148,7 @@ static void khttpd_unpublish_locked(struct khttpd_entry *e,
 	hash_del_rcu(&e->node);
 	WRITE_ONCE(e->in_table, false);
 	list_move(&e->lru, gone);
+	khttpd_hold(e);
 }
 
 static void khttpd_put_gone(struct list_head *gone)
@@ -133,24 +161,20 @@ static void khttpd_put_gone(struct list_head *gone)
 	}
 }
 
-/* Under khttpd_cache_lock: evict from the LRU tail until the total is at
- * most 90% of the bound. Bytes a reader still holds stay counted, so the
- * walk goes on to the next entry; each entry leaves once.
+/* Under khttpd_cache_lock: evict from the LRU tail until the bytes in the
+ * table are at most 90% of the bound; each entry leaves once (its bytes
+ * move to held as it does).
  */
 static void khttpd_evict_locked(struct list_head *gone)
 {
 	long target = khttpd_cache_bytes / 10 * 9;
-	long pending = 0; /* bytes that leave with the puts of gone */
 	struct khttpd_entry *e, *tmp;
 
 	list_for_each_entry_safe_reverse(e, tmp, &khttpd_lru, lru) {
-		if (atomic_long_read(&khttpd_cache_total) - pending <= target)
+		if (khttpd_cache_published() <= target)
 			break;
 		khttpd_unpublish_locked(e, gone);
 		khttpd_count(cache_evictions, 1);
-		pending += e->charge;
-		if (refcount_read(&e->obj->refs) == 1)
-			pending += READ_ONCE(e->obj->charge);
 	}
 }
 
@@ -158,7 +182,7 @@ static void khttpd_evict_if_over(void)
 {
 	LIST_HEAD(gone);
 
-	if (atomic_long_read(&khttpd_cache_total) <= (long)khttpd_cache_bytes)
+	if (khttpd_cache_published() <= (long)khttpd_cache_bytes)
 		return;
 	spin_lock(&khttpd_cache_lock);
 	khttpd_evict_locked(&gone);
@@ -395,6 +419,7 @@ int khttpd_cache_get(const char *rel, size_t len, struct khttpd_entry **out)
 	if (err < 0)
 		return err;
 	if (e->charge + READ_ONCE(e->obj->charge) > khttpd_cache_bytes) {
+		khttpd_hold(e);
 		*out = e; /* too big to cache: used once, freed by the put */
 		return 0;
 	}
@@ -412,7 +437,7 @@ int khttpd_cache_get(const char *rel, size_t len, struct khttpd_entry **out)
 	WRITE_ONCE(e->in_table, true);
 	hash_add_rcu(khttpd_cache, &e->node, hash);
 	list_add(&e->lru, &khttpd_lru);
-	if (atomic_long_read(&khttpd_cache_total) > (long)khttpd_cache_bytes)
+	if (khttpd_cache_published() > (long)khttpd_cache_bytes)
 		khttpd_evict_locked(&gone);
 	spin_unlock(&khttpd_cache_lock);
 	khttpd_put_gone(&gone);
@@ -466,9 +491,7 @@ static char *khttpd_gzip_source(const char *rel, const struct khttpd_obj *o)
 
 	if (IS_ERR(f))
 		return NULL;
-	if (!vfs_getattr(&f->f_path, &st, STATX_BASIC_STATS,
-			 AT_STATX_SYNC_AS_STAT) &&
-	    khttpd_obj_is(o, &st)) {
+	if (!khttpd_getattr(&f->f_path, &st) && khttpd_obj_is(o, &st)) {
 		buf = kvmalloc(o->size, GFP_KERNEL);
 		if (buf && khttpd_read_whole(f, buf, o->size) < 0) {
 			kvfree(buf);

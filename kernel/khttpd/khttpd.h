@@ -162,6 +162,7 @@ struct khttpd_entry {
 	unsigned long checked; /* jiffies of the last revalidation */
 	unsigned long used; /* jiffies of the last move to the LRU front */
 	size_t charge; /* bytes counted against cache_bytes */
+	long held; /* out of the table, still referenced: bytes in cache_held */
 	size_t path_len;
 	char path[];
 };
@@ -201,6 +202,12 @@ struct file *khttpd_open_dir_beneath(const char *rel);
 struct dir_context;
 int khttpd_iterate_dir(struct file *dir, struct dir_context *ctx);
 int khttpd_read_whole(struct file *f, char *buf, size_t len);
+struct splice_desc;
+struct pipe_inode_info;
+/* splice_direct_to_actor() as the server's user (out.c's zero-copy send) */
+ssize_t khttpd_splice_file(struct file *f, struct splice_desc *sd,
+			   int (*actor)(struct pipe_inode_info *pipe,
+					struct splice_desc *sd));
 /* A listing row's metadata: rel is "dir/name" beneath the root. */
 int khttpd_stat_beneath(const char *rel, struct kstat *st);
 

@@ -106,7 +106,8 @@ static int khttpd_send_file_piece(struct khttpd_conn *conn)
 	};
 	ssize_t ret;
 
-	ret = splice_direct_to_actor(o->file, &sd, khttpd_splice_actor);
+	/* as the server's user: what the file system (FUSE, an LSM) sees */
+	ret = khttpd_splice_file(o->file, &sd, khttpd_splice_actor);
 	if (ret == 0)
 		return -EIO; /* the file shrank under us: the framing is lost */
 	if (ret < 0)

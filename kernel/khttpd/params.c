@@ -8,7 +8,9 @@
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/module.h>
+#include <linux/fs_struct.h>
 #include <linux/namei.h>
+#include <linux/path.h>
 #include <linux/string.h>
 #include <linux/uidgid.h>
 #include <linux/user_namespace.h>
@@ -108,6 +110,18 @@ bool khttpd_dotfiles;
 
 struct path khttpd_root;
 
+/* root resolves to the loader's "/" (also as "//", "/.", a symlink). */
+static bool khttpd_root_is_fs_root(void)
+{
+	struct path fs_root;
+	bool same;
+
+	get_fs_root(current->fs, &fs_root);
+	same = path_equal(&khttpd_root, &fs_root);
+	path_put(&fs_root);
+	return same;
+}
+
 /* Parameters are checked before anything is allocated. */
 static int khttpd_check_params(enum khttpd_mode *m, kuid_t *kuid, kgid_t *kgid)
 {
@@ -130,6 +144,12 @@ static int khttpd_check_params(enum khttpd_mode *m, kuid_t *kuid, kgid_t *kgid)
 	if (idle_timeout_ms > KHTTPD_IDLE_TIMEOUT_MAX) {
 		pr_err("idle_timeout_ms=%u: at most %u\n", idle_timeout_ms,
 		       KHTTPD_IDLE_TIMEOUT_MAX);
+		return -EINVAL;
+	}
+	/* the cache counts in long: a bigger bound would read as negative */
+	if (khttpd_cache_bytes > LONG_MAX) {
+		pr_err("cache_bytes=%lu: at most %ld\n", khttpd_cache_bytes,
+		       LONG_MAX);
 		return -EINVAL;
 	}
 	if (khttpd_expires_s > HTTP_SERVER_EXPIRES_MAX) {
@@ -176,6 +196,12 @@ static int khttpd_check_params(enum khttpd_mode *m, kuid_t *kuid, kgid_t *kgid)
 					 "cannot be looked up",
 		       err);
 		return err;
+	}
+	if (khttpd_root_is_fs_root()) {
+		pr_err("root=%s: the whole file system is not served; name the directory of the site\n",
+		       root);
+		path_put(&khttpd_root);
+		return -EINVAL;
 	}
 	return 0;
 }

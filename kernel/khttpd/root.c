@@ -18,6 +18,7 @@
 #include <linux/fs.h>
 #include <linux/namei.h>
 #include <linux/sched/task.h>
+#include <linux/splice.h>
 #include <linux/version.h>
 
 #include "khttpd.h"
@@ -42,7 +43,8 @@ int vfs_path_lookup(struct dentry *dentry, struct vfsmount *mnt,
 static_assert(HTTP_EPERM == EPERM && HTTP_ENOENT == ENOENT &&
 	      HTTP_ENOMEM == ENOMEM && HTTP_EACCES == EACCES &&
 	      HTTP_EXDEV == EXDEV && HTTP_ENOTDIR == ENOTDIR &&
-	      HTTP_ENAMETOOLONG == ENAMETOOLONG && HTTP_ELOOP == ELOOP);
+	      HTTP_ENAMETOOLONG == ENAMETOOLONG && HTTP_ELOOP == ELOOP &&
+	      HTTP_EAGAIN == EWOULDBLOCK);
 
 #define KHTTPD_BENEATH (LOOKUP_BENEATH | LOOKUP_NO_MAGICLINKS)
 
@@ -90,13 +92,24 @@ void khttpd_cred_exit(void)
 	khttpd_cred = NULL;
 }
 
+/*
+ * A LOOKUP_BENEATH walk answers -EAGAIN when a rename or a mount anywhere
+ * ran during it (it cannot prove it stayed beneath the root): tried again
+ * this many times in all before the -EAGAIN stands (a 503).
+ */
+#define KHTTPD_LOOKUP_TRIES 3
+
 /* Look rel up beneath the root as the server's user; the caller holds
  * the credential.
  */
 static int khttpd_lookup(const char *rel, unsigned int follow, struct path *out)
 {
-	return vfs_path_lookup(khttpd_root.dentry, khttpd_root.mnt, rel,
-			       follow | KHTTPD_BENEATH, out);
+	int i, err = -EAGAIN;
+
+	for (i = 0; i < KHTTPD_LOOKUP_TRIES && err == -EAGAIN; i++)
+		err = vfs_path_lookup(khttpd_root.dentry, khttpd_root.mnt, rel,
+				      follow | KHTTPD_BENEATH, out);
+	return err;
 }
 
 /*
@@ -134,16 +147,28 @@ int khttpd_getattr(const struct path *path, struct kstat *st)
 	return err;
 }
 
-/* Open what a lookup found: dentry_open() does not check permissions
+/*
+ * Open what a lookup found: dentry_open() does not check permissions
  * itself, so the read permission is checked here, as the server's user.
+ * Non-blocking: a file under a write lease answers -EWOULDBLOCK (a 503
+ * with Retry-After) at once, where a blocking open would sleep up to
+ * lease-break-time (45 s) in a shared worker; the lease break is still
+ * started. Reads stay blocking-mode reads (the flag is dropped after).
  */
 static struct file *khttpd_open_checked(const struct path *path, int flags)
 {
 	int err = path_permission(path, MAY_READ);
+	struct file *f;
 
 	if (err)
 		return ERR_PTR(err);
-	return dentry_open(path, flags, khttpd_cred);
+	f = dentry_open(path, flags | O_NONBLOCK, khttpd_cred);
+	if (!IS_ERR(f)) {
+		spin_lock(&f->f_lock);
+		f->f_flags &= ~O_NONBLOCK;
+		spin_unlock(&f->f_lock);
+	}
+	return f;
 }
 
 struct file *khttpd_open_path(const struct path *path)
@@ -215,6 +240,17 @@ int khttpd_read_whole(struct file *f, char *buf, size_t len)
 	}
 	revert_creds(old);
 	return err;
+}
+
+ssize_t khttpd_splice_file(struct file *f, struct splice_desc *sd,
+			   int (*actor)(struct pipe_inode_info *pipe,
+					struct splice_desc *sd))
+{
+	const struct cred *old = override_creds(khttpd_cred);
+	ssize_t ret = splice_direct_to_actor(f, sd, actor);
+
+	revert_creds(old);
+	return ret;
 }
 
 /*

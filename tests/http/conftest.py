@@ -1,7 +1,9 @@
 """The HTTP conformance suite's plumbing: an engine is a fixture.
 
 http_engine is parametrised over every HTTP engine (engines.SUITE["http"], tools/engines):
-the three models of ktcp-httpd on the host (KTCP_ENGINES=user) and khttpd.ko
+the three models of ktcp-httpd on the host (KTCP_ENGINES=user), each also
+over HTTPS (user-*-tls: ktcp-httpd --tls-port, the test clients wrapping
+their sockets in Python's ssl, tools/engines/tlscert.py), and khttpd.ko
 inside the VM (KTCP_ENGINES=kernel). One instance per engine serves the
 shared docroot for the whole session; a test that needs other options
 (a short idle timeout, max_conns...) asks http_engine.spawn(...) for its own.
@@ -25,6 +27,8 @@ class Served:
         self.engine = engine
         self.root = root
         self.kind = engine.kind
+        # HTTPS (a TLS engine): the clients wrap their sockets in ssl
+        self.tls = getattr(engine, "tls", False)
         self._factory = factory
         self._tmpdir = tmpdir
 

@@ -2,7 +2,10 @@
 must control or see every byte: pipelining, malformed requests, framing.
 Every read is bounded by a deadline."""
 import socket
+import ssl
 import time
+
+from engines import tlscert
 
 
 class Response:
@@ -45,6 +48,9 @@ class Conn:
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.sock.settimeout(timeout)
         self.sock.connect(("127.0.0.1", port))
+        # a TLS engine's port: the same client over TLS (the handshake here)
+        self.sock = tlscert.wrap(self.sock, port)
+        self.tls = self.sock is not None and hasattr(self.sock, "cipher")
         if rcvbuf and pace:
             # A slow client that shrinks its buffer once connected: the
             # window it offers then opens in small steps, and the server
@@ -77,7 +83,7 @@ class Conn:
             chunk = self.sock.recv(16384 if self.pace else 65536)
         except socket.timeout:
             raise TimeoutError("no response in time")
-        except ConnectionResetError:
+        except (ConnectionResetError, ssl.SSLEOFError):
             chunk = b""
         if not chunk:
             raise Closed("connection closed by the server")

@@ -8,6 +8,7 @@ FLOOD_SECONDS. A server that keeps reading past either fails the test."""
 import errno
 import select
 import socket
+import ssl
 import threading
 import time
 
@@ -62,10 +63,10 @@ class Flood:
             if r:
                 try:
                     data = s.recv(65536)
-                except ConnectionResetError:
+                except (ConnectionResetError, ssl.SSLEOFError):
                     data = b""
-                except BlockingIOError:
-                    continue
+                except (BlockingIOError, ssl.SSLWantReadError, ssl.SSLWantWriteError):
+                    continue  # (over TLS: a record not yet whole)
                 if not data:
                     self.closed = True
                     break
@@ -77,7 +78,10 @@ class Flood:
                     self.pending = self.unit * 16
                 try:
                     n = s.send(self.pending)
-                except BlockingIOError:
+                except (BlockingIOError, ssl.SSLWantReadError, ssl.SSLWantWriteError):
+                    continue
+                except (ssl.SSLEOFError, ssl.SSLZeroReturnError):
+                    sending = False  # over TLS: the server closed
                     continue
                 except OSError as e:
                     # reset or EPIPE: the server closed; read what it said

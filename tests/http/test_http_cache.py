@@ -10,6 +10,7 @@ import random
 import threading
 import time
 
+from engines import tlscert
 from rawhttp import Conn, get
 
 GZ = [("Accept-Encoding", "gzip")]
@@ -210,6 +211,7 @@ def test_evicted_entry_held_by_a_slow_reader_stays_counted(http_engine):
         slow = socket.socket()
         slow.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
         slow.connect(("127.0.0.1", srv.port))
+        slow = tlscert.wrap(slow, srv.port)
         # 50 responses of 64000 bytes that the client does not read: the
         # server stays in the middle of one, holding the entry
         slow.sendall(f"GET /{d}/pin.bin HTTP/1.1\r\nHost: h\r\n\r\n".encode() * 50)

@@ -2,6 +2,7 @@
 timeouts, max_conns, and a graceful stop."""
 import re
 import select
+import ssl
 import subprocess
 import signal
 import socket
@@ -72,6 +73,9 @@ def test_closing_response_carries_ack_and_fin(http_engine, wire, status):
     # waits at least 40 ms (TCP_DELACK_MIN), so an answer slower than
     # 20 ms (a loaded host) may come after a bare ACK: such tries only
     # show that no more than that came alone.
+    if http_engine.tls:
+        pytest.skip("counts the TCP segments of a plain response; over TLS the "
+                    "close_notify record is one more")
     quick = 0
     for _ in range(5):
         r, bare, took = segments_without_data(http_engine.port, wire)
@@ -247,14 +251,20 @@ def test_max_conns(http_engine):
         a = admitted(srv.port)
         b = admitted(srv.port)
         try:
-            with Conn(srv.port) as extra:
-                try:
-                    extra.send(b"GET /a.txt HTTP/1.1\r\nHost: x\r\n\r\n")
-                    r = extra.read_response(timeout=5)
-                    assert r.status == 503
-                except (Closed, BrokenPipeError, ConnectionResetError):
-                    pass  # closed at once: also a clean refusal
-                assert extra.closed_within(3)
+            if http_engine.tls:
+                # HTTPS: no plain 503 on a TLS port; the refusal is a close,
+                # which ends the client's handshake
+                with pytest.raises((ssl.SSLError, ConnectionResetError, BrokenPipeError)):
+                    Conn(srv.port).close()
+            else:
+                with Conn(srv.port) as extra:
+                    try:
+                        extra.send(b"GET /a.txt HTTP/1.1\r\nHost: x\r\n\r\n")
+                        r = extra.read_response(timeout=5)
+                        assert r.status == 503
+                    except (Closed, BrokenPipeError, ConnectionResetError):
+                        pass  # closed at once: also a clean refusal
+                    assert extra.closed_within(3)
             for c in (a, b):  # the admitted ones are still served
                 c.send(b"GET /p3.txt HTTP/1.1\r\nHost: x\r\n\r\n")
                 assert c.read_response().status == 200
@@ -295,6 +305,9 @@ def test_out_of_descriptors_queued_clients_served(http_engine):
     connection arriving to wake the listener."""
     if http_engine.kind != "user":
         pytest.skip("a module has no descriptor limit")
+    if http_engine.tls:
+        pytest.skip("the clients send before they are accepted; a TLS client "
+                    "cannot send before its handshake")
     with http_engine.spawn(nofile=40, threads=1) as srv:
         conns = [Conn(srv.port) for _ in range(60)]
         try:

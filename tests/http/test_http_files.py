@@ -7,11 +7,16 @@ import time
 
 import pytest
 
+from engines import tlscert
 from rawhttp import Conn, get
 
 
 def client_get(port, path, headers=None, method="GET"):
-    c = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    ctx = tlscert.context_for(port)
+    if ctx:  # a TLS engine: Python's own HTTPS client
+        c = http.client.HTTPSConnection("localhost", port, timeout=10, context=ctx)
+    else:
+        c = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
     try:
         c.request(method, path, headers=headers or {})
         r = c.getresponse()

@@ -8,6 +8,7 @@ import subprocess
 
 import pytest
 
+from engines import tlscert
 from rawhttp import Conn, get
 
 
@@ -166,7 +167,8 @@ def test_curl_range(http_engine, tmp_path):
     out = tmp_path / "out"
     hdr = tmp_path / "hdr"
     subprocess.run(["curl", "-sS", "--max-time", "10", "--range", "0-1,5-6", "-D", str(hdr),
-                    "-o", str(out), f"http://127.0.0.1:{http_engine.port}/mib.bin"],
+                    "-o", str(out), *tlscert.curl_args(http_engine.port),
+                    tlscert.url(http_engine.port, "/mib.bin")],
                    check=True)
     head = hdr.read_bytes().decode()
     assert head.startswith("HTTP/1.1 206 Partial Content\r\n")

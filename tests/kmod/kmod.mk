@@ -1,6 +1,7 @@
-# tests/kmod/kmod.mk — ktcp_fault.ko, the module that proves the debug
-# kernel's detectors fire (tests/kmod/test_detectors.py). Built only by
-# make check-debug (make kmod KERNEL=debug), into build/kmod/<release>/.
+# tests/kmod/kmod.mk — ktcp_fault.ko, the module that proves the kernels'
+# detectors fire (tests/kmod/test_detectors.py). Built by make check-debug
+# (make kmod KERNEL=debug) and make check-detectors (the release kernel
+# booted with slub_debug), into build/kmod/<release>/.
 KMOD_DIR := $(BUILD)/kmod/$(KVER)
 
 .PHONY: kmod

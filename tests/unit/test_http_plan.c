@@ -683,6 +683,9 @@ static void test_no_request(void)
     CHECK(strstr(head, "Date: Tue, 14 Nov 2023 22:13:20 GMT\r\n") != NULL);
     CHECK(strstr(head, "Content-Length: 24\r\n") != NULL);
     CHECK_MEM(p.text, p.body_len, "503 Service Unavailable\n");
+    CHECK(strstr(head, "Retry-After: 1\r\n") != NULL);
+    /* an open that would have waited for a lease: 503, try again */
+    CHECK_INT(http_errno_status(-HTTP_EAGAIN), 503);
     /* a head that does not fit */
     CHECK_INT(http_plan_head(&p, head, 20), -1);
 }

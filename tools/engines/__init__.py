@@ -23,6 +23,10 @@ SUITE = {
         "user-threads": lambda d: UserHttpd("threads", d),
         "user-epoll": lambda d: UserHttpd("epoll", d),
         "user-mn": lambda d: UserHttpd("mn", d),
+        # the same over HTTPS (--tls-port; the clients wrap in ssl)
+        "user-threads-tls": lambda d: UserHttpd("threads", d, tls=True),
+        "user-epoll-tls": lambda d: UserHttpd("epoll", d, tls=True),
+        "user-mn-tls": lambda d: UserHttpd("mn", d, tls=True),
         "khttpd": lambda d: KernelHttpd(),
     },
     "echo": {

@@ -1,6 +1,6 @@
 """Echo engines: ktcp-echo in each model, kecho.ko in each wq_mode (in the
 VM). Options, named after kecho's module parameters: idle_timeout_ms,
-max_conns; ktcp-echo also threads, nofile, bind; settle (default True):
+max_conns, max_conns_per_ip; ktcp-echo also threads, nofile, bind; settle (default True):
 start() returns once the readiness probe's connection is gone, so callers
 count connections from zero."""
 import os
@@ -62,7 +62,8 @@ class UserEcho(EchoEngine, StatsFile, Engine):
                                        f"{self.name}-{port}.stats")
         cmd = [ECHO_BIN, "--port", str(port)]
         for key, flag in (("bind", "--bind"), ("threads", "--threads"),
-                          ("idle_timeout_ms", "--idle-timeout-ms"), ("max_conns", "--max-conns")):
+                          ("idle_timeout_ms", "--idle-timeout-ms"), ("max_conns", "--max-conns"),
+                          ("max_conns_per_ip", "--max-conns-per-ip")):
             if o.get(key) is not None:
                 cmd += [flag, str(o[key])]
         return cmd + ["--model", self.model, "--stats-file", self.stats_file]
@@ -79,7 +80,7 @@ class KernelEcho(EchoEngine, KernelModule):
 
     def params(self, o):
         args = [f"wq_mode={self.wq_mode}"]
-        for key in ("idle_timeout_ms", "max_conns"):
+        for key in ("idle_timeout_ms", "max_conns", "max_conns_per_ip"):
             if o.get(key) is not None:
                 args.append(f"{key}={o[key]}")
         return args

@@ -7,6 +7,8 @@ parameters (cache_size is its cache_bytes):
 
   idle_timeout_ms  close idle connections and unfinished heads after this
   max_conns        refuse connections beyond this many
+  max_conns_per_ip refuse connections beyond this many from one address
+                   (the servers' default: a quarter of max_conns, at least 64)
   gzip             serve gzip copies of compressible files
   access_log       file to log requests to (ktcp-httpd only)
   threads          worker threads (ktcp-httpd only; khttpd ignores it)
@@ -27,6 +29,13 @@ parameters (cache_size is its cache_bytes):
   listing_bytes    memory of the listings in flight; beyond: the same
   bind             the address ktcp-httpd listens on
   args             more ktcp-httpd arguments, last on its command line
+  tls_handshake_timeout_ms  ktcp-httpd --tls-handshake-timeout-ms (a TLS
+                   engine only)
+
+A TLS engine (UserHttpd(model, tls=True)) serves HTTPS on self.port, the
+port the tests talk to (their clients wrap sockets to it in ssl: see
+tlscert.py), and plain HTTP on self.plain_port; its certificate is a test
+CA's (tlscert.make_ca), made at start.
 """
 import http.client
 import os
@@ -36,7 +45,8 @@ import shutil
 import signal
 import tempfile
 
-from .base import BUILD, Engine, KernelModule, Unsupported, parse_counters
+from . import tlscert
+from .base import BUILD, Engine, KernelModule, Unsupported, free_port, parse_counters
 
 # KTCP_HTTPD_BIN runs the suite against another build (sanitizers, ...).
 HTTPD_BIN = os.environ.get("KTCP_HTTPD_BIN", os.path.join(BUILD, "ktcp-httpd"))
@@ -51,9 +61,33 @@ class UserHttpd(Engine):
     defaults = {"idle_timeout_ms": 30000, "max_conns": 0, "gzip": True, "threads": 2,
                 "user": "nobody", "bind": "127.0.0.1"}
 
-    def __init__(self, model, logdir=None):
-        super().__init__(f"ktcp-httpd-{model}", logdir)
+    def __init__(self, model, logdir=None, tls=False):
+        super().__init__(f"ktcp-httpd-{model}" + ("-tls" if tls else ""), logdir)
         self.model = model
+        self.tls = tls
+        self.plain_port = None
+        self.certs = None
+
+    def start(self, root=None, port=None, **options):
+        if self.tls:
+            self.certs = tlscert.make_ca()
+            self.plain_port = free_port()
+            # its start line, not a probe connection (which would count as
+            # a failed handshake)
+            options.setdefault("ready", "ktcp-httpd: HTTPS on port")
+        return super().start(root, port, **options)
+
+    def launch(self, o):
+        if self.tls:
+            tlscert.TLS_PORTS[self.port] = self.certs["ca"]
+        super().launch(o)
+
+    def stop(self, check=True):
+        try:
+            super().stop(check)
+        finally:
+            if self.tls:
+                tlscert.TLS_PORTS.pop(self.port, None)
 
     @property
     def stderr_path(self):
@@ -67,10 +101,17 @@ class UserHttpd(Engine):
     def argv(self, port, o):
         if not os.path.exists(HTTPD_BIN):
             raise AssertionError(f"{HTTPD_BIN} is not built (run make)")
-        cmd = [HTTPD_BIN, "--root", o["root"], "--port", str(port)]
+        if self.tls:
+            cmd = [HTTPD_BIN, "--root", o["root"], "--port", str(self.plain_port),
+                   "--tls-port", str(port), "--tls-cert", self.certs["cert"],
+                   "--tls-key", self.certs["key"]]
+            if o.get("tls_handshake_timeout_ms"):
+                cmd += ["--tls-handshake-timeout-ms", str(o["tls_handshake_timeout_ms"])]
+        else:
+            cmd = [HTTPD_BIN, "--root", o["root"], "--port", str(port)]
         flags = (("bind", "--bind"), ("model", "--model"), ("threads", "--threads"),
                  ("idle_timeout_ms", "--idle-timeout-ms"), ("max_conns", "--max-conns"),
-                 ("access_log", "--access-log"), ("cache_size", "--cache-size"),
+                 ("max_conns_per_ip", "--max-conns-per-ip"), ("access_log", "--access-log"), ("cache_size", "--cache-size"),
                  ("expires_s", "--expires"), ("listing_max", "--listing-max"),
                  ("listing_bytes", "--listing-bytes"))
         o = dict(o, model=self.model)
@@ -94,7 +135,7 @@ class UserHttpd(Engine):
 
     def counters(self):
         """The plain counters (started with status_path)."""
-        c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=10)
+        c = http.client.HTTPConnection("127.0.0.1", self.plain_port or self.port, timeout=10)
         try:
             c.request("GET", self.opts["status_path"], headers={"Connection": "close"})
             r = c.getresponse()
@@ -110,6 +151,7 @@ class KernelHttpd(KernelModule):
     family = module = "khttpd"
     # option -> module parameter
     params_of = {"idle_timeout_ms": "idle_timeout_ms", "max_conns": "max_conns",
+                 "max_conns_per_ip": "max_conns_per_ip",
                  "gzip": "gzip", "cache_size": "cache_bytes",
                  "expires_s": "expires_s", "gzip_static": "gzip_static",
                  "error_pages": "error_pages", "dotfiles": "dotfiles",

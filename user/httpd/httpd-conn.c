@@ -226,7 +226,7 @@ static int drain_body(struct conn *cs, const struct http_request *req)
  * sending, and read (and drop) what the client still sends, for a bit. */
 static void lingering_close(struct conn *cs)
 {
-    shutdown(cs->c->fd, SHUT_WR);
+    rt_shutdown_write(cs->c);
     uint64_t dl = deadline_in(HTTP_SERVER_LINGER_MS);
     for (int i = 0; i < HTTP_SERVER_LINGER_READS; i++) {
         ssize_t n = rt_read(cs->c, cs->buf, cs->cap, dl, true);
@@ -268,7 +268,7 @@ static bool answer(struct conn *cs, size_t head_len, bool *linger)
          * close shuts it itself) */
         *linger = p.linger;
         if (!p.linger)
-            shutdown(cs->c->fd, SHUT_WR);
+            rt_shutdown_write(cs->c);
         return false;
     }
     cs->start += head_len;

@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include "httpd-options.h"
+#include "ktcp-tls.h"
 
 static bool same_str(const char *a, const char *b)
 {
@@ -57,6 +58,27 @@ static void reopen_log(const char *path, const char *why)
  * restart. Connections and listeners are not touched. What else a reload
  * applies goes here, after the settings are read and before the line that
  * says what was reloaded. */
+/* SIGHUP: the certificate and key of --tls-port read again (the paths
+ * may have changed too); new handshakes use them, open connections keep
+ * theirs, and a pair that does not load leaves the running one. */
+static void reload_tls(const struct settings *n)
+{
+    if (!httpd_cfg.tls || !n->tls_cert || !n->tls_key)
+        return;
+    char err[512];
+    if (ktcp_tls_ctx_reload(httpd_cfg.tls, n->tls_cert, n->tls_key, err,
+                            sizeof(err)) < 0)
+        fprintf(stderr,
+                "ktcp-httpd: SIGHUP: --tls-cert %s --tls-key %s: %s (kept "
+                "the certificate and key loaded before)\n",
+                n->tls_cert, n->tls_key, err);
+    else
+        fprintf(stderr,
+                "ktcp-httpd: SIGHUP: TLS certificate %s and key %s "
+                "reloaded\n",
+                n->tls_cert, n->tls_key);
+}
+
 static void reload(int argc, char **argv, struct settings *running)
 {
     /* the strings of the reload before: running->access_log points into
@@ -82,6 +104,8 @@ static void reload(int argc, char **argv, struct settings *running)
         {n.rt.max_conns != running->rt.max_conns, "--max-conns"},
         {n.rt.max_conns_per_ip != running->rt.max_conns_per_ip,
          "--max-conns-per-ip"},
+        {n.rt.per_ip_v6_prefix != running->rt.per_ip_v6_prefix,
+         "--per-ip-v6-prefix"},
         {n.rt.backlog != running->rt.backlog, "--backlog"},
         {n.rt.busy_poll_us != running->rt.busy_poll_us, "--busy-poll-us"},
         {n.cache_size != running->cache_size, "--cache-size"},
@@ -95,6 +119,9 @@ static void reload(int argc, char **argv, struct settings *running)
         {n.dotfiles != running->dotfiles, "--dotfiles"},
         {n.listing_max != running->listing_max, "--listing-max"},
         {n.listing_bytes != running->listing_bytes, "--listing-bytes"},
+        {n.rt.second_port != running->rt.second_port, "--tls-port"},
+        {n.tls_handshake_timeout_ms != running->tls_handshake_timeout_ms,
+         "--tls-handshake-timeout-ms"},
     };
     for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++)
         if (fixed[i].changed)
@@ -103,6 +130,7 @@ static void reload(int argc, char **argv, struct settings *running)
                     "the running value is kept\n",
                     fixed[i].flag);
 
+    reload_tls(&n);
     atomic_store(&httpd_cfg.gzip, n.gzip);
     running->gzip = n.gzip;
     atomic_store(&httpd_cfg.gzip_static, n.gzip_static);
@@ -490,6 +518,16 @@ static void on_serving(void)
             s.root, where, as, rt_model_name(s.rt.model),
             s.rt.model == RT_MODEL_THREADS ? 1 : s.rt.workers,
             s.rt.model != RT_MODEL_THREADS && s.rt.workers > 1 ? "s" : "");
+    if (httpd_cfg.tls) {
+        bool ulp = ktcp_tls_kernel_has_ulp();
+        fprintf(stderr,
+                "ktcp-httpd: HTTPS on port %d (%s; TLS 1.2 and 1.3, ALPN "
+                "http/1.1; %s)\n",
+                s.rt.second_port, ktcp_tls_library(),
+                ulp ? "kernel TLS (kTLS) TX and RX when the cipher allows"
+                    : "records written by OpenSSL: this kernel has no tls "
+                      "ULP for kTLS");
+    }
 }
 
 static void on_reload(void)
@@ -505,6 +543,8 @@ static void on_reopen(void)
 
 static void on_stopped(void)
 {
+    ktcp_tls_ctx_free(httpd_cfg.tls);
+    httpd_cfg.tls = NULL;
     httpd_settings_release(&s);
 }
 
@@ -541,6 +581,19 @@ int main(int argc, char **argv)
     if (geteuid() == 0 && !resolve_user(s.user))
         return 2;
     int problems = check_settings(&s);
+    httpd_cfg.tls_handshake_timeout_ms = s.tls_handshake_timeout_ms;
+    if (s.rt.second_port) {
+        /* read before --user drops root: a key readable by root only */
+        char err[512];
+        struct ktcp_tls_opts to = {.cert_file = s.tls_cert,
+                                   .key_file = s.tls_key};
+        httpd_cfg.tls = ktcp_tls_ctx_new(&to, err, sizeof(err));
+        if (!httpd_cfg.tls) {
+            fprintf(stderr, "ktcp-httpd: --tls-cert %s --tls-key %s: %s\n",
+                    s.tls_cert, s.tls_key, err);
+            problems++;
+        }
+    }
     if (s.test_config) {
         if (!problems)
             fprintf(stderr,
@@ -580,7 +633,7 @@ int main(int argc, char **argv)
     }
 
     s.rt.name = "ktcp-httpd";
-    s.rt.handler = httpd_conn_serve;
+    s.rt.handler = httpd_serve;
     s.rt.refuse = httpd_conn_refuse;
     s.rt.worker_data_size = sizeof(struct httpd_worker);
     s.rt.worker_flush = httpd_worker_flush;

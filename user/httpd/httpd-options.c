@@ -30,11 +30,17 @@ enum {
     OPT_MIME_TYPES,
     OPT_USER,
     OPT_DOTFILES,
+    OPT_TLS_PORT,
+    OPT_TLS_CERT,
+    OPT_TLS_KEY,
+    OPT_TLS_HS_TIMEOUT,
     OPT_LISTINGS,
     OPT_LISTING_MAX,
     OPT_LISTING_BYTES,
     OPT_TEST_CONFIG,
 };
+
+#define DEFAULT_TLS_HS_TIMEOUT_MS 10000
 
 _Static_assert(HTTP_SERVER_EXPIRES_MAX == 315360000, "--help says so");
 _Static_assert(HTTP_SERVER_ERROR_PAGES_MAX == 16, "--help says so");
@@ -85,6 +91,17 @@ static const struct rt_cli_opt opts[] = {
      "deny: a path with a segment starting with '.'\n"
      "answers 404 and such names are not listed,\n"
      "/.well-known/ excepted (default: deny)"},
+    {"tls-port", OPT_TLS_PORT, "PORT",
+     "also serve HTTPS on PORT (same address), with\n"
+     "--tls-cert and --tls-key; plain HTTP sent there\n"
+     "answers 400 (default: off)"},
+    {"tls-cert", OPT_TLS_CERT, "FILE",
+     "PEM certificate, then its chain; SIGHUP reloads\n"
+     "it and --tls-key (a bad pair keeps the old)"},
+    {"tls-key", OPT_TLS_KEY, "FILE", "PEM private key of --tls-cert"},
+    {"tls-handshake-timeout-ms", OPT_TLS_HS_TIMEOUT, "MS",
+     "a TLS handshake not done by then is closed\n"
+     "(default: 10000)"},
     {"listings", OPT_LISTINGS, "on|off",
      "off: a directory without index.html answers 403\n"
      "instead of its listing (default: on)"},
@@ -187,6 +204,22 @@ static bool option(void *data, int key, const char *arg, bool from_file)
             return rt_cli_bad("--dotfiles", arg, "expected deny or allow");
         s->dotfiles = strcmp(arg, "allow") == 0;
         return true;
+    case OPT_TLS_PORT:
+        if (!rt_cli_long("--tls-port", arg, 1, 65535, &v))
+            return false;
+        s->rt.second_port = (int) v;
+        return true;
+    case OPT_TLS_CERT:
+        s->tls_cert = arg;
+        return true;
+    case OPT_TLS_KEY:
+        s->tls_key = arg;
+        return true;
+    case OPT_TLS_HS_TIMEOUT:
+        if (!rt_cli_long("--tls-handshake-timeout-ms", arg, 1, 3600000, &v))
+            return false;
+        s->tls_handshake_timeout_ms = (int) v;
+        return true;
     case OPT_LISTINGS:
         if (strcmp(arg, "on") && strcmp(arg, "off"))
             return rt_cli_bad("--listings", arg, "expected on or off");
@@ -247,6 +280,27 @@ static void settings_default(struct settings *s)
     s->listings = true;
     s->listing_max = 1024;
     s->listing_bytes = 64UL << 20;
+    s->tls_handshake_timeout_ms = DEFAULT_TLS_HS_TIMEOUT_MS;
+}
+
+/* --tls-port needs a certificate and a key, and they need it. */
+static enum rt_cli_result check_tls(const struct settings *s)
+{
+    if (s->rt.second_port && (!s->tls_cert || !s->tls_key)) {
+        rt_cli_bad("--tls-port", "", "needs --tls-cert and --tls-key");
+        return RT_CLI_ERROR;
+    }
+    if (!s->rt.second_port && (s->tls_cert || s->tls_key)) {
+        rt_cli_bad(s->tls_cert ? "--tls-cert" : "--tls-key",
+                   s->tls_cert ? s->tls_cert : s->tls_key,
+                   "given without --tls-port");
+        return RT_CLI_ERROR;
+    }
+    if (s->rt.second_port && s->rt.second_port == s->rt.port) {
+        rt_cli_bad("--tls-port", "", "is --port too");
+        return RT_CLI_ERROR;
+    }
+    return RT_CLI_OK;
 }
 
 /* Apply argv (the command line, or a file's lines) to s. */
@@ -347,11 +401,12 @@ enum rt_cli_result httpd_load_settings(int argc,
     enum rt_cli_result r = apply(argc, argv, &cmdline, 0);
     if (r != RT_CLI_OK || !cmdline.config) {
         *s = cmdline;
-        return r;
+        return r == RT_CLI_OK ? check_tls(s) : r;
     }
     settings_default(s);
     r = apply_file(cmdline.config, s);
     if (r != RT_CLI_OK)
         return r;
-    return apply(argc, argv, s, 0);
+    r = apply(argc, argv, s, 0);
+    return r == RT_CLI_OK ? check_tls(s) : r;
 }

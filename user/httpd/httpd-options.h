@@ -25,6 +25,10 @@ struct settings {
     size_t error_pages_n;
     const char *user;
     bool dotfiles;
+    /* HTTPS: --tls-port is rt.second_port */
+    const char *tls_cert;
+    const char *tls_key;
+    int tls_handshake_timeout_ms;
     bool listings;
     unsigned listing_max;
     size_t listing_bytes;

@@ -58,7 +58,7 @@ bool httpd_send_head(struct httpd_req *r,
         if (rt_sendv(r->c, iov, 2, e.more, httpd_cfg.idle_timeout_ms) > 0 &&
             !e.head_only)
             r->sent += e.body_len;
-        shutdown(r->c->fd, SHUT_WR); /* the close's FIN pushes the end */
+        rt_shutdown_write(r->c); /* the close's FIN pushes the end */
         return false;
     }
     r->status = p->status;

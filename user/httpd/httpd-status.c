@@ -111,6 +111,41 @@ static void build_body(struct http_buf *b, enum status_format fmt)
         http_buf_append_u64(b, reopen_failed);
         http_buf_append_char(b, '\n');
     }
+    if (!httpd_cfg.tls)
+        return;
+    /* HTTPS (--tls-port): ktcp-httpd's own too */
+    static const struct {
+        const char *name, *help;
+        int which;
+    } tls[] = {
+        {"tls_handshakes", "TLS handshakes completed.", HTTPD_C_TLS_HANDSHAKES},
+        {"tls_handshake_failures",
+         "TLS handshakes that failed (refused, garbage, plain HTTP, timed "
+         "out).",
+         HTTPD_C_TLS_HANDSHAKE_FAILURES},
+        {"tls_ktls_tx", "TLS connections whose records the kernel writes.",
+         HTTPD_C_TLS_KTLS_TX},
+        {"tls_ktls_rx", "TLS connections whose records the kernel reads.",
+         HTTPD_C_TLS_KTLS_RX},
+    };
+    for (size_t i = 0; i < sizeof(tls) / sizeof(tls[0]); i++) {
+        if (fmt == STATUS_PROMETHEUS) {
+            http_buf_append_str(b, "# HELP ktcp_httpd_");
+            http_buf_append_str(b, tls[i].name);
+            http_buf_append_str(b, "_total ");
+            http_buf_append_str(b, tls[i].help);
+            http_buf_append_str(b, "\n# TYPE ktcp_httpd_");
+            http_buf_append_str(b, tls[i].name);
+            http_buf_append_str(b, "_total counter\nktcp_httpd_");
+            http_buf_append_str(b, tls[i].name);
+            http_buf_append_str(b, "_total ");
+        } else {
+            http_buf_append_str(b, tls[i].name);
+            http_buf_append_char(b, ' ');
+        }
+        http_buf_append_u64(b, c[tls[i].which]);
+        http_buf_append_char(b, '\n');
+    }
 }
 
 bool httpd_status_serve(struct httpd_req *r, struct http_plan *p)

@@ -42,8 +42,12 @@ struct httpd_config {
     const struct http_mime_table *mime; /* --mime-types, NULL: core's */
     bool dotfiles;         /* serve and list names starting with '.' */
     _Atomic bool listings; /* --listings: directories without an index */
-    unsigned listing_max;  /* --listing-max, 0: any */
-    size_t listing_bytes;  /* --listing-bytes, 0: any */
+    /* --tls-port's context (user/tls), NULL: no HTTPS; a reload swaps
+     * its certificate inside it */
+    struct ktcp_tls_ctx *tls;
+    int tls_handshake_timeout_ms;
+    unsigned listing_max; /* --listing-max, 0: any */
+    size_t listing_bytes; /* --listing-bytes, 0: any */
     /* How httpd_log_open opens a file: fd or -errno (main sets it: started
      * as root, through the opener that kept root) */
     int (*open_log)(const char *path);
@@ -63,7 +67,10 @@ extern struct httpd_config httpd_cfg;
  *   status    httpd-status.c   the counters as a page (--status-path)
  *   respond   httpd-respond.c  core's planner run for one request, its
  *                              plan carried out
- *   conn      httpd-conn.c     read, parse, answer, drain, linger, close */
+ *   conn      httpd-conn.c     read, parse, answer, drain, linger, close
+ *   tls       httpd-tls.c      --tls-port's connections: plain HTTP
+ *                              refused, the handshake, then conn over
+ *                              TLS records (user/tls) */
 
 /* ---- root (httpd-root.c) ---- */
 /* openat2(root, rel, RESOLVE_BENEATH): -EXDEV/-ELOOP if it leads out. */
@@ -240,6 +247,13 @@ enum httpd_counter {
     HTTPD_C_CACHE_HITS,
     HTTPD_C_CACHE_MISSES,
     HTTPD_C_CACHE_EVICTIONS,
+    /* --tls-port: handshakes completed, failed (refused, garbage, plain
+     * HTTP, timed out, closed), and of the completed those whose records
+     * the kernel writes (kTLS TX) and reads (kTLS RX) */
+    HTTPD_C_TLS_HANDSHAKES,
+    HTTPD_C_TLS_HANDSHAKE_FAILURES,
+    HTTPD_C_TLS_KTLS_TX,
+    HTTPD_C_TLS_KTLS_RX,
     HTTPD_C_LISTINGS_REFUSED,
     HTTPD_C_LOG_REOPEN_FAILED, /* a reopen of the access log failed */
     HTTPD_C_END
@@ -301,5 +315,10 @@ void httpd_respond_error(struct httpd_req *r,
 /* ---- connection (httpd-conn.c) ---- */
 enum rt_verdict httpd_conn_serve(struct rt_conn *c);
 void httpd_conn_refuse(int fd);
+
+/* ---- tls (httpd-tls.c) ---- */
+/* The runtime's handler: the port's connections to httpd_conn_serve,
+ * --tls-port's through TLS first. */
+enum rt_verdict httpd_serve(struct rt_conn *c);
 
 #endif /* KTCP_HTTPD_H */

@@ -1,5 +1,8 @@
 /* rt-admit.c — admission: the live connections against --max-conns, and
- * each client address's against --max-conns-per-ip.
+ * each client address's against --max-conns-per-ip (by default a quarter
+ * of --max-conns, at least RT_PER_IP_FLOOR), an IPv6 client counted per
+ * --per-ip-v6-prefix (a /64 by default: one site's addresses are one
+ * client).
  *
  * The per-address counts live in one table allocated at start, never
  * grown: buckets of RT_PEER_WAYS entries, an address in one of two buckets
@@ -40,6 +43,8 @@ struct rt_peer_bucket {
 static struct {
     struct rt_peer_bucket *b; /* NULL: no per-address limit */
     size_t mask;              /* buckets - 1 */
+    uint32_t limit;           /* connections per address */
+    int v6_prefix;            /* bits of an IPv6 address counted */
     uint64_t key[2];
     pthread_mutex_t locks[RT_PEER_LOCKS];
 } peers;
@@ -53,8 +58,17 @@ long rt_live_conns(void)
 
 int rt_admit_init(const struct rt_config *cfg)
 {
-    if (cfg->max_conns_per_ip <= 0)
+    int limit = cfg->max_conns_per_ip;
+    if (limit == RT_PER_IP_AUTO)
+        limit = cfg->max_conns <= 0                    ? 0
+                : cfg->max_conns / 4 > RT_PER_IP_FLOOR ? cfg->max_conns / 4
+                                                       : RT_PER_IP_FLOOR;
+    if (limit <= 0)
         return 0;
+    peers.limit = (uint32_t) limit;
+    peers.v6_prefix = cfg->per_ip_v6_prefix > 0 && cfg->per_ip_v6_prefix <= 128
+                          ? cfg->per_ip_v6_prefix
+                          : RT_PER_IP_V6_PREFIX;
     size_t cap = RT_PEERS_CAP;
     if (cfg->max_conns > 0)
         cap = cfg->max_conns < RT_PEERS_MAX ? (size_t) cfg->max_conns
@@ -100,7 +114,12 @@ static bool peer_key(const struct rt_conn *c, uint32_t addr[4])
         return true;
     }
     if (c->peer_family == AF_INET6) {
-        memcpy(p, c->peer_addr, 16);
+        /* the first v6_prefix bits; the rest zero */
+        int bits = peers.v6_prefix;
+        memset(p, 0, 16);
+        memcpy(p, c->peer_addr, (size_t) bits / 8);
+        if (bits % 8)
+            p[bits / 8] = c->peer_addr[bits / 8] & (0xff << (8 - bits % 8));
         return true;
     }
     return false;
@@ -165,7 +184,7 @@ static bool peer_get(const struct rt_conn *c)
         e = peer_find(b2, addr);
     bool ok = true;
     if (e) {
-        ok = e->count < (uint32_t) rt_g.cfg->max_conns_per_ip;
+        ok = e->count < peers.limit;
         e->count += ok;
     } else {
         int u1, u2;
@@ -202,7 +221,9 @@ bool rt_conn_admit(const struct rt_conn *c)
     if ((rt_g.cfg->max_conns > 0 && n >= rt_g.cfg->max_conns) || !peer_get(c)) {
         atomic_fetch_sub(&live_conns, 1);
         rt_count(RT_C_REFUSED, 1);
-        if (rt_g.cfg->refuse)
+        /* the second port's protocol may not be the answer's (HTTPS):
+         * its refusals are closed only */
+        if (rt_g.cfg->refuse && c->listener == 0)
             rt_g.cfg->refuse(c->fd);
         return false;
     }

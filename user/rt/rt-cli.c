@@ -94,6 +94,7 @@ enum {
     OPT_BACKLOG = 1 << 20,
     OPT_VERSION,
     OPT_MAX_PER_IP,
+    OPT_V6_PREFIX,
     OPT_BUSY_POLL,
     OPT_SHUTDOWN,
     NO_DEFAULT = -1
@@ -130,8 +131,13 @@ static const struct shared_flag {
     {OPT_MAX_PER_IP, "max-conns-per-ip", "N",
      "clients served at once from one address (IPv4 and\n"
      "IPv4-mapped IPv6 count as one); more are refused\n"
-     "at accept; 0 = no limit (default %d)",
-     offsetof(struct rt_config, max_conns_per_ip), 0},
+     "at accept; 0 = no limit (default: a quarter of\n"
+     "--max-conns, at least 64; none if that is 0)",
+     NO_DEFAULT, 0},
+    {OPT_V6_PREFIX, "per-ip-v6-prefix", "BITS",
+     "IPv6 clients are counted per prefix of this\n"
+     "many bits, 1..128 (default %d: a /64)",
+     offsetof(struct rt_config, per_ip_v6_prefix), 0},
     {OPT_BUSY_POLL, "busy-poll-us", "US",
      "epoll and mn: how long a worker out of events\n"
      "may poll for more, yielding the CPU, before it\n"
@@ -270,6 +276,9 @@ static bool shared_flag(struct rt_cli *cli,
     case OPT_MAX_PER_IP:
         return int_flag("--max-conns-per-ip", arg, 0, INT_MAX,
                         &cfg->max_conns_per_ip);
+    case OPT_V6_PREFIX:
+        return int_flag("--per-ip-v6-prefix", arg, 1, 128,
+                        &cfg->per_ip_v6_prefix);
     case OPT_BACKLOG:
         return int_flag("--backlog", arg, 1, 65535, &cfg->backlog);
     case OPT_SHUTDOWN:

@@ -177,9 +177,9 @@ const char *rt_conn_peer(struct rt_conn *c)
     return c->peer[0] ? c->peer : "-";
 }
 
-int rt_open_listener(const struct rt_config *cfg, bool reuseport)
+int rt_open_listener(const struct rt_config *cfg, int port, bool reuseport)
 {
-    int fd = ktcp_listen_tcp(cfg->bind, cfg->port,
+    int fd = ktcp_listen_tcp(cfg->bind, port,
                              cfg->backlog > 0 ? cfg->backlog : 1024, reuseport);
     if (fd == -EINVAL) {
         fprintf(stderr, "%s: --bind %s: not a numeric IP address\n", rt_name(),
@@ -188,7 +188,7 @@ int rt_open_listener(const struct rt_config *cfg, bool reuseport)
     }
     if (fd < 0) {
         fprintf(stderr, "%s: --bind %s --port %d: %s\n", rt_name(),
-                cfg->bind ? cfg->bind : "(any)", cfg->port, strerror(-fd));
+                cfg->bind ? cfg->bind : "(any)", port, strerror(-fd));
         return fd;
     }
     /* the threads model blocks in accept(2) */

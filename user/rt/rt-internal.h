@@ -332,8 +332,9 @@ struct rt_worker {
     int id;     /* worker index; -1: a threads-model thread */
     void *data; /* the application's (rt_worker_data), or NULL */
     pthread_t tid;
-    int epfd;      /* own (epoll model) or the shared one (mn) */
-    int listen_fd; /* own SO_REUSEPORT listener (epoll model), else -1 */
+    int epfd;       /* own (epoll model) or the shared one (mn) */
+    int listen_fd;  /* own SO_REUSEPORT listener (epoll model), else -1 */
+    int listen_fd2; /* the same of cfg->second_port, else -1 */
     void *sched_sp;
     struct rt_coro *rq_head, *rq_tail; /* local run queue (epoll model) */
     struct rt_runq rq;                 /* run queue (mn), see above */
@@ -370,6 +371,9 @@ struct rt_global {
     const struct rt_config *cfg;
     int listen_fds[256];
     int nlisten;
+    /* cfg->second_port's listeners, as listen_fds (never inherited) */
+    int listen_fds2[256];
+    int nlisten2;
     /* listen_fds all name one socket passed by systemd (socket activation):
      * never shut down (systemd keeps it for the next start), closed once */
     bool inherited;
@@ -416,7 +420,7 @@ void rt_conn_release(const struct rt_conn *c);
  * taken: then it has timed out. */
 bool rt_conn_still_sending(struct rt_conn *c);
 void rt_conn_set_peer(struct rt_conn *c, const struct sockaddr *sa);
-int rt_open_listener(const struct rt_config *cfg, bool reuseport);
+int rt_open_listener(const struct rt_config *cfg, int port, bool reuseport);
 /* Add the counters of the threads that are not coroutine workers. */
 void rt_counters_add_shared(uint64_t out[RT_NCOUNTERS]);
 /* Stopping, and this wait must end now: an idle one, or any once

@@ -131,6 +131,8 @@ static int send_wait(struct rt_conn *c, int timeout_ms)
 
 ssize_t rt_read_nowait(struct rt_conn *c, void *buf, size_t len)
 {
+    if (__builtin_expect(c->io != NULL, 0))
+        return c->io->read_nowait(c, buf, len);
     ssize_t n;
     do
         n = sys_recv(c->fd, buf, len);
@@ -144,6 +146,8 @@ ssize_t rt_read(struct rt_conn *c,
                 uint64_t deadline_ms,
                 bool idle)
 {
+    if (__builtin_expect(c->io != NULL, 0))
+        return c->io->read(c, buf, len, deadline_ms, idle);
     for (;;) {
         ssize_t n = rt_read_nowait(c, buf, len);
         if (n != -EAGAIN)
@@ -177,6 +181,8 @@ ssize_t rt_sendv(struct rt_conn *c,
                  bool more,
                  int timeout_ms)
 {
+    if (__builtin_expect(c->io != NULL, 0))
+        return c->io->sendv(c, iov, iovcnt, more, timeout_ms);
     ssize_t total = 0;
     while (iovcnt > 0) {
         struct msghdr m = {.msg_iov = iov, .msg_iovlen = iovcnt};
@@ -202,6 +208,10 @@ ssize_t rt_sendv(struct rt_conn *c,
  * echo's every message comes this way). */
 ssize_t rt_send(struct rt_conn *c, const void *buf, size_t len, int timeout_ms)
 {
+    if (__builtin_expect(c->io != NULL, 0)) {
+        struct iovec iov = {.iov_base = (void *) buf, .iov_len = len};
+        return c->io->sendv(c, &iov, 1, false, timeout_ms);
+    }
     size_t done = 0;
     while (done < len) {
         ssize_t n =
@@ -212,6 +222,13 @@ ssize_t rt_send(struct rt_conn *c, const void *buf, size_t len, int timeout_ms)
         done += (size_t) n;
     }
     return (ssize_t) done;
+}
+
+void rt_shutdown_write(struct rt_conn *c)
+{
+    if (c->io)
+        c->io->shutdown_write(c);
+    shutdown(c->fd, SHUT_WR);
 }
 
 void rt_yield(struct rt_conn *c)
@@ -226,6 +243,8 @@ ssize_t rt_sendfile(struct rt_conn *c,
                     size_t count,
                     int timeout_ms)
 {
+    if (__builtin_expect(c->io != NULL, 0))
+        return c->io->sendfile(c, file_fd, offset, count, timeout_ms);
     size_t left = count;
     while (left > 0) {
         ssize_t n = sys_sendfile(c->fd, file_fd, &offset, left);

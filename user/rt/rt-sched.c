@@ -69,7 +69,7 @@ static _Atomic uint64_t flush_round;
 
 /* epoll data values that are not coroutines: numbers below any address a
  * coroutine can have, so one compare tells the two apart */
-enum { TAG_LISTEN = 1, TAG_STOP, TAG_KICK, TAG_END };
+enum { TAG_LISTEN = 1, TAG_LISTEN2, TAG_STOP, TAG_KICK, TAG_END };
 
 static void runq_push(struct rt_worker *w, struct rt_coro *co)
 {
@@ -516,7 +516,22 @@ static int listen_arm(struct rt_worker *w, bool on)
 {
     struct epoll_event ev = {.events = listen_events(), .data.u64 = TAG_LISTEN};
     int lfd = model_mn ? rt_g.listen_fds[0] : w->listen_fd;
-    return epoll_ctl(w->epfd, on ? EPOLL_CTL_ADD : EPOLL_CTL_DEL, lfd, &ev);
+    int r = epoll_ctl(w->epfd, on ? EPOLL_CTL_ADD : EPOLL_CTL_DEL, lfd, &ev);
+    int lfd2 = model_mn ? -1 : w->listen_fd2;
+    if (lfd2 >= 0) {
+        struct epoll_event ev2 = {.events = listen_events(),
+                                  .data.u64 = TAG_LISTEN2};
+        epoll_ctl(w->epfd, on ? EPOLL_CTL_ADD : EPOLL_CTL_DEL, lfd2, &ev2);
+    }
+    return r;
+}
+
+/* The worker's listener of which (0: the port, 1: the second port). */
+static int listener_fd(struct rt_worker *w, int which)
+{
+    if (model_mn)
+        return which ? rt_g.listen_fds2[0] : rt_g.listen_fds[0];
+    return which ? w->listen_fd2 : w->listen_fd;
 }
 
 /* The worker saw the server stop: it accepts no more, and an epoll
@@ -531,8 +546,11 @@ static bool stop_seen(struct rt_worker *w, bool saw_stop)
 }
 
 /* Accept what is queued: everything (mn), or one connection (epoll). */
-static int accept_all(struct rt_worker *w, int lfd)
+static int accept_all(struct rt_worker *w, int which)
 {
+    int lfd = listener_fd(w, which);
+    if (lfd < 0)
+        return 0;
     int queued = 0;
     for (int taken = 0; model_mn || taken < 1; taken++) {
         struct sockaddr_storage ss;
@@ -559,7 +577,7 @@ static int accept_all(struct rt_worker *w, int lfd)
             }
             return queued; /* EAGAIN, or the listener was shut down */
         }
-        struct rt_conn peer = {.fd = fd};
+        struct rt_conn peer = {.fd = fd, .listener = (unsigned char) which};
         rt_conn_set_peer(&peer, (struct sockaddr *) &ss);
         if (rt_stopping() || !rt_conn_admit(&peer)) {
             close(fd);
@@ -573,6 +591,7 @@ static int accept_all(struct rt_worker *w, int lfd)
             continue;
         }
         rt_conn_set_peer(&co->conn, (struct sockaddr *) &ss);
+        co->conn.listener = (unsigned char) which;
         /* joins the set at its first wait (coro_register) */
         co->epfd = w->epfd;
         co->wake_reason = RT_WAKE_IO; /* start the handler: data is likely */
@@ -753,10 +772,9 @@ static INLINE_HOT void worker_loop(struct rt_worker *w, const bool mn)
                 } else {
                     queued += coro_wake(w, p, RT_WAKE_IO);
                 }
-            } else if (tag == TAG_LISTEN) {
+            } else if (tag == TAG_LISTEN || tag == TAG_LISTEN2) {
                 if (!saw_stop)
-                    queued +=
-                        accept_all(w, mn ? rt_g.listen_fds[0] : w->listen_fd);
+                    queued += accept_all(w, tag == TAG_LISTEN2);
             } else if (tag == TAG_KICK) {
                 uint64_t v;
                 if (read(shared_kick_fd, &v, sizeof(v)) < 0) {
@@ -789,7 +807,8 @@ static INLINE_HOT void worker_loop(struct rt_worker *w, const bool mn)
             w->accept_retry_ms = 0;
             if (!mn)
                 listen_arm(w, true);
-            queued += accept_all(w, mn ? rt_g.listen_fds[0] : w->listen_fd);
+            queued += accept_all(w, 0);
+            queued += accept_all(w, 1);
         }
         /* more than this worker runs at once: an idle peer will steal */
         if (mn && queued > 0 && rt_runq_len(&w->rq) > 1 &&
@@ -871,6 +890,9 @@ int rt_run_coro(const struct rt_config *cfg)
         if (shared_epfd < 0 || shared_kick_fd < 0 ||
             epoll_add_tag(shared_epfd, rt_g.listen_fds[0], TAG_LISTEN,
                           listen_events()) < 0 ||
+            (rt_g.nlisten2 &&
+             epoll_add_tag(shared_epfd, rt_g.listen_fds2[0], TAG_LISTEN2,
+                           listen_events()) < 0) ||
             epoll_add_tag(shared_epfd, shared_kick_fd, TAG_KICK,
                           EPOLLIN | EPOLLET) < 0 ||
             epoll_add_tag(shared_epfd, rt_g.stop_fd, TAG_STOP, EPOLLIN) < 0)
@@ -884,15 +906,21 @@ int rt_run_coro(const struct rt_config *cfg)
         pthread_mutex_init(&w->cancel_lock, NULL);
         rt_runq_init(&w->rq);
         w->listen_fd = -1;
+        w->listen_fd2 = -1;
         if (model_mn) {
             w->epfd = shared_epfd;
             continue;
         }
         w->epfd = epoll_create1(EPOLL_CLOEXEC);
         w->listen_fd = rt_g.listen_fds[i];
+        if (rt_g.nlisten2)
+            w->listen_fd2 = rt_g.listen_fds2[i];
         if (w->epfd < 0 ||
             epoll_add_tag(w->epfd, w->listen_fd, TAG_LISTEN, listen_events()) <
                 0 ||
+            (w->listen_fd2 >= 0 &&
+             epoll_add_tag(w->epfd, w->listen_fd2, TAG_LISTEN2,
+                           listen_events()) < 0) ||
             epoll_add_tag(w->epfd, rt_g.stop_fd, TAG_STOP, EPOLLIN) < 0)
             return -errno;
     }

@@ -112,10 +112,17 @@ int rt_start(const struct rt_config *cfg)
         return err;
     }
     for (int i = 0; i < n && !rt_g.inherited; i++) {
-        int fd = rt_open_listener(cfg, cfg->model == RT_MODEL_EPOLL);
+        int fd = rt_open_listener(cfg, cfg->port, cfg->model == RT_MODEL_EPOLL);
         if (fd < 0)
             return fd;
         rt_g.listen_fds[rt_g.nlisten++] = fd;
+    }
+    for (int i = 0; i < n && cfg->second_port; i++) {
+        int fd = rt_open_listener(cfg, cfg->second_port,
+                                  cfg->model == RT_MODEL_EPOLL);
+        if (fd < 0)
+            return fd;
+        rt_g.listen_fds2[rt_g.nlisten2++] = fd;
     }
     if (cfg->listening) {
         err = cfg->listening();
@@ -140,6 +147,8 @@ void rt_stop(void)
      * closed number could be reused by an accept. Blocked accepts return. */
     for (int i = 0; i < rt_g.nlisten && !rt_g.inherited; i++)
         shutdown(rt_g.listen_fds[i], SHUT_RDWR);
+    for (int i = 0; i < rt_g.nlisten2; i++)
+        shutdown(rt_g.listen_fds2[i], SHUT_RDWR);
     if (rt_g.cfg->model == RT_MODEL_THREADS)
         rt_threads_wake_all(); /* threads waiting for a connection exit */
     if (rt_g.cfg->model != RT_MODEL_THREADS)
@@ -168,5 +177,7 @@ void rt_finish(void)
     }
     for (int i = 0; i < (rt_g.inherited ? 1 : rt_g.nlisten); i++)
         close(rt_g.listen_fds[i]);
+    for (int i = 0; i < rt_g.nlisten2; i++)
+        close(rt_g.listen_fds2[i]);
     urcu_memb_barrier(); /* run pending call_rcu callbacks */
 }

@@ -144,23 +144,32 @@ static void *accept_main(void *arg)
     pthread_attr_init(&attr);
     pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
     pthread_attr_setstacksize(&attr, 256 * 1024);
+    bool alternate = false;
     for (;;) {
         struct sockaddr_storage ss;
         socklen_t sl = sizeof(ss);
-        if (rt_g.inherited) {
-            /* the socket is systemd's too and is never shut down: wait for
-             * a client or the stop, not in accept() */
-            struct pollfd pf[2] = {{rt_g.listen_fds[0], POLLIN, 0},
-                                   {rt_g.stop_fd, POLLIN, 0}};
-            if (poll(pf, 2, -1) < 0 && errno != EINTR)
+        int which = 0;
+        if (rt_g.inherited || rt_g.nlisten2) {
+            /* the socket is systemd's too and is never shut down, or there
+             * are two listeners: wait for a client or the stop, not in
+             * accept() */
+            struct pollfd pf[3] = {
+                {rt_g.listen_fds[0], POLLIN, 0},
+                {rt_g.stop_fd, POLLIN, 0},
+                {rt_g.nlisten2 ? rt_g.listen_fds2[0] : -1, POLLIN, 0}};
+            if (poll(pf, 3, -1) < 0 && errno != EINTR)
                 break;
             if (rt_stopping())
                 break;
-            if (!(pf[0].revents & POLLIN))
+            if (pf[2].revents & POLLIN)
+                which = !(pf[0].revents & POLLIN) || alternate;
+            else if (!(pf[0].revents & POLLIN))
                 continue;
+            alternate = !alternate; /* both ready: take turns */
         }
-        int fd = accept4(rt_g.listen_fds[0], (struct sockaddr *) &ss, &sl,
-                         SOCK_NONBLOCK | SOCK_CLOEXEC);
+        int fd =
+            accept4(which ? rt_g.listen_fds2[0] : rt_g.listen_fds[0],
+                    (struct sockaddr *) &ss, &sl, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd < 0) {
             if (rt_stopping())
                 break;
@@ -179,6 +188,7 @@ static void *accept_main(void *arg)
             continue;
         }
         c->c.fd = fd;
+        c->c.listener = (unsigned char) which;
         rt_conn_set_peer(&c->c, (struct sockaddr *) &ss);
         if (rt_stopping() || !rt_conn_admit(&c->c)) {
             close(fd);

@@ -36,6 +36,33 @@ enum rt_model { RT_MODEL_THREADS, RT_MODEL_EPOLL, RT_MODEL_MN };
 
 struct rt_coro;
 struct rt_worker;
+struct rt_conn;
+
+/* A connection's own transport (TLS, user/tls): when rt_conn.io is set,
+ * rt_read, rt_read_nowait, rt_send, rt_sendv, rt_sendfile and
+ * rt_shutdown_write go through it, with the same contracts (bytes or
+ * -errno; the waiting ones wait through rt_wait), instead of the socket's
+ * calls. The runtime never sets it and never frees io_data: whoever set it
+ * clears it before the connection ends. */
+struct rt_io {
+    ssize_t (*read_nowait)(struct rt_conn *c, void *buf, size_t len);
+    ssize_t (*read)(struct rt_conn *c,
+                    void *buf,
+                    size_t len,
+                    uint64_t deadline_ms,
+                    bool idle);
+    ssize_t (*sendv)(struct rt_conn *c,
+                     const struct iovec *iov,
+                     int iovcnt,
+                     bool more,
+                     int timeout_ms);
+    ssize_t (*sendfile)(struct rt_conn *c,
+                        int file_fd,
+                        off_t offset,
+                        size_t count,
+                        int timeout_ms);
+    void (*shutdown_write)(struct rt_conn *c);
+};
 
 /* One accepted connection. In the coroutine models it lives inside the
  * coroutine header; in the threads model on the thread's stack. */
@@ -50,6 +77,10 @@ struct rt_conn {
     /* idle and out of time while the client still takes what was sent:
      * the unacknowledged bytes then (SIOCOUTQ), or 0 */
     int idle_unacked;
+    /* which listener accepted it: 0 the port, 1 the second port */
+    unsigned char listener;
+    const struct rt_io *io; /* NULL: the socket's own calls */
+    void *io_data;          /* the transport's state */
 };
 
 /* The client's address as text ("-" if unknown); made on first use. */
@@ -70,19 +101,28 @@ struct rt_config {
     /* numeric IPv4/IPv6 address; NULL: every address, IPv6 and IPv4 */
     const char *bind;
     int port;
+    /* a second listener on the same address, served alike; its
+     * connections have listener 1 (ktcp-httpd's --tls-port); 0: none */
+    int second_port;
     int backlog;   /* listen(2) backlog; 0: 1024 */
     int max_conns; /* live connections; excess get 503 and close */
     /* live connections from one client address (IPv4 and IPv4-mapped IPv6
-     * count as one); excess are refused as over max_conns; 0: no limit */
+     * count as one; IPv6 per per_ip_v6_prefix); excess are refused as over
+     * max_conns; 0: no limit; RT_PER_IP_AUTO: a quarter of max_conns, at
+     * least RT_PER_IP_FLOOR (no limit when max_conns is 0) */
     int max_conns_per_ip;
+    /* IPv6 clients are counted per prefix of this many bits, 1..128; 0:
+     * RT_PER_IP_V6_PREFIX (a /64: what one site is given) */
+    int per_ip_v6_prefix;
     /* RT_IDLE connections are closed after this; 0: never (a day) */
     int idle_timeout_ms;
     /* epoll/mn: the longest a worker polls for events before it sleeps,
      * adapted to the gaps it sees (rt-sched.c, wait_events); 0: never */
     int busy_poll_us;
     rt_handler_fn handler;
-    void (*refuse)(
-        int fd); /* answer a connection over max_conns; NULL: close */
+    /* answer a connection of the port over max_conns; NULL: close (the
+     * second port's are always closed) */
+    void (*refuse)(int fd);
     /* A stop also ends sends waiting for a slow reader (-ESHUTDOWN), as
      * kecho's unload does; false: in-flight responses finish (HTTP). */
     bool stop_cuts_sends;
@@ -190,6 +230,9 @@ ssize_t rt_sendv(struct rt_conn *c,
                  int timeout_ms);
 /* rt_sendv of one buffer, without MSG_MORE (send(2), no iovec). */
 ssize_t rt_send(struct rt_conn *c, const void *buf, size_t len, int timeout_ms);
+/* Stop sending: the transport's end (a TLS close_notify) and the FIN
+ * (shutdown(SHUT_WR)); reading goes on. */
+void rt_shutdown_write(struct rt_conn *c);
 /* Let the worker's other ready connections run before this one goes on
  * (a handler that still has bytes to read after a budget of work; the
  * sockets are edge-triggered, so returning RT_IDLE would lose them). A
@@ -216,14 +259,18 @@ ssize_t rt_sendfile(struct rt_conn *c,
 #include <stdio.h>
 
 #define RT_BUSY_POLL_US_DEFAULT 50
+#define RT_PER_IP_AUTO (-1)
+#define RT_PER_IP_FLOOR 64
+#define RT_PER_IP_V6_PREFIX 64
 #define RT_BUSY_POLL_US_MAX 10000
 
 /* The shared defaults, for a struct rt_config initialiser (workers: one
  * per core unless set). */
 #define RT_CLI_DEFAULTS                                                 \
     .model = RT_MODEL_EPOLL, .backlog = 1024, .idle_timeout_ms = 30000, \
-    .max_conns = 10000, .busy_poll_us = RT_BUSY_POLL_US_DEFAULT,        \
-    .shutdown_timeout_s = 10
+    .max_conns = 10000, .max_conns_per_ip = RT_PER_IP_AUTO,             \
+    .per_ip_v6_prefix = RT_PER_IP_V6_PREFIX,                            \
+    .busy_poll_us = RT_BUSY_POLL_US_DEFAULT, .shutdown_timeout_s = 10
 
 /* One of the program's own flags. */
 struct rt_cli_opt {

@@ -1,6 +1,7 @@
 /* test-rt-admit.c — unit test of admission (rt-admit.c) without sockets:
  * --max-conns, --max-conns-per-ip per address with IPv4 and IPv4-mapped
- * IPv6 as one, a slot freed by a release, and the per-address table's
+ * IPv6 as one, a slot freed by a release, the default share (a quarter of
+ * --max-conns, at least 64) and IPv6 counted per /64, and the table's
  * bound: a flood of distinct addresses fills it without growing it, is
  * refused past it, and leaves it empty once released. */
 #include <arpa/inet.h>
@@ -95,7 +96,8 @@ static void test_per_address(void)
 #define FLOOD 300000
 static void test_flood_is_bounded(void)
 {
-    static struct rt_config cfg = {.max_conns = 0, .max_conns_per_ip = 1};
+    static struct rt_config cfg = {
+        .max_conns = 0, .max_conns_per_ip = 1, .per_ip_v6_prefix = 128};
     static bool in[FLOOD];
     rt_g.cfg = &cfg;
     CHECK(rt_admit_init(&cfg) == 0);
@@ -126,9 +128,45 @@ static void test_flood_is_bounded(void)
            FLOOD);
 }
 
+/* The defaults: max_conns 200 gives each address 64 (a quarter would be
+ * 50); the addresses of one /64 are one client, another /64 another. */
+static void test_default_share_and_prefix(void)
+{
+    static struct rt_config cfg = {.max_conns = 200,
+                                   .max_conns_per_ip = RT_PER_IP_AUTO,
+                                   .per_ip_v6_prefix = RT_PER_IP_V6_PREFIX};
+    rt_g.cfg = &cfg;
+    CHECK(rt_admit_init(&cfg) == 0);
+    struct rt_conn one = v4(0x7f000001), two = v4(0x7f000002);
+    struct rt_conn s1 = v6("2001:db8:0:7::1"), s2 = v6("2001:db8:0:7:ffff::2");
+    struct rt_conn s3 = v6("2001:db8:0:7::3"), other = v6("2001:db8:0:8::1");
+    for (int i = 0; i < RT_PER_IP_FLOOR; i++)
+        CHECK(rt_conn_admit(&one));
+    CHECK(!rt_conn_admit(&one));
+    CHECK(rt_conn_admit(&two));
+    for (int i = 0; i < RT_PER_IP_FLOOR / 2; i++) {
+        CHECK(rt_conn_admit(&s1));
+        CHECK(rt_conn_admit(&s2));
+    }
+    CHECK(!rt_conn_admit(&s3)); /* the /64 has its 64 */
+    CHECK(rt_conn_admit(&other));
+    for (int i = 0; i < RT_PER_IP_FLOOR; i++)
+        rt_conn_release(&one);
+    for (int i = 0; i < RT_PER_IP_FLOOR / 2; i++) {
+        rt_conn_release(&s1);
+        rt_conn_release(&s2);
+    }
+    rt_conn_release(&two);
+    rt_conn_release(&other);
+    CHECK(rt_live_conns() == 0);
+    CHECK(rt_conn_admit(&s3)); /* its slots are back */
+    rt_conn_release(&s3);
+}
+
 int main(void)
 {
     test_per_address();
+    test_default_share_and_prefix();
     test_flood_is_bounded();
     if (failures) {
         fprintf(stderr, "test-rt-admit: %d failures\n", failures);

@@ -1,0 +1,66 @@
+"""The README's HTTPS quick start, its three commands run exactly as
+written (in a scratch folder holding the tree's build/ and docs/), on the
+host: a self-signed certificate, ktcp-httpd on 8080 and 8443, curl trusting
+that certificate."""
+import os
+import re
+import signal
+import socket
+import subprocess
+import time
+
+import pytest
+
+from testlib import ROOT, require_kind, wait_port
+
+
+def quick_start():
+    text = open(os.path.join(ROOT, "README.md")).read()
+    section = text[text.index("## HTTPS"):]
+    block = re.search(r"```sh\n(.*?)```", section, re.S).group(1)
+    lines = [line for line in block.splitlines() if line.strip()]
+    assert len(lines) == 3, lines
+    return lines
+
+
+def port_free(port):
+    with socket.socket() as s:
+        try:
+            s.bind(("0.0.0.0", port))
+            return True
+        except OSError:
+            return False
+
+
+def test_readme_https_quick_start(tmp_path):
+    require_kind("user")
+    make_cert, serve, fetch = quick_start()
+    for port in (8080, 8443):
+        if not port_free(port):
+            pytest.skip(f"port {port}, which the README's commands use, is taken here")
+    os.symlink(os.path.join(ROOT, "build"), tmp_path / "build")
+    os.symlink(os.path.join(ROOT, "docs"), tmp_path / "docs")
+    subprocess.run(["bash", "-c", make_cert], cwd=tmp_path, check=True, timeout=60,
+                   capture_output=True)
+    # the server's line ends in '&': the shell starts it and says its pid
+    # (its output to a file: a pipe would stay open in the server)
+    log = tmp_path / "serve.log"
+    with open(log, "w") as f:
+        subprocess.run(["bash", "-c", serve + "\necho pid=$!"], cwd=tmp_path, check=True,
+                       timeout=60, stdout=f, stderr=subprocess.STDOUT,
+                       stdin=subprocess.DEVNULL)
+    pid = int(re.search(r"pid=(\d+)", log.read_text()).group(1))
+    try:
+        wait_port(8443, timeout=20)
+        r = subprocess.run(["bash", "-c", fetch], cwd=tmp_path, timeout=60,
+                           capture_output=True)
+        assert r.returncode == 0, r.stderr
+        assert r.stdout == open(os.path.join(ROOT, "docs", "tls.md"), "rb").read()
+    finally:
+        os.kill(pid, signal.SIGTERM)
+        for _ in range(100):
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                break
+            time.sleep(0.05)

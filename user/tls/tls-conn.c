@@ -1,0 +1,283 @@
+/* tls-conn.c — one server-side TLS connection over a non-blocking socket:
+ * every call does what it can now and answers KTCP_TLS_WANT_READ or
+ * KTCP_TLS_WANT_WRITE when the socket must be waited for; the caller
+ * waits however it waits (tls-rt.c on the runtime, an agent on its own
+ * epoll) and calls again with the same arguments. OpenSSL's error queue is
+ * per thread, so it is cleared before each call and read right after,
+ * before the caller can wait (and, on the runtime, move threads). */
+#include <errno.h>
+#include <limits.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tls-internal.h"
+
+struct ktcp_tls_conn *ktcp_tls_conn_new(struct ktcp_tls_ctx *ctx, int fd)
+{
+    struct ktcp_tls_conn *t = calloc(1, sizeof(*t));
+    if (!t)
+        return NULL;
+    ERR_clear_error();
+    t->ssl = ktcp_tls_ctx_ssl_new(ctx);
+    if (!t->ssl || SSL_set_fd(t->ssl, fd) != 1) {
+        SSL_free(t->ssl);
+        free(t);
+        ERR_clear_error();
+        return NULL;
+    }
+    SSL_set_accept_state(t->ssl);
+    t->fd = fd;
+    t->buf_file_off = -1;
+    return t;
+}
+
+void ktcp_tls_conn_free(struct ktcp_tls_conn *t)
+{
+    if (!t)
+        return;
+    SSL_free(t->ssl); /* the socket BIO does not close fd */
+    free(t->buf);
+    free(t);
+}
+
+int ktcp_tls_conn_release(struct ktcp_tls_conn *t)
+{
+    if (!ktcp_tls_ktls_tx(t) || !ktcp_tls_ktls_rx(t) ||
+        SSL_has_pending(t->ssl) || t->buf_done < t->buf_len)
+        return -EBUSY;
+    int fd = t->fd;
+    ktcp_tls_conn_free(t);
+    return fd;
+}
+
+/* What a failed OpenSSL call (its return ret) means: KTCP_TLS_WANT_*, 0
+ * (the peer closed), or -errno, with the reason kept in t->err. */
+static ssize_t failed(struct ktcp_tls_conn *t, int ret)
+{
+    int err = SSL_get_error(t->ssl, ret);
+    int sys = errno; /* read at once: nothing can switch threads here */
+    switch (err) {
+    case SSL_ERROR_WANT_READ:
+        return KTCP_TLS_WANT_READ;
+    case SSL_ERROR_WANT_WRITE:
+        return KTCP_TLS_WANT_WRITE;
+    case SSL_ERROR_ZERO_RETURN:
+        return 0;
+    case SSL_ERROR_SYSCALL:
+        if (ERR_peek_error() == 0) {
+            if (ret == 0 || sys == 0) /* EOF without close_notify */
+                return 0;
+            snprintf(t->err, sizeof(t->err), "%s", strerror(sys));
+            return sys == EAGAIN ? KTCP_TLS_WANT_READ : -sys;
+        }
+        /* OpenSSL said why */
+        __attribute__((fallthrough));
+    default: {
+        unsigned long e = ERR_peek_last_error();
+        if (e)
+            ERR_error_string_n(e, t->err, sizeof(t->err));
+        else
+            snprintf(t->err, sizeof(t->err), "SSL error %d", err);
+        ERR_clear_error();
+        return -EPROTO;
+    }
+    }
+}
+
+int ktcp_tls_handshake(struct ktcp_tls_conn *t)
+{
+    ERR_clear_error();
+    int n = SSL_do_handshake(t->ssl);
+    if (n == 1)
+        return 0;
+    ssize_t r = failed(t, n);
+    if (r == 0) {
+        snprintf(t->err, sizeof(t->err), "closed during the handshake");
+        return -ECONNRESET;
+    }
+    return (int) r;
+}
+
+bool ktcp_tls_ktls_tx(const struct ktcp_tls_conn *t)
+{
+    return BIO_get_ktls_send(SSL_get_wbio(t->ssl)) > 0;
+}
+
+bool ktcp_tls_ktls_rx(const struct ktcp_tls_conn *t)
+{
+    return BIO_get_ktls_recv(SSL_get_rbio(t->ssl)) > 0;
+}
+
+const char *ktcp_tls_version(const struct ktcp_tls_conn *t)
+{
+    return SSL_get_version(t->ssl);
+}
+
+const char *ktcp_tls_cipher(const struct ktcp_tls_conn *t)
+{
+    const char *c = SSL_get_cipher_name(t->ssl);
+    return c ? c : "";
+}
+
+const char *ktcp_tls_alpn(const struct ktcp_tls_conn *t, char *buf, size_t len)
+{
+    const unsigned char *p;
+    unsigned int n;
+    SSL_get0_alpn_selected(t->ssl, &p, &n);
+    if (!len)
+        return "";
+    if (n >= len)
+        n = (unsigned int) len - 1;
+    memcpy(buf, p ? (const char *) p : "", p ? n : 0);
+    buf[p ? n : 0] = '\0';
+    return buf;
+}
+
+bool ktcp_tls_resumed(const struct ktcp_tls_conn *t)
+{
+    return SSL_session_reused(t->ssl) == 1;
+}
+
+const char *ktcp_tls_error(const struct ktcp_tls_conn *t)
+{
+    return t->err;
+}
+
+ssize_t ktcp_tls_read(struct ktcp_tls_conn *t, void *buf, size_t len)
+{
+    if (t->pending_err) {
+        ssize_t e = t->pending_err;
+        t->pending_err = 0;
+        return e;
+    }
+    if (t->eof)
+        return 0;
+    size_t got = 0;
+    while (got < len) {
+        size_t want = len - got < INT_MAX ? len - got : INT_MAX;
+        ERR_clear_error();
+        int n = SSL_read(t->ssl, (char *) buf + got, (int) want);
+        if (n > 0) {
+            got += (size_t) n;
+            continue;
+        }
+        ssize_t r = failed(t, n);
+        if (got == 0) {
+            if (r == 0)
+                t->eof = true;
+            return r;
+        }
+        /* the bytes first; what ended the loop comes at the next call */
+        if (r == 0)
+            t->eof = true;
+        else if (r != KTCP_TLS_WANT_READ && r != KTCP_TLS_WANT_WRITE)
+            t->pending_err = (int) r;
+        break;
+    }
+    return (ssize_t) got;
+}
+
+/* Write buf[0..len): bytes written (> 0), KTCP_TLS_WANT_*, or -errno. */
+static ssize_t write_some(struct ktcp_tls_conn *t, const void *buf, size_t len)
+{
+    if (len > INT_MAX)
+        len = INT_MAX;
+    ERR_clear_error();
+    int n = SSL_write(t->ssl, buf, (int) len);
+    if (n > 0)
+        return n;
+    ssize_t r = failed(t, n);
+    return r == 0 ? -EPIPE : r;
+}
+
+/* The chunk in t->buf that a write has not yet taken all of. */
+static ssize_t write_buf(struct ktcp_tls_conn *t)
+{
+    ssize_t n = write_some(t, t->buf + t->buf_done, t->buf_len - t->buf_done);
+    if (n > 0) {
+        t->buf_done += (size_t) n;
+        if (t->buf_file_off >= 0)
+            t->buf_file_off += n;
+    }
+    return n;
+}
+
+static bool buf_alloc(struct ktcp_tls_conn *t)
+{
+    if (!t->buf)
+        t->buf = malloc(KTCP_TLS_BUF);
+    return t->buf != NULL;
+}
+
+ssize_t ktcp_tls_write(struct ktcp_tls_conn *t, const void *buf, size_t len)
+{
+    return write_some(t, buf, len);
+}
+
+/* Used by tls-rt.c: an iovec gathered into records of up to KTCP_TLS_BUF
+ * (a head and a small body in one record, not two). Bytes of the iovec
+ * taken (> 0), KTCP_TLS_WANT_*, or -errno; the caller calls again with
+ * the iovec advanced by what was taken. */
+ssize_t ktcp_tls_writev(struct ktcp_tls_conn *t,
+                        const struct iovec *iov,
+                        int iovcnt)
+{
+    if (t->buf_done < t->buf_len && t->buf_file_off < 0)
+        return write_buf(t); /* the chunk a write wants presented again */
+    if (iovcnt == 1 || (iovcnt > 0 && iov[0].iov_len >= KTCP_TLS_BUF))
+        return write_some(t, iov[0].iov_base, iov[0].iov_len);
+    if (!buf_alloc(t))
+        return -ENOMEM;
+    size_t n = 0;
+    for (int i = 0; i < iovcnt && n < KTCP_TLS_BUF; i++) {
+        size_t take = iov[i].iov_len;
+        if (take > KTCP_TLS_BUF - n)
+            take = KTCP_TLS_BUF - n;
+        memcpy(t->buf + n, iov[i].iov_base, take);
+        n += take;
+    }
+    t->buf_len = n;
+    t->buf_done = 0;
+    t->buf_file_off = -1;
+    return write_buf(t);
+}
+
+ssize_t ktcp_tls_sendfile(struct ktcp_tls_conn *t,
+                          int file_fd,
+                          off_t off,
+                          size_t len)
+{
+    if (ktcp_tls_ktls_tx(t)) {
+        ERR_clear_error();
+        ossl_ssize_t n = SSL_sendfile(t->ssl, file_fd, off, len, 0);
+        if (n > 0)
+            return n;
+        ssize_t r = failed(t, (int) n);
+        return r == 0 ? -EPIPE : r;
+    }
+    if (t->buf_done < t->buf_len && t->buf_file_off == off)
+        return write_buf(t);
+    if (!buf_alloc(t))
+        return -ENOMEM;
+    size_t want = len < KTCP_TLS_BUF ? len : KTCP_TLS_BUF;
+    ssize_t got = pread(file_fd, t->buf, want, off);
+    if (got < 0)
+        return -errno;
+    if (got == 0)
+        return -EIO; /* the file shrank under us */
+    t->buf_len = (size_t) got;
+    t->buf_done = 0;
+    t->buf_file_off = off;
+    return write_buf(t);
+}
+
+void ktcp_tls_shutdown(struct ktcp_tls_conn *t)
+{
+    ERR_clear_error();
+    if (SSL_shutdown(t->ssl) < 0)
+        ERR_clear_error(); /* best effort: the FIN follows anyway */
+}

@@ -1,0 +1,56 @@
+/* tls-internal.h — what the files of user/tls share: the context and the
+ * connection as they are. */
+#ifndef KTCP_TLS_INTERNAL_H
+#define KTCP_TLS_INTERNAL_H
+
+#include <openssl/ssl.h>
+#include <pthread.h>
+
+#include "ktcp-tls.h"
+
+struct ktcp_tls_ticket_key {
+    unsigned char name[16];
+    unsigned char aes[32];
+    unsigned char hmac[32];
+    uint64_t made_s; /* CLOCK_MONOTONIC seconds */
+    bool valid;
+};
+
+struct ktcp_tls_ctx {
+    pthread_mutex_t lock; /* ssl and keys */
+    SSL_CTX *ssl;         /* new connections' (a reload swaps it) */
+    /* [0] seals new tickets, [1] (the one before) still opens them */
+    struct ktcp_tls_ticket_key keys[2];
+    unsigned rotate_s;
+    unsigned long rotations;
+    bool no_ktls;
+};
+
+/* Size of the buffer a connection fills from a file when the kernel does
+ * not write its records: one full record. */
+#define KTCP_TLS_BUF 16384
+
+struct ktcp_tls_conn {
+    SSL *ssl;
+    int fd;
+    bool eof;        /* the peer closed (close_notify or EOF) after data */
+    int pending_err; /* an error met after data was returned */
+    /* a chunk read from a file (or gathered from an iovec by tls-rt.c)
+     * and not yet all written: OpenSSL wants a retried write to present
+     * the same bytes */
+    char *buf;
+    size_t buf_len, buf_done;
+    off_t buf_file_off; /* where the file chunk came from; -1: not one */
+    char err[160];
+};
+
+/* An iovec gathered into records (tls-conn.c): bytes of it taken,
+ * KTCP_TLS_WANT_*, or -errno; called again with the iovec advanced. */
+ssize_t ktcp_tls_writev(struct ktcp_tls_conn *t,
+                        const struct iovec *iov,
+                        int iovcnt);
+
+/* A new OpenSSL connection of ctx's current SSL_CTX (under its lock). */
+SSL *ktcp_tls_ctx_ssl_new(struct ktcp_tls_ctx *ctx);
+
+#endif /* KTCP_TLS_INTERNAL_H */

@@ -1,0 +1,198 @@
+/* tls-rt.c — a TLS connection on the user runtime: the handshake, and the
+ * transport (struct rt_io) through which the handler's rt_read, rt_sendv,
+ * rt_sendfile and rt_shutdown_write become records. Every wait is the
+ * runtime's (rt_wait): a coroutine yields its worker, a threads-model
+ * thread polls; no call here blocks a worker. */
+#include <errno.h>
+#include <linux/sockios.h>
+#include <poll.h>
+#include <sys/ioctl.h>
+
+#include "rt.h"
+#include "tls-internal.h"
+
+/* Wait for what OpenSSL asked for (r: KTCP_TLS_WANT_*). */
+static int wait_for(struct rt_conn *c, ssize_t r, uint64_t deadline, bool idle)
+{
+    return rt_wait(c, r == KTCP_TLS_WANT_WRITE ? POLLOUT : POLLIN, deadline,
+                   idle);
+}
+
+static bool wants(ssize_t r)
+{
+    return r == KTCP_TLS_WANT_READ || r == KTCP_TLS_WANT_WRITE;
+}
+
+int ktcp_tls_rt_handshake(struct ktcp_tls_conn *t,
+                          struct rt_conn *c,
+                          uint64_t deadline_ms)
+{
+    for (;;) {
+        int r = ktcp_tls_handshake(t);
+        if (!wants(r))
+            return r;
+        /* no request is in hand yet: a stopping server may end it */
+        int w = wait_for(c, r, deadline_ms, true);
+        if (w < 0)
+            return w;
+    }
+}
+
+static ssize_t io_read_nowait(struct rt_conn *c, void *buf, size_t len)
+{
+    ssize_t n = ktcp_tls_read(c->io_data, buf, len);
+    return wants(n) ? -EAGAIN : n;
+}
+
+static ssize_t io_read(struct rt_conn *c,
+                       void *buf,
+                       size_t len,
+                       uint64_t deadline_ms,
+                       bool idle)
+{
+    for (;;) {
+        ssize_t n = ktcp_tls_read(c->io_data, buf, len);
+        if (!wants(n))
+            return n;
+        int w = wait_for(c, n, deadline_ms, idle && n == KTCP_TLS_WANT_READ);
+        if (w < 0)
+            return w;
+    }
+}
+
+/* A send that gave up, counted as the runtime counts its own. */
+static ssize_t send_failed(ssize_t err)
+{
+    if (err == -ETIMEDOUT)
+        rt_count(RT_C_TIMEOUTS, 1);
+    else if (err != -ECONNRESET && err != -EPIPE && err != -ESHUTDOWN)
+        rt_count(RT_C_ERRORS, 1);
+    return err;
+}
+
+/* One step of a send loop: bytes taken (> 0), 0 to call again after a
+ * wait, or below 0 to give up. timeout_ms bounds each wait for progress. */
+static ssize_t send_step(struct rt_conn *c, ssize_t n, int timeout_ms)
+{
+    if (n > 0) {
+        rt_count(RT_C_BYTES_OUT, (uint64_t) n);
+        return n;
+    }
+    if (!wants(n))
+        return send_failed(n == 0 ? -EPIPE : n);
+    if (n == KTCP_TLS_WANT_READ) {
+        int w = wait_for(c, n, rt_now_ms() + (uint64_t) timeout_ms, false);
+        return w < 0 ? send_failed(w) : 0;
+    }
+    /* Room to write: as the runtime's own sends (rt-io.c), a slow but
+     * steady reader whose acknowledgements drain the unacknowledged queue
+     * (SIOCOUTQ) makes progress, though the socket may not turn writable
+     * within the timeout; only a reader that took nothing for a whole
+     * timeout is given up on. */
+    int queued = -1, now_queued;
+    if (ioctl(c->fd, SIOCOUTQ, &queued) < 0)
+        queued = -1;
+    for (;;) {
+        int w = rt_wait(c, POLLOUT, rt_now_ms() + (uint64_t) timeout_ms, false);
+        if (w == 0)
+            return 0;
+        if (w != -ETIMEDOUT || queued < 0 ||
+            ioctl(c->fd, SIOCOUTQ, &now_queued) < 0 || now_queued >= queued)
+            return send_failed(w);
+        queued = now_queued;
+    }
+}
+
+static ssize_t io_sendv(struct rt_conn *c,
+                        const struct iovec *iov_in,
+                        int iovcnt,
+                        bool more,
+                        int timeout_ms)
+{
+    (void) more; /* records are written whole; nothing to hold back */
+    struct iovec iov[8];
+    int cnt = iovcnt < 8 ? iovcnt : 8;
+    size_t total = 0, all = 0;
+    for (int i = 0; i < iovcnt; i++)
+        all += iov_in[i].iov_len;
+    for (int i = 0; i < cnt; i++)
+        iov[i] = iov_in[i];
+    struct iovec *v = iov;
+    int left_in = iovcnt - cnt; /* beyond the first 8: sent one by one */
+    const struct iovec *rest = iov_in + cnt;
+    while (total < all) {
+        while (cnt > 0 && v->iov_len == 0) {
+            v++;
+            cnt--;
+        }
+        if (cnt == 0) {
+            if (left_in == 0)
+                break;
+            iov[0] = *rest++;
+            left_in--;
+            v = iov;
+            cnt = 1;
+            continue;
+        }
+        ssize_t n =
+            send_step(c, ktcp_tls_writev(c->io_data, v, cnt), timeout_ms);
+        if (n < 0)
+            return n;
+        total += (size_t) n;
+        while (n > 0 && cnt > 0) {
+            size_t take = (size_t) n < v->iov_len ? (size_t) n : v->iov_len;
+            v->iov_base = (char *) v->iov_base + take;
+            v->iov_len -= take;
+            n -= (ssize_t) take;
+            if (v->iov_len == 0) {
+                v++;
+                cnt--;
+            }
+        }
+    }
+    return (ssize_t) total;
+}
+
+static ssize_t io_sendfile(struct rt_conn *c,
+                           int file_fd,
+                           off_t offset,
+                           size_t count,
+                           int timeout_ms)
+{
+    size_t left = count;
+    while (left > 0) {
+        ssize_t n =
+            send_step(c, ktcp_tls_sendfile(c->io_data, file_fd, offset, left),
+                      timeout_ms);
+        if (n < 0)
+            return n;
+        offset += n;
+        left -= (size_t) n;
+    }
+    return (ssize_t) count;
+}
+
+static void io_shutdown_write(struct rt_conn *c)
+{
+    ktcp_tls_shutdown(c->io_data);
+}
+
+static const struct rt_io tls_io = {
+    .read_nowait = io_read_nowait,
+    .read = io_read,
+    .sendv = io_sendv,
+    .sendfile = io_sendfile,
+    .shutdown_write = io_shutdown_write,
+};
+
+void ktcp_tls_rt_attach(struct ktcp_tls_conn *t, struct rt_conn *c)
+{
+    c->io_data = t;
+    c->io = &tls_io;
+}
+
+void ktcp_tls_rt_detach(struct rt_conn *c)
+{
+    c->io = NULL;
+    c->io_data = NULL;
+}

@@ -247,8 +247,14 @@ def test_many_pipelined_requests_across_records(khttpd):
     split over three records with pauses between them."""
     c = adopted_client()
     paths = ["hello.txt", "dir/alpha.txt", "nope"] * 66 + ["hello.txt", "dir/beta.txt"]
-    c.send(b"".join(f"GET /{p} HTTP/1.1\r\nHost: t\r\nX-Pad: {'p' * 40}\r\n\r\n".encode()
-                    for p in paths))
+
+    def request(p, size=128):
+        # Every request 128 bytes: the 4 KiB buffer ends on a request's
+        # end, with the rest of the record in kTLS and none on TCP's queue.
+        base, tail = f"GET /{p} HTTP/1.1\r\nHost: t\r\nX-Pad: ", "\r\n\r\n"
+        return (base + "p" * (size - len(base) - len(tail)) + tail).encode()
+
+    c.send(b"".join(request(p) for p in paths))
     for p in paths:
         status, _, body = c.response()
         if p == "nope":

@@ -503,6 +503,9 @@ static int on_start(void)
     return 0;
 }
 
+/* the kernel has the tls ULP (kTLS), probed at start */
+static bool tls_ulp;
+
 static void on_serving(void)
 {
     char where[96];
@@ -519,7 +522,7 @@ static void on_serving(void)
             s.rt.model == RT_MODEL_THREADS ? 1 : s.rt.workers,
             s.rt.model != RT_MODEL_THREADS && s.rt.workers > 1 ? "s" : "");
     if (httpd_cfg.tls) {
-        bool ulp = ktcp_tls_kernel_has_ulp();
+        bool ulp = tls_ulp;
         fprintf(stderr,
                 "ktcp-httpd: HTTPS on port %d (%s; TLS 1.2 and 1.3, ALPN "
                 "http/1.1; %s)\n",
@@ -588,6 +591,9 @@ int main(int argc, char **argv)
         struct ktcp_tls_opts to = {.cert_file = s.tls_cert,
                                    .key_file = s.tls_key};
         httpd_cfg.tls = ktcp_tls_ctx_new(&to, err, sizeof(err));
+        /* probed while still root: a kernel whose tls ULP is a module
+         * loads it now (an unprivileged process cannot have it loaded) */
+        tls_ulp = ktcp_tls_kernel_has_ulp();
         if (!httpd_cfg.tls) {
             fprintf(stderr, "ktcp-httpd: --tls-cert %s --tls-key %s: %s\n",
                     s.tls_cert, s.tls_key, err);

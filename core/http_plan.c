@@ -13,11 +13,12 @@
 
 enum {
     STAGE_TARGET,      /* the normalised path was looked up */
-    STAGE_INDEX,       /* dir/index.html was looked up */
+    STAGE_INDEX,       /* dir/NAME (an index name) was looked up */
     STAGE_GZIP,        /* waiting for the gzip copy */
     STAGE_GZ_STATIC,   /* file.gz was looked up (gzip_static) */
     STAGE_GZ_FALLBACK, /* no usable file.gz: file was looked up again */
     STAGE_ERROR_PAGE,  /* an error's custom page was looked up */
+    STAGE_FALLBACK,    /* the SPA fallback file was looked up */
     STAGE_DONE,
 };
 
@@ -306,6 +307,9 @@ enum http_plan_step http_plan_start(struct http_plan *p,
     p->gzip = in->gzip;
     p->gzip_static = in->gzip_static;
     p->no_listings = in->no_listings;
+    p->index = in->index;
+    p->fallback = in->fallback;
+    p->fallback_len = in->fallback_len;
     p->expires = in->expires > HTTP_SERVER_EXPIRES_MAX ? HTTP_SERVER_EXPIRES_MAX
                                                        : in->expires;
     p->error_pages = in->error_pages;
@@ -376,8 +380,8 @@ static enum http_plan_step plan_redirect(struct http_plan *p)
 
 static void plan_listing(struct http_plan *p)
 {
-    /* back from dir/index.html to dir (the root's "index.html" took the
-     * place of its ".") */
+    /* back from dir/NAME to dir (the root's index name took the place of
+     * its ".") */
     if (p->info.is_root)
         p->work->path[0] = '.';
     p->path_len = p->dir_len;
@@ -686,18 +690,60 @@ enum http_plan_step http_plan_gzip(struct http_plan *p, bool have, uint64_t len)
     return plan_regular(p, have ? (int64_t) len : -1, false);
 }
 
-/* dir/ (or the root): dir/index.html, else a listing. */
-static enum http_plan_step plan_index(struct http_plan *p)
+static const struct http_index_files default_index = {
+    .n = 1,
+    .name = {"index.html"},
+    .len = {sizeof("index.html") - 1},
+};
+
+/* The next index name of the directory at path[0..dir_len). */
+static enum http_plan_step plan_index_next(struct http_plan *p)
 {
-    size_t n = p->info.is_root ? 0 : p->path_len;
+    const struct http_index_files *ix = p->index ? p->index : &default_index;
+    size_t n = p->info.is_root ? 0 : p->dir_len, k = p->index_next++;
     char *path = p->work->path;
 
-    p->dir_len = p->path_len;
     if (n)
         path[n++] = '/';
-    memcpy(path + n, "index.html", sizeof("index.html"));
-    p->path_len = n + sizeof("index.html") - 1;
+    memcpy(path + n, ix->name[k], ix->len[k]);
+    path[n + ix->len[k]] = '\0';
+    p->path_len = n + ix->len[k];
     p->stage = STAGE_INDEX;
+    return HTTP_PLAN_LOOKUP;
+}
+
+/* dir/ (or the root): its index files in order, else a listing. */
+static enum http_plan_step plan_index(struct http_plan *p)
+{
+    p->dir_len = p->path_len;
+    p->index_next = 0;
+    return plan_index_next(p);
+}
+
+/* Another index name to look up after a miss? */
+static bool index_left(const struct http_plan *p)
+{
+    return p->index_next < (p->index ? p->index->n : 1);
+}
+
+/* Is the request's path /.well-known or beneath it (RFC 8615)? */
+static bool well_known(const struct http_plan *p)
+{
+    static const char wk[] = ".well-known";
+    size_t n = sizeof(wk) - 1;
+
+    return p->path_len >= n && memcmp(p->path, wk, n) == 0 &&
+           (p->path_len == n || p->path[n] == '/');
+}
+
+/* A missing path of a single-page application: its fallback file. */
+static enum http_plan_step plan_fallback(struct http_plan *p)
+{
+    memcpy(p->work->path, p->fallback, p->fallback_len);
+    p->work->path[p->fallback_len] = '\0';
+    p->path = p->work->path;
+    p->path_len = p->fallback_len;
+    p->stage = STAGE_FALLBACK;
     return HTTP_PLAN_LOOKUP;
 }
 
@@ -709,6 +755,8 @@ enum http_plan_step http_plan_resource(struct http_plan *p,
     case STAGE_INDEX:
         if (err == 0 && !res->is_dir)
             return plan_file(p, res, true);
+        if (index_left(p))
+            return plan_index_next(p);
         if (p->no_listings)
             return plan_error(p, 403);
         plan_listing(p);
@@ -731,11 +779,18 @@ enum http_plan_step http_plan_resource(struct http_plan *p,
         }
         plan_error_page(p, res);
         return HTTP_PLAN_RESPOND;
+    case STAGE_FALLBACK:
+        if (err < 0 || res->is_dir)
+            return plan_error(p, 404); /* the request's path is missing */
+        return plan_file(p, res, true);
     case STAGE_TARGET:
         break;
     default:
         return HTTP_PLAN_RESPOND;
     }
+    if (err < 0 && http_errno_status(err) == 404 && p->fallback &&
+        !http_path_hidden(p->path, p->path_len) && !well_known(p))
+        return plan_fallback(p);
     if (err < 0)
         return plan_error(p, http_errno_status(err));
     if (!res->is_dir) {
@@ -878,5 +933,99 @@ int http_error_pages_parse(const char *spec,
         if (error_page_one(spec + a, b - a, pages, max, n, why) < 0)
             return -1;
     }
+    return 0;
+}
+
+/* One index name, s[0..len), into ix. */
+static int index_one(const char *s,
+                     size_t len,
+                     struct http_index_files *ix,
+                     const char **why)
+{
+    size_t i;
+
+    if (ix->n >= HTTP_INDEX_FILES_MAX) {
+        *why = "too many index files (at most 8)";
+        return -1;
+    }
+    if (len >= HTTP_INDEX_NAME_MAX) {
+        *why = "an index file name is at most 63 bytes";
+        return -1;
+    }
+    if (s[0] == '.') {
+        *why = "an index file name may not start with '.'";
+        return -1;
+    }
+    for (i = 0; i < len; i++) {
+        unsigned char c = (unsigned char) s[i];
+
+        if (c == '/' || c < 0x20 || c == 0x7f) {
+            *why =
+                "an index file name is one path segment, without '/' "
+                "or control bytes";
+            return -1;
+        }
+    }
+    memcpy(ix->name[ix->n], s, len);
+    ix->name[ix->n][len] = '\0';
+    ix->len[ix->n] = (uint8_t) len;
+    ix->n++;
+    return 0;
+}
+
+int http_index_files_parse(const char *spec,
+                           size_t len,
+                           struct http_index_files *ix,
+                           const char **why)
+{
+    size_t pos = 0;
+
+    memset(ix, 0, sizeof(*ix));
+    while (pos < len) {
+        size_t a = pos, b;
+
+        while (pos < len && spec[pos] != ',')
+            pos++;
+        b = pos;
+        if (pos < len)
+            pos++;
+        while (a < b && spec_blank(spec[a]))
+            a++;
+        while (b > a && spec_blank(spec[b - 1]))
+            b--;
+        if (a == b) {
+            *why = "empty index file name";
+            return -1;
+        }
+        if (index_one(spec + a, b - a, ix, why) < 0)
+            return -1;
+    }
+    if (!ix->n) {
+        *why = "expected at least one index file name";
+        return -1;
+    }
+    return 0;
+}
+
+int http_fallback_parse(const char *spec,
+                        size_t len,
+                        char *path,
+                        size_t *path_len,
+                        const char **why)
+{
+    struct http_path_info info;
+
+    if (len == 0 || spec[0] != '/' ||
+        http_path_normalize(spec, len, path, HTTP_ERROR_PAGE_PATH_MAX, &info) !=
+            HTTP_PATH_OK ||
+        info.is_root || info.trailing_slash || info.has_query) {
+        *why = "expected a file's path beneath the root, starting with '/'";
+        return -1;
+    }
+    if (http_path_hidden(path, info.len)) {
+        *why = "a hidden path (a segment starting with '.') is never served";
+        return -1;
+    }
+    *path_len = info.len;
     return 0;
 }

@@ -200,6 +200,42 @@ int http_error_pages_parse(const char *spec,
                            size_t *n,
                            const char **why);
 
+/* ---- index files ---- */
+
+/* The names a directory's index is looked for under, in order (nginx's
+ * "index"): at most HTTP_INDEX_FILES_MAX names, each a single path
+ * segment of at most HTTP_INDEX_NAME_MAX - 1 bytes. */
+#define HTTP_INDEX_FILES_MAX 8
+#define HTTP_INDEX_NAME_MAX 64
+struct http_index_files {
+    size_t n;
+    char name[HTTP_INDEX_FILES_MAX][HTTP_INDEX_NAME_MAX];
+    uint8_t len[HTTP_INDEX_FILES_MAX];
+};
+
+/* Parse "index.html,index.htm" (comma separated, blanks allowed around
+ * the names) into *ix. A name is a file name: not empty, no '/', not
+ * starting with '.', no control bytes, shorter than HTTP_INDEX_NAME_MAX.
+ * 0, or -1 with *why naming the problem (ix then unusable). */
+int http_index_files_parse(const char *spec,
+                           size_t len,
+                           struct http_index_files *ix,
+                           const char **why);
+
+/* ---- SPA fallback ---- */
+
+/* A missing path answered with a file of the tree and status 200 (nginx's
+ * "try_files $uri $uri/ /index.html"): parse "/index.html" (absolute in
+ * the served tree, normalised as a request path; "..", a directory's
+ * slash, a query or a hidden segment refused) into path (at least
+ * HTTP_ERROR_PAGE_PATH_MAX bytes), NUL-terminated, relative; 0, or -1
+ * with *why. */
+int http_fallback_parse(const char *spec,
+                        size_t len,
+                        char *path,
+                        size_t *path_len,
+                        const char **why);
+
 /* ---- the plan ---- */
 
 enum http_plan_step {
@@ -247,8 +283,13 @@ struct http_plan_input {
                          Expires this many seconds ahead (nginx's
                          "expires"); at most HTTP_SERVER_EXPIRES_MAX */
     bool gzip_static; /* serve file.gz beside file (nginx's gzip_static) */
-    bool no_listings; /* a directory without index.html answers 403
+    bool no_listings; /* a directory without an index answers 403
                          instead of its listing (nginx's autoindex off) */
+    const struct http_index_files *index; /* NULL: index.html */
+    /* a missing path (not hidden, not under /.well-known/) is answered
+     * with this file, 200 and its validators; NULL: 404 */
+    const char *fallback;
+    size_t fallback_len;
     const struct http_error_page *error_pages; /* error_page */
     size_t error_pages_n;
     const struct http_mime_table *mime; /* read from mime.types, or NULL */
@@ -261,7 +302,7 @@ struct http_plan_input {
  * steps: it is plan.path until the body is open. */
 #define HTTP_PLAN_LOCATION_MAX 1024
 struct http_plan_work {
-    char path[HTTP_SERVER_PATH_MAX + sizeof("/index.html") + sizeof(".gz")];
+    char path[HTTP_SERVER_PATH_MAX + 1 + HTTP_INDEX_NAME_MAX + sizeof(".gz")];
     char location[HTTP_PLAN_LOCATION_MAX];
 };
 
@@ -297,7 +338,8 @@ struct http_plan {
 
     /* ---- state between steps ---- */
     struct http_path_info info;
-    size_t dir_len; /* looking for an index: the directory's path length */
+    size_t dir_len;    /* looking for an index: the directory's path length */
+    size_t index_next; /* the next index name to look up */
     int stage;
     bool want_range;
     bool compressible;
@@ -314,6 +356,9 @@ struct http_plan {
     bool gzip;
     bool gzip_static;
     bool no_listings;
+    const struct http_index_files *index;
+    const char *fallback;
+    size_t fallback_len;
     uint32_t expires;
     const struct http_error_page *error_pages;
     size_t error_pages_n;
@@ -355,7 +400,8 @@ enum http_plan_step http_plan_no_request_page(struct http_plan *p,
                                               int status);
 
 /* The lookup of plan.path: err = 0 and res, or err = -errno (res unused).
- * Steps: the path, then dir/index.html for a directory, then file.gz with
+ * Steps: the path, then dir/NAME for a directory (each index name in
+ * turn, index.html without in->index), then file.gz with
  * gzip_static (and the file again when there is no usable .gz), or an
  * error's custom page. */
 enum http_plan_step http_plan_resource(struct http_plan *p,

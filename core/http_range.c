@@ -131,15 +131,15 @@ int http_ranges_parse(const char *field,
         if (a == b) /* an empty list element (RFC 9110 §5.6.1) */
             continue;
         if (++specs > HTTP_RANGES_MAX)
-            return HTTP_RANGE_IGNORE;
+            goto ignore;
         rc = one_spec(field, a, b, size, &first, &last);
         if (rc == HTTP_RANGE_IGNORE)
-            return HTTP_RANGE_IGNORE;
+            goto ignore;
         if (rc == HTTP_RANGE_UNSATISFIABLE)
             continue; /* dropped; the others may still be served */
         total += last - first + 1;
         if (total > size) /* overlaps that add up past the whole */
-            return HTTP_RANGE_IGNORE;
+            goto ignore;
         rs->first[rs->n] = first;
         rs->last[rs->n] = last;
         rs->n++;
@@ -147,4 +147,7 @@ int http_ranges_parse(const char *field,
     if (!specs)
         return HTTP_RANGE_IGNORE;
     return rs->n ? HTTP_RANGE_SATISFIABLE : HTTP_RANGE_UNSATISFIABLE;
+ignore:
+    rs->n = 0; /* nothing to serve but the whole */
+    return HTTP_RANGE_IGNORE;
 }

@@ -36,7 +36,8 @@ struct http_range_set {
  * are more than HTTP_RANGES_MAX specs, or when the satisfiable ranges add
  * up to more bytes than size (overlaps); UNSATISFIABLE when none is
  * satisfiable; else SATISFIABLE with rs holding the satisfiable ranges in
- * the order asked (the unsatisfiable ones dropped, RFC 9110 §14.1.1). */
+ * the order asked (the unsatisfiable ones dropped, RFC 9110 §14.1.1); rs->n is
+ * 0 unless SATISFIABLE. */
 int http_ranges_parse(const char *field,
                       size_t len,
                       uint64_t size,

@@ -178,14 +178,14 @@ def docroot(tmp_path_factory):
     return root
 
 
-@pytest.fixture
-def khttpd(docroot):
+@pytest.fixture(params=["unbound"])
+def khttpd(request, docroot):
     require_kind("kernel")
     if not os.path.exists(KHTTPD_KO):
         pytest.fail(f"{KHTTPD_KO} is not built (run make modules)")
     run(["modprobe", "tls"])
     port = free_port()
-    run(["insmod", KHTTPD_KO, f"root={docroot}", f"port={port}"])
+    run(["insmod", KHTTPD_KO, f"root={docroot}", f"port={port}", f"mode={request.param}"])
     wait_port(port)
     # wait_port's probe connection: counted and gone before a test looks.
     deadline = time.monotonic() + 10
@@ -237,6 +237,34 @@ def test_pipelined_requests_answered_in_order(khttpd):
     assert got[1][2] == b"alpha.txt"
     assert got[3][2] == (khttpd / "big.bin").read_bytes()
     assert got[4][2] == b"hello, tls\n"
+
+
+@pytest.mark.parametrize("khttpd", ["unbound", "bound", "kthread"], indirect=True)
+def test_many_pipelined_requests_across_records(khttpd):
+    """200 requests in one write: kTLS makes 16 KiB records, more than the
+    request buffer's first 4 KiB, so khttpd reads records in parts and must
+    see the rest kTLS holds decrypted (off the TCP queue); then one head
+    split over three records with pauses between them."""
+    c = adopted_client()
+    paths = ["hello.txt", "dir/alpha.txt", "nope"] * 66 + ["hello.txt", "dir/beta.txt"]
+
+    def request(p, size=128):
+        # Every request 128 bytes: the 4 KiB buffer ends on a request's
+        # end, with the rest of the record in kTLS and none on TCP's queue.
+        base, tail = f"GET /{p} HTTP/1.1\r\nHost: t\r\nX-Pad: ", "\r\n\r\n"
+        return (base + "p" * (size - len(base) - len(tail)) + tail).encode()
+
+    c.send(b"".join(request(p) for p in paths))
+    for p in paths:
+        status, _, body = c.response()
+        if p == "nope":
+            assert status == 404
+        else:
+            assert status == 200 and body == (khttpd / p).read_bytes(), p
+    for piece in (b"GET /dir/be", b"ta.txt HTTP/1.1\r\nHo", b"st: t\r\n\r\n"):
+        c.send(piece)
+        time.sleep(0.2)
+    assert c.response()[:3:2] == (200, b"beta.txt")
 
 
 def test_listing_and_close_notify(khttpd):

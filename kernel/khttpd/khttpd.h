@@ -32,6 +32,9 @@ extern struct http_error_page khttpd_error_pages[HTTP_SERVER_ERROR_PAGES_MAX];
 extern size_t khttpd_error_pages_n;
 extern bool khttpd_dotfiles; /* serve and list names starting with '.' */
 extern bool khttpd_listings; /* list directories without an index */
+extern const struct http_index_files *khttpd_index; /* NULL: index.html */
+extern char khttpd_fallback[HTTP_ERROR_PAGE_PATH_MAX]; /* relative */
+extern size_t khttpd_fallback_len; /* 0: no fallback */
 extern ulong khttpd_listing_bytes; /* listings' buffers and builds; 0: any */
 extern uint khttpd_listing_max; /* listings in flight; 0: any */
 extern struct path khttpd_root; /* the served directory, referenced */

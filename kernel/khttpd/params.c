@@ -86,6 +86,16 @@ module_param_named(listings, khttpd_listings, bool, 0444);
 MODULE_PARM_DESC(listings,
 		 "list a directory without index.html; N: answer 403 instead (default Y)");
 
+static char *index_files;
+module_param_named(index, index_files, charp, 0444);
+MODULE_PARM_DESC(index,
+		 "a directory's index: the first of these files in it, comma separated, at most 8 (default index.html)");
+
+static char *fallback;
+module_param(fallback, charp, 0444);
+MODULE_PARM_DESC(fallback,
+		 "a missing path (not a dotfile, not under /.well-known/) is answered 200 with this file beneath the root, as a single-page application needs: \"/index.html\" (default none: 404)");
+
 ulong khttpd_listing_bytes = 64UL << 20;
 module_param_named(listing_bytes, khttpd_listing_bytes, ulong, 0444);
 MODULE_PARM_DESC(listing_bytes,
@@ -98,6 +108,10 @@ MODULE_PARM_DESC(listing_max,
 /* clang-format on */
 
 bool khttpd_dotfiles;
+static struct http_index_files khttpd_index_files;
+const struct http_index_files *khttpd_index; /* NULL: index.html */
+char khttpd_fallback[HTTP_ERROR_PAGE_PATH_MAX];
+size_t khttpd_fallback_len; /* 0: none */
 
 /* Longest idle timeout accepted: a day, as the user-space server. */
 #define KHTTPD_IDLE_TIMEOUT_MAX (24U * 3600 * 1000)
@@ -165,6 +179,26 @@ static int khttpd_check_params(enum khttpd_mode *m, kuid_t *kuid, kgid_t *kgid)
 					   HTTP_SERVER_ERROR_PAGES_MAX,
 					   &khttpd_error_pages_n, &why) < 0) {
 			pr_err("error_pages=%s: %s\n", error_pages, why);
+			return -EINVAL;
+		}
+	}
+	if (index_files) {
+		const char *why = NULL;
+
+		if (http_index_files_parse(index_files, strlen(index_files),
+					   &khttpd_index_files, &why) < 0) {
+			pr_err("index=%s: %s\n", index_files, why);
+			return -EINVAL;
+		}
+		khttpd_index = &khttpd_index_files;
+	}
+	if (fallback && fallback[0]) {
+		const char *why = NULL;
+
+		if (http_fallback_parse(fallback, strlen(fallback),
+					khttpd_fallback, &khttpd_fallback_len,
+					&why) < 0) {
+			pr_err("fallback=%s: %s\n", fallback, why);
 			return -EINVAL;
 		}
 	}

@@ -138,6 +138,9 @@ static void khttpd_add_settings(struct http_plan_input *in)
 	in->error_pages_n = khttpd_error_pages_n;
 	in->dotfiles = khttpd_dotfiles;
 	in->no_listings = !khttpd_listings;
+	in->index = khttpd_index;
+	in->fallback = khttpd_fallback_len ? khttpd_fallback : NULL;
+	in->fallback_len = khttpd_fallback_len;
 }
 
 /*

@@ -3,14 +3,17 @@
  * Input: 12 control bytes — what each lookup finds (a file, a directory,
  * or an error), the file's size and mtime, whether the body is cached, the
  * gzip copy's fate, the engine's gzip and stopping flags and the
- * operator's settings (expires, gzip_static, error pages) — then a
+ * operator's settings (expires, gzip_static, error pages, three index
+ * names and an SPA fallback) — then a
  * request, parsed by core's parser (inputs that do not parse are skipped).
  *
- * Invariants: the steps end in RESPOND within four lookups (the path, an
- * index, file.gz and the file again, or an error's page); the status is
+ * Invariants: the steps end in RESPOND within five lookups (the path, an
+ * index or the fallback, file.gz and the file again, an error's page;
+ * two more with three index names); the status is
  * one the servers send; the head always builds into the engines' head
  * buffer, and its Content-Length agrees with the body; a byte range lies
- * inside the file; lookup paths are clean, NUL-terminated and inside the
+ * inside the file, several of them add up to the multipart body's
+ * Content-Length; lookup paths are clean, NUL-terminated and inside the
  * plan's scratch; a connection that closes is never drained and never
  * waits for a next request (MSG_MORE); a listing is chunked exactly when
  * the connection stays open.
@@ -94,9 +97,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct http_plan_input in = {0};
     struct http_plan_work work;
     struct http_plan p;
-    /* the longest chain: the target, its index.html, index.html.gz, the
-     * file again (gzip_static), an error's custom page */
-    struct http_resource res[5];
+    /* the longest chain: the target, its index names (three), the last
+     * one's .gz, the file again (gzip_static), an error's custom page */
+    struct http_resource res[7];
+    static struct http_index_files ix;
+    static char fallback[HTTP_ERROR_PAGE_PATH_MAX];
+    size_t fallback_len = 0;
     struct http_error_page pages[HTTP_SERVER_ERROR_PAGES_MAX];
     size_t npages = 0;
     const char *why;
@@ -139,10 +145,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         in.error_pages_n = npages;
     }
 
+    if (ctl[9] & 128) {
+        REQUIRE(http_index_files_parse("index.htm, index.html,home", 26, &ix,
+                                       &why) == 0);
+        REQUIRE(http_fallback_parse("/app/index.html", 15, fallback,
+                                    &fallback_len, &why) == 0);
+        in.index = &ix;
+        in.fallback = fallback;
+        in.fallback_len = fallback_len;
+    }
+    in.random = (uint64_t) ctl[7] << 8 | ctl[8];
+
     enum http_plan_step step =
         http_plan_start(&p, &in, (ctl[9] & 4) ? NULL : &work);
     while (step == HTTP_PLAN_LOOKUP) {
-        REQUIRE(lookups < 5);
+        REQUIRE(lookups < ((ctl[9] & 128) ? 7 : 5));
         REQUIRE(p.path >= work.path &&
                 p.path + p.path_len < work.path + sizeof(work.path));
         REQUIRE(strlen(p.path) == p.path_len && p.path_len > 0);
@@ -212,6 +229,26 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                     p.head.range_first == p.body_off &&
                     p.head.range_last - p.head.range_first + 1 == p.body_len);
         break;
+    case HTTP_PLAN_BODY_PARTS: {
+        char part[HTTP_PLAN_PART_HEAD_MAX];
+        uint64_t total = 0, off, len;
+
+        REQUIRE(r && !r->is_dir && p.status == 206 && !p.error_page);
+        REQUIRE(p.ranges.n >= 2 && p.ranges.n <= HTTP_RANGES_MAX);
+        REQUIRE(p.parts_cached == r->body_cached);
+        REQUIRE(!p.head.has_content_range);
+        for (unsigned int i = 0; i <= p.ranges.n; i++) {
+            int hn = http_plan_part(&p, i, part, sizeof(part), &off, &len);
+            REQUIRE(hn > 0);
+            REQUIRE(off + len <= r->size && (len > 0) == (i < p.ranges.n));
+            total += (uint64_t) hn + len;
+        }
+        REQUIRE(total == p.body_len &&
+                p.head.content_length == (int64_t) p.body_len);
+        if (!p.parts_cached)
+            REQUIRE(strlen(p.path) == p.path_len);
+        break;
+    }
     case HTTP_PLAN_BODY_GZIP:
         REQUIRE(r && p.status == 200 && p.head.content_encoding);
         REQUIRE(p.head.content_length == (int64_t) p.body_len);

@@ -122,6 +122,9 @@ static struct run *plan_ex(const char *req, int64_t gz_len, bool with_work)
     r.in.error_pages = settings.error_pages;
     r.in.error_pages_n = settings.error_pages_n;
     r.in.mime = settings.mime;
+    r.in.index = settings.index;
+    r.in.fallback = settings.fallback;
+    r.in.fallback_len = settings.fallback_len;
     r.in.date = settings.date;
 
     enum http_plan_step step =
@@ -516,6 +519,103 @@ static void test_multi_range(void)
     /* If-Range for another version: the whole 200 */
     r = plan(GET("/a.txt", "Range: bytes=0-0,2-2\r\nIf-Range: \"old\"\r\n"));
     CHECK_INT(r->plan.status, 200);
+}
+
+static void test_index_files(void)
+{
+    struct http_index_files ix;
+    const char *why = NULL;
+    struct run *r;
+    char many[64 * 10];
+
+    CHECK_INT(
+        http_index_files_parse("index.htm, index.html ,dir", 26, &ix, &why), 0);
+    CHECK_INT(ix.n, 3);
+    CHECK_STR(ix.name[1], "index.html");
+    settings.index = &ix;
+    /* each name in turn: dir/index.htm is missing, dir/index.html is found */
+    r = plan(GET("/dir/", ""));
+    CHECK_INT(r->lookups, 3);
+    CHECK_STR(r->looked_up[1], "dir/index.htm");
+    CHECK_STR(r->looked_up[2], "dir/index.html");
+    CHECK_STR(r->plan.path, "dir/index.html");
+    CHECK_INT(r->plan.status, 200);
+    /* the root's, then none: the listing of the directory itself */
+    r = plan(GET("/", ""));
+    CHECK_INT(r->lookups, 4);
+    CHECK_STR(r->looked_up[3], "dir");
+    CHECK_INT(r->plan.body, HTTP_PLAN_BODY_LISTING);
+    CHECK_STR(r->plan.path, ".");
+    /* a directory named like an index is passed over */
+    CHECK_INT(http_index_files_parse("index.html,a.txt", 16, &ix, &why), 0);
+    r = plan(GET("/names/", ""));
+    CHECK_INT(r->plan.body, HTTP_PLAN_BODY_LISTING);
+    CHECK_STR(r->plan.path, "names");
+    settings.index = NULL;
+
+    /* refused */
+    CHECK_INT(http_index_files_parse("", 0, &ix, &why), -1);
+    CHECK_INT(http_index_files_parse("a,", 2, &ix, &why), 0); /* as pages */
+    CHECK_INT(http_index_files_parse("a,,b", 4, &ix, &why), -1);
+    CHECK_INT(http_index_files_parse("a/b", 3, &ix, &why), -1);
+    CHECK_INT(http_index_files_parse(".x", 2, &ix, &why), -1);
+    CHECK_INT(http_index_files_parse("..", 2, &ix, &why), -1);
+    CHECK_INT(http_index_files_parse("a\rb", 3, &ix, &why), -1);
+    CHECK_INT(http_index_files_parse("a\0b", 3, &ix, &why), -1);
+    memset(many, 'x', 63);
+    CHECK_INT(http_index_files_parse(many, 63, &ix, &why), 0);
+    CHECK_INT(http_index_files_parse(many, 64, &ix, &why), -1);
+    CHECK_INT(http_index_files_parse("a,b,c,d,e,f,g,h", 15, &ix, &why), 0);
+    CHECK_INT(ix.n, 8);
+    CHECK_INT(http_index_files_parse("a,b,c,d,e,f,g,h,i", 17, &ix, &why), -1);
+    CHECK(why != NULL);
+}
+
+static void test_fallback(void)
+{
+    char fb[HTTP_ERROR_PAGE_PATH_MAX];
+    size_t n = 0;
+    const char *why = NULL;
+    struct run *r;
+
+    CHECK_INT(http_fallback_parse("/dir/index.html", 15, fb, &n, &why), 0);
+    CHECK_STR(fb, "dir/index.html");
+    CHECK_INT(n, 14);
+    settings.fallback = fb;
+    settings.fallback_len = n;
+    r = plan(GET("/app/route", ""));
+    CHECK_INT(r->lookups, 2);
+    CHECK_STR(r->looked_up[1], "dir/index.html");
+    CHECK_INT(r->plan.status, 200);
+    CHECK(has(r, "ETag: "));
+    CHECK(has(r, "Content-Length: 20\r\n"));
+    /* hidden, /.well-known/ and what is refused: no fallback */
+    r = plan(GET("/.well-known/x", ""));
+    CHECK_INT(r->plan.status, 404);
+    CHECK_INT(r->lookups, 1);
+    r = plan(GET("/secret", ""));
+    CHECK_INT(r->plan.status, 403);
+    r = plan(GET("/a.txt/", ""));
+    CHECK_INT(r->plan.status, 404);
+    /* the fallback itself missing or a directory: 404 */
+    CHECK_INT(http_fallback_parse("/names", 6, fb, &n, &why), 0);
+    settings.fallback_len = n;
+    r = plan(GET("/nope", ""));
+    CHECK_INT(r->plan.status, 404);
+    settings.fallback = NULL;
+    settings.fallback_len = 0;
+    r = plan(GET("/nope", ""));
+    CHECK_INT(r->plan.status, 404);
+    CHECK_INT(r->lookups, 1);
+
+    CHECK_INT(http_fallback_parse("index.html", 10, fb, &n, &why), -1);
+    CHECK_INT(http_fallback_parse("/", 1, fb, &n, &why), -1);
+    CHECK_INT(http_fallback_parse("/d/", 3, fb, &n, &why), -1);
+    CHECK_INT(http_fallback_parse("/../x", 5, fb, &n, &why), -1);
+    CHECK_INT(http_fallback_parse("/.env", 5, fb, &n, &why), -1);
+    CHECK_INT(http_fallback_parse("/a?b", 4, fb, &n, &why), -1);
+    CHECK_INT(http_fallback_parse("", 0, fb, &n, &why), -1);
+    CHECK(why != NULL);
 }
 
 static void test_directories(void)
@@ -1353,6 +1453,8 @@ int main(void)
     test_range();
     test_multi_range();
     test_directories();
+    test_index_files();
+    test_fallback();
     test_connection();
     test_no_request();
     test_helpers();

@@ -27,6 +27,8 @@ parameters (cache_size is its cache_bytes):
   listings         False: a directory without index.html answers 403
   listing_max      listings in flight; beyond: 503 with Retry-After
   listing_bytes    memory of the listings in flight; beyond: the same
+  index            "index.htm,index.html": a directory's index files
+  fallback         "/index.html": a missing path is answered 200 with it
   bind             the address ktcp-httpd listens on
   args             more ktcp-httpd arguments, last on its command line
   tls_handshake_timeout_ms  ktcp-httpd --tls-handshake-timeout-ms (a TLS
@@ -124,7 +126,8 @@ class UserHttpd(Engine):
         for page in (o["error_pages"].split(",") if o.get("error_pages") else []):
             cmd += ["--error-page", page]
         for key, flag in (("mime_types", "--mime-types"), ("status_path", "--status-path"),
-                          ("dotfiles", "--dotfiles")):
+                          ("dotfiles", "--dotfiles"), ("index", "--index"),
+                          ("fallback", "--fallback")):
             if o.get(key):
                 cmd += [flag, o[key]]
         if o.get("listings") is not None:
@@ -156,7 +159,8 @@ class KernelHttpd(KernelModule):
                  "expires_s": "expires_s", "gzip_static": "gzip_static",
                  "error_pages": "error_pages", "dotfiles": "dotfiles",
                  "listings": "listings", "listing_max": "listing_max",
-                 "listing_bytes": "listing_bytes"}
+                 "listing_bytes": "listing_bytes", "index": "index",
+                 "fallback": "fallback"}
 
     def __init__(self, mode=None):
         super().__init__(f"khttpd-{mode}" if mode else "khttpd")

@@ -53,6 +53,44 @@ static void reopen_log(const char *path, const char *why)
     }
 }
 
+/* The per-request site settings from s into site (zeroed first, so two
+ * sites compare with memcmp). */
+static struct httpd_site httpd_first_site;
+
+static void site_from(const struct settings *s, struct httpd_site *site)
+{
+    memset(site, 0, sizeof(*site));
+    site->index_given = s->index_given;
+    if (s->index_given)
+        site->index = s->index;
+    memcpy(site->fallback, s->fallback, s->fallback_len);
+    site->fallback_len = s->fallback_len;
+}
+
+/* --index, --fallback: a request holds the site only while it is
+ * planned, so the one a reload replaces is freed at the reload after. */
+static void reload_site(const struct settings *n)
+{
+    static struct httpd_site *retired;
+    struct httpd_site want;
+    site_from(n, &want);
+    const struct httpd_site *cur = atomic_load(&httpd_cfg.site);
+    if (memcmp(&want, cur, sizeof(want)) == 0)
+        return;
+    struct httpd_site *copy = malloc(sizeof(*copy));
+    if (!copy) {
+        fprintf(stderr,
+                "ktcp-httpd: SIGHUP: --index and --fallback kept: "
+                "out of memory\n");
+        return;
+    }
+    *copy = want;
+    const struct httpd_site *old = atomic_exchange(&httpd_cfg.site, copy);
+    free(retired);
+    /* main's first site is static, never freed */
+    retired = old == &httpd_first_site ? NULL : (struct httpd_site *) old;
+}
+
 /* SIGHUP: read the settings again; apply gzip and the access log, which
  * workers read atomically, and say which other changes wait for a
  * restart. Connections and listeners are not touched. What else a reload
@@ -139,6 +177,7 @@ static void reload(int argc, char **argv, struct settings *running)
     running->expires = n.expires;
     atomic_store(&httpd_cfg.listings, n.listings);
     running->listings = n.listings;
+    reload_site(&n);
     /* read by the signal loop, on this thread, when a stop begins */
     running->rt.shutdown_timeout_s = n.rt.shutdown_timeout_s;
     /* the same path too: a reload also reopens the log, as SIGUSR1 does */
@@ -577,6 +616,8 @@ int main(int argc, char **argv)
     httpd_cfg.listing_bytes = s.listing_bytes;
     httpd_cfg.error_pages = s.error_pages;
     httpd_cfg.error_pages_n = s.error_pages_n;
+    site_from(&s, &httpd_first_site);
+    httpd_cfg.site = &httpd_first_site;
     if (!load_mime_types(&s))
         return 2;
     httpd_cfg.dotfiles = s.dotfiles;

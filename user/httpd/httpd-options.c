@@ -38,6 +38,8 @@ enum {
     OPT_LISTING_MAX,
     OPT_LISTING_BYTES,
     OPT_TEST_CONFIG,
+    OPT_INDEX,
+    OPT_FALLBACK,
 };
 
 #define DEFAULT_TLS_HS_TIMEOUT_MS 10000
@@ -105,6 +107,14 @@ static const struct rt_cli_opt opts[] = {
     {"listings", OPT_LISTINGS, "on|off",
      "off: a directory without index.html answers 403\n"
      "instead of its listing (default: on)"},
+    {"index", OPT_INDEX, "NAME[,NAME...]",
+     "a directory's index: the first of these files in\n"
+     "it, at most 8 names (default: index.html)"},
+    {"fallback", OPT_FALLBACK, "/PATH",
+     "a missing path (not a dotfile, not under\n"
+     "/.well-known/) is answered 200 with the file PATH,\n"
+     "as a single-page application needs; '' = off\n"
+     "(default: off)"},
     {"listing-max", OPT_LISTING_MAX, "N",
      "directory listings in flight at once; the next\n"
      "gets 503 with Retry-After; 0 = no limit\n"
@@ -118,7 +128,8 @@ static const struct rt_cli_opt opts[] = {
      "the dashes ('gzip', 'access-log /var/log/x.log');\n"
      "flags given here win; SIGHUP reads it again and\n"
      "applies gzip, gzip-static, expires, listings,\n"
-     "access-log and shutdown-timeout (default: none)"},
+     "index, fallback, access-log and shutdown-timeout\n"
+     "(default: none)"},
     {"test-config", OPT_TEST_CONFIG, NULL,
      "check the settings and exit: 0 when ktcp-httpd\n"
      "could start with them, else 1 with one line per\n"
@@ -232,6 +243,17 @@ static bool option(void *data, int key, const char *arg, bool from_file)
         return true;
     case OPT_LISTING_BYTES:
         return parse_size("--listing-bytes", arg, &s->listing_bytes);
+    case OPT_INDEX:
+        if (http_index_files_parse(arg, strlen(arg), &s->index, &why) < 0)
+            return rt_cli_bad("--index", arg, why);
+        s->index_given = true;
+        return true;
+    case OPT_FALLBACK:
+        s->fallback_len = 0;
+        if (arg[0] && http_fallback_parse(arg, strlen(arg), s->fallback,
+                                          &s->fallback_len, &why) < 0)
+            return rt_cli_bad("--fallback", arg, why);
+        return true;
     case OPT_TEST_CONFIG:
         if (from_file)
             return rt_cli_bad("--test-config", "", "not a setting");

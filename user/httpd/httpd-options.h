@@ -30,6 +30,10 @@ struct settings {
     const char *tls_key;
     int tls_handshake_timeout_ms;
     bool listings;
+    struct http_index_files index;           /* --index */
+    bool index_given;                        /* else index.html */
+    char fallback[HTTP_ERROR_PAGE_PATH_MAX]; /* --fallback, relative */
+    size_t fallback_len;                     /* 0: none */
     unsigned listing_max;
     size_t listing_bytes;
     bool test_config; /* --test-config: check, say so, exit */

@@ -149,6 +149,11 @@ static void add_settings(struct http_plan_input *in)
     in->dotfiles = httpd_cfg.dotfiles;
     in->no_listings =
         !atomic_load_explicit(&httpd_cfg.listings, memory_order_relaxed);
+    const struct httpd_site *site =
+        atomic_load_explicit(&httpd_cfg.site, memory_order_acquire);
+    in->index = site->index_given ? &site->index : NULL;
+    in->fallback = site->fallback_len ? site->fallback : NULL;
+    in->fallback_len = site->fallback_len;
 }
 
 /* Run the planner's remaining steps against the cache, carry the plan

@@ -24,9 +24,19 @@
  * per this many milliseconds. */
 #define HTTPD_REVALIDATE_MS 1000
 
+/* The settings that shape a request's answer and a SIGHUP may change
+ * together (one per site, once there are several). */
+struct httpd_site {
+    bool index_given; /* else index.html */
+    struct http_index_files index;
+    char fallback[HTTP_ERROR_PAGE_PATH_MAX]; /* relative, NUL-terminated */
+    size_t fallback_len;                     /* 0: none */
+};
+
 /* Settings, written by main() before the runtime starts and read-only
  * after, except the atomics, which a reload (SIGHUP) may change while
  * workers read them. */
+
 struct httpd_config {
     const char *root_path;
     int root_fd; /* O_PATH|O_DIRECTORY of --root */
@@ -42,6 +52,8 @@ struct httpd_config {
     const struct http_mime_table *mime; /* --mime-types, NULL: core's */
     bool dotfiles;         /* serve and list names starting with '.' */
     _Atomic bool listings; /* --listings: directories without an index */
+    /* --index and --fallback, replaced whole by a SIGHUP */
+    const struct httpd_site *_Atomic site;
     /* --tls-port's context (user/tls), NULL: no HTTPS; a reload swaps
      * its certificate inside it */
     struct ktcp_tls_ctx *tls;

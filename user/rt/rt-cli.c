@@ -300,7 +300,7 @@ enum rt_cli_result rt_cli_apply(struct rt_cli *cli,
                                 char **argv,
                                 unsigned flags)
 {
-    enum { NOWN = 24 };
+    enum { NOWN = 48 };
     struct option longopts[NSHARED + NOWN + 1];
     char shorts[2 * (NSHARED + NOWN) + 1], *sp = shorts;
     size_t n = 0;

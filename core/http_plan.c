@@ -862,6 +862,30 @@ static bool spec_blank(char c)
     return c == ' ' || c == '\t';
 }
 
+/* The next comma-separated entry of spec from *pos: [*a, *b) with the
+ * blanks around it trimmed (empty when a == b); *pos moves past its comma. */
+static void spec_next(const char *spec,
+                      size_t len,
+                      size_t *pos,
+                      size_t *a,
+                      size_t *b)
+{
+    size_t p = *pos, s = p, e;
+
+    while (p < len && spec[p] != ',')
+        p++;
+    e = p;
+    if (p < len)
+        p++;
+    while (s < e && spec_blank(spec[s]))
+        s++;
+    while (e > s && spec_blank(spec[e - 1]))
+        e--;
+    *pos = p;
+    *a = s;
+    *b = e;
+}
+
 /* One "CODE=/path" into pages. */
 static int error_page_one(const char *s,
                           size_t len,
@@ -915,17 +939,9 @@ int http_error_pages_parse(const char *spec,
     size_t pos = 0;
 
     while (pos < len) {
-        size_t a = pos, b;
+        size_t a, b;
 
-        while (pos < len && spec[pos] != ',')
-            pos++;
-        b = pos;
-        if (pos < len)
-            pos++;
-        while (a < b && spec_blank(spec[a]))
-            a++;
-        while (b > a && spec_blank(spec[b - 1]))
-            b--;
+        spec_next(spec, len, &pos, &a, &b);
         if (a == b) {
             *why = "empty entry";
             return -1;
@@ -982,17 +998,9 @@ int http_index_files_parse(const char *spec,
 
     memset(ix, 0, sizeof(*ix));
     while (pos < len) {
-        size_t a = pos, b;
+        size_t a, b;
 
-        while (pos < len && spec[pos] != ',')
-            pos++;
-        b = pos;
-        if (pos < len)
-            pos++;
-        while (a < b && spec_blank(spec[a]))
-            a++;
-        while (b > a && spec_blank(spec[b - 1]))
-            b--;
+        spec_next(spec, len, &pos, &a, &b);
         if (a == b) {
             *why = "empty index file name";
             return -1;

@@ -522,7 +522,7 @@ def test_echo_bench_closed_by_server(server):
 
 
 def test_echo_bench_against_ktcp_echo_if_built():
-    """The real user echo server, when the teammate's binary exists."""
+    """The real user echo server, when its binary is built."""
     binary = os.path.join(BUILD, "ktcp-echo")
     if not os.access(binary, os.X_OK):
         pytest.skip("build/ktcp-echo not built")

@@ -35,7 +35,7 @@ ENGINES = SUITE["msg"]
 
 
 def unavailable(engine):
-    """None when this engine runs in this session, else why not: the twin
+    """None when this engine runs in this test run, else why not: the twin
     runs on the host or in the VM, the KCM server only in a VM selected for
     kernel engines whose kernel has AF_KCM."""
     if engine.kind == "user":

@@ -11,6 +11,7 @@
 #include "http_parser.h"
 #include "http_path.h"
 #include "http_plan.h"
+#include "http_proxy.h"
 #include "http_range.h"
 #include "http_response.h"
 

@@ -42,6 +42,13 @@ static const struct counter_desc counters[HTTP_NCOUNTERS] = {
                                    "the listing budget."},
     [HTTP_CTR_LISTING_BYTES] = {"listing_bytes", true,
                                 "Bytes charged against the listing budget."},
+    [HTTP_CTR_PROXY_HEADERS] = {"proxy_headers", false,
+                                "PROXY protocol headers taken on a listener "
+                                "that expects them."},
+    [HTTP_CTR_PROXY_REFUSED] = {"proxy_refused", false,
+                                "Connections closed for a missing, malformed, "
+                                "oversized or unfinished PROXY protocol "
+                                "header."},
 };
 
 static bool is_status(int i)

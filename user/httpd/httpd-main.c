@@ -160,6 +160,9 @@ static void reload(int argc, char **argv, struct settings *running)
         {n.rt.second_port != running->rt.second_port, "--tls-port"},
         {n.tls_handshake_timeout_ms != running->tls_handshake_timeout_ms,
          "--tls-handshake-timeout-ms"},
+        {n.proxy_protocol != running->proxy_protocol, "--proxy-protocol"},
+        {n.tls_proxy_protocol != running->tls_proxy_protocol,
+         "--tls-proxy-protocol"},
     };
     for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++)
         if (fixed[i].changed)
@@ -621,6 +624,8 @@ int main(int argc, char **argv)
     if (!load_mime_types(&s))
         return 2;
     httpd_cfg.dotfiles = s.dotfiles;
+    httpd_cfg.proxy_protocol[0] = s.proxy_protocol;
+    httpd_cfg.proxy_protocol[1] = s.tls_proxy_protocol;
     /* only root can change its user; anyone else serves as itself */
     if (geteuid() == 0 && !resolve_user(s.user))
         return 2;

@@ -40,6 +40,8 @@ enum {
     OPT_TEST_CONFIG,
     OPT_INDEX,
     OPT_FALLBACK,
+    OPT_PROXY,
+    OPT_TLS_PROXY,
 };
 
 #define DEFAULT_TLS_HS_TIMEOUT_MS 10000
@@ -104,6 +106,14 @@ static const struct rt_cli_opt opts[] = {
     {"tls-handshake-timeout-ms", OPT_TLS_HS_TIMEOUT, "MS",
      "a TLS handshake not done by then is closed\n"
      "(default: 10000)"},
+    {"proxy-protocol", OPT_PROXY, NULL,
+     "every connection of --port starts with a PROXY\n"
+     "protocol header (v1 or v2, from a load balancer)\n"
+     "naming the client; without one it is closed\n"
+     "(default: off)"},
+    {"tls-proxy-protocol", OPT_TLS_PROXY, NULL,
+     "the same for --tls-port: the header comes before\n"
+     "the TLS handshake (default: off)"},
     {"listings", OPT_LISTINGS, "on|off",
      "off: a directory without index.html answers 403\n"
      "instead of its listing (default: on)"},
@@ -220,6 +230,12 @@ static bool option(void *data, int key, const char *arg, bool from_file)
             return false;
         s->rt.second_port = (int) v;
         return true;
+    case OPT_PROXY:
+        s->proxy_protocol = true;
+        return true;
+    case OPT_TLS_PROXY:
+        s->tls_proxy_protocol = true;
+        return true;
     case OPT_TLS_CERT:
         s->tls_cert = arg;
         return true;
@@ -316,6 +332,10 @@ static enum rt_cli_result check_tls(const struct settings *s)
         rt_cli_bad(s->tls_cert ? "--tls-cert" : "--tls-key",
                    s->tls_cert ? s->tls_cert : s->tls_key,
                    "given without --tls-port");
+        return RT_CLI_ERROR;
+    }
+    if (!s->rt.second_port && s->tls_proxy_protocol) {
+        rt_cli_bad("--tls-proxy-protocol", "", "given without --tls-port");
         return RT_CLI_ERROR;
     }
     if (s->rt.second_port && s->rt.second_port == s->rt.port) {

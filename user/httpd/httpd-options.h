@@ -29,6 +29,8 @@ struct settings {
     const char *tls_cert;
     const char *tls_key;
     int tls_handshake_timeout_ms;
+    bool proxy_protocol;     /* --proxy-protocol: the port's */
+    bool tls_proxy_protocol; /* --tls-proxy-protocol: --tls-port's */
     bool listings;
     struct http_index_files index;           /* --index */
     bool index_given;                        /* else index.html */

@@ -136,6 +136,12 @@ static enum rt_verdict tls_serve(struct rt_conn *c)
 
 enum rt_verdict httpd_serve(struct rt_conn *c)
 {
+    /* a connection's first call: its listener's PROXY header first */
+    if (!c->handler_state) {
+        if (httpd_cfg.proxy_protocol[c->listener & 1] && !httpd_proxy_read(c))
+            return RT_CLOSE;
+        c->handler_state = 1;
+    }
     if (c->listener == 1 && httpd_cfg.tls)
         return tls_serve(c);
     return httpd_conn_serve(c);

@@ -58,6 +58,9 @@ struct httpd_config {
      * its certificate inside it */
     struct ktcp_tls_ctx *tls;
     int tls_handshake_timeout_ms;
+    /* --proxy-protocol, --tls-proxy-protocol: a PROXY header starts
+     * each connection of the port (0) or of --tls-port (1) */
+    bool proxy_protocol[2];
     unsigned listing_max; /* --listing-max, 0: any */
     size_t listing_bytes; /* --listing-bytes, 0: any */
     /* How httpd_log_open opens a file: fd or -errno (main sets it: started
@@ -80,6 +83,7 @@ extern struct httpd_config httpd_cfg;
  *   respond   httpd-respond.c  core's planner run for one request, its
  *                              plan carried out
  *   conn      httpd-conn.c     read, parse, answer, drain, linger, close
+ *   proxy     httpd-proxy.c    a listener's PROXY protocol header
  *   tls       httpd-tls.c      --tls-port's connections: plain HTTP
  *                              refused, the handshake, then conn over
  *                              TLS records (user/tls) */
@@ -268,6 +272,10 @@ enum httpd_counter {
     HTTPD_C_TLS_KTLS_RX,
     HTTPD_C_LISTINGS_REFUSED,
     HTTPD_C_LOG_REOPEN_FAILED, /* a reopen of the access log failed */
+    /* PROXY protocol headers taken, and connections closed for a missing,
+     * malformed, oversized or unfinished one */
+    HTTPD_C_PROXY_HEADERS,
+    HTTPD_C_PROXY_REFUSED,
     HTTPD_C_END
 };
 _Static_assert(HTTPD_C_END <= RT_NCOUNTERS, "more counters than rt.h has");
@@ -327,6 +335,12 @@ void httpd_respond_error(struct httpd_req *r,
 /* ---- connection (httpd-conn.c) ---- */
 enum rt_verdict httpd_conn_serve(struct rt_conn *c);
 void httpd_conn_refuse(int fd);
+
+/* ---- proxy (httpd-proxy.c) ---- */
+/* Read c's PROXY protocol header (its listener has --proxy-protocol or
+ * --tls-proxy-protocol): true when it was whole and valid (the client it
+ * names is c's peer from now on), false when c must close (counted). */
+bool httpd_proxy_read(struct rt_conn *c);
 
 /* ---- tls (httpd-tls.c) ---- */
 /* The runtime's handler: the port's connections to httpd_conn_serve,

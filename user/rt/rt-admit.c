@@ -107,19 +107,19 @@ static uint64_t mix(uint64_t h)
 static bool peer_key(const struct rt_conn *c, uint32_t addr[4])
 {
     unsigned char *p = (unsigned char *) addr;
-    if (c->peer_family == AF_INET) {
+    if (c->admit_family == AF_INET) {
         memset(p, 0, 10);
         p[10] = p[11] = 0xff;
-        memcpy(p + 12, c->peer_addr, 4);
+        memcpy(p + 12, c->admit_addr, 4);
         return true;
     }
-    if (c->peer_family == AF_INET6) {
+    if (c->admit_family == AF_INET6) {
         /* the first v6_prefix bits; the rest zero */
         int bits = peers.v6_prefix;
         memset(p, 0, 16);
-        memcpy(p, c->peer_addr, (size_t) bits / 8);
+        memcpy(p, c->admit_addr, (size_t) bits / 8);
         if (bits % 8)
-            p[bits / 8] = c->peer_addr[bits / 8] & (0xff << (8 - bits % 8));
+            p[bits / 8] = c->admit_addr[bits / 8] & (0xff << (8 - bits % 8));
         return true;
     }
     return false;
@@ -237,24 +237,47 @@ void rt_conn_release(const struct rt_conn *c)
     atomic_fetch_sub(&live_conns, 1);
 }
 
-void rt_conn_set_peer(struct rt_conn *c, const struct sockaddr *sa)
+/* The client c names from now on (peer_family, peer_addr): AF_INET
+ * (addr 4 bytes) or AF_INET6 (16), an IPv4-mapped IPv6 address as IPv4;
+ * anything else: none. */
+static void set_client(struct rt_conn *c, int family, const unsigned char *addr)
 {
+    static const unsigned char v4mapped[12] = {0, 0, 0, 0, 0,    0,
+                                               0, 0, 0, 0, 0xff, 0xff};
     c->peer[0] = '\0';
     c->peer_family = 0;
-    if (sa->sa_family == AF_INET) {
-        c->peer_family = AF_INET;
-        memcpy(c->peer_addr, &((const struct sockaddr_in *) sa)->sin_addr, 4);
-    } else if (sa->sa_family == AF_INET6) {
-        const struct in6_addr *a =
-            &((const struct sockaddr_in6 *) sa)->sin6_addr;
-        /* an IPv4 client of a dual-stack listener (the default bind) is
-         * named and counted as IPv4, not ::ffff:a.b.c.d */
-        if (IN6_IS_ADDR_V4MAPPED(a)) {
-            c->peer_family = AF_INET;
-            memcpy(c->peer_addr, &a->s6_addr[12], 4);
-        } else {
-            c->peer_family = AF_INET6;
-            memcpy(c->peer_addr, a, 16);
-        }
+    /* an IPv4 client of a dual-stack listener (the default bind) is named
+     * and counted as IPv4, not ::ffff:a.b.c.d */
+    if (family == AF_INET6 && memcmp(addr, v4mapped, 12) == 0) {
+        family = AF_INET;
+        addr += 12;
     }
+    if (family == AF_INET) {
+        c->peer_family = AF_INET;
+        memcpy(c->peer_addr, addr, 4);
+    } else if (family == AF_INET6) {
+        c->peer_family = AF_INET6;
+        memcpy(c->peer_addr, addr, 16);
+    }
+}
+
+void rt_conn_set_peer(struct rt_conn *c, const struct sockaddr *sa)
+{
+    if (sa->sa_family == AF_INET)
+        set_client(c, AF_INET,
+                   (const unsigned char *) &((const struct sockaddr_in *) sa)
+                       ->sin_addr);
+    else if (sa->sa_family == AF_INET6)
+        set_client(c, AF_INET6,
+                   ((const struct sockaddr_in6 *) sa)->sin6_addr.s6_addr);
+    else
+        set_client(c, 0, NULL);
+    c->admit_family = c->peer_family;
+    memcpy(c->admit_addr, c->peer_addr, sizeof(c->admit_addr));
+}
+
+void rt_conn_set_client(struct rt_conn *c, int family, const void *addr)
+{
+    if (family == AF_INET || family == AF_INET6)
+        set_client(c, family, addr);
 }

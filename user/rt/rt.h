@@ -79,12 +79,25 @@ struct rt_conn {
     int idle_unacked;
     /* which listener accepted it: 0 the port, 1 the second port */
     unsigned char listener;
+    /* the handler's own, 0 at accept and kept while the connection lives
+     * (ktcp-httpd: its PROXY header was read) */
+    unsigned char handler_state;
+    /* the address admission counted (--max-conns-per-ip): the peer at
+     * accept, kept when rt_conn_set_client names another client */
+    unsigned char admit_family;
+    unsigned char admit_addr[16];
     const struct rt_io *io; /* NULL: the socket's own calls */
     void *io_data;          /* the transport's state */
 };
 
 /* The client's address as text ("-" if unknown); made on first use. */
 const char *rt_conn_peer(struct rt_conn *c);
+/* Name another client than the socket's peer (a PROXY protocol header):
+ * family AF_INET (addr 4 bytes) or AF_INET6 (16; an IPv4-mapped one is
+ * taken as IPv4). rt_conn_peer and every reader of peer_family/peer_addr
+ * see it from then on; the count per address made at accept stays on the
+ * socket's peer. */
+void rt_conn_set_client(struct rt_conn *c, int family, const void *addr);
 
 /* What a handler returns: close the connection, or keep it open while it
  * is idle. RT_IDLE means "nothing buffered and nothing to read": the
@@ -174,7 +187,7 @@ enum rt_counter {
     RT_C_BYTES_OUT,
     RT_C_APP,
 };
-#define RT_APP_COUNTERS 16
+#define RT_APP_COUNTERS 32
 #define RT_NCOUNTERS (RT_C_APP + RT_APP_COUNTERS)
 void rt_count(int which, uint64_t n);
 /* Two counts at once: one look at the calling thread's counters. */

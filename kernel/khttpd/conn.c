@@ -30,6 +30,7 @@
 #include <linux/string.h>
 #include <linux/tcp.h>
 #include <linux/timekeeping.h>
+#include <net/ipv6.h>
 #include <net/sock.h>
 #include <net/tcp.h>
 
@@ -324,12 +325,85 @@ static int khttpd_rbuf_for_read(struct khttpd_conn *conn)
 	return 0;
 }
 
+/* The socket's peer as the connection's client. */
+static void khttpd_client_from_sock(struct khttpd_conn *conn)
+{
+	struct sock *sk = conn->c.sock->sk;
+	union khttpd_addr *a = &conn->client;
+
+	memset(a, 0, sizeof(*a));
+	/* a dual-stack listener's IPv4 peer is named as IPv4 */
+	if (sk->sk_family == AF_INET6 &&
+	    !ipv6_addr_v4mapped(&sk->sk_v6_daddr)) {
+		a->v6.sin6_family = AF_INET6;
+		a->v6.sin6_port = inet_sk(sk)->inet_dport;
+		a->v6.sin6_addr = sk->sk_v6_daddr;
+	} else {
+		a->v4.sin_family = AF_INET;
+		a->v4.sin_port = inet_sk(sk)->inet_dport;
+		a->v4.sin_addr.s_addr = sk->sk_family == AF_INET6 ?
+						sk->sk_v6_daddr.s6_addr32[3] :
+						inet_sk(sk)->inet_daddr;
+	}
+}
+
+/* The client a PROXY header named (an IPv4-mapped IPv6 one as IPv4). */
+static void khttpd_client_from_proxy(struct khttpd_conn *conn,
+				     const struct http_proxy_addr *p)
+{
+	union khttpd_addr *a = &conn->client;
+	const struct in6_addr *v6 = (const struct in6_addr *)p->src;
+
+	memset(a, 0, sizeof(*a));
+	if (p->family == 6 && !ipv6_addr_v4mapped(v6)) {
+		a->v6.sin6_family = AF_INET6;
+		a->v6.sin6_port = htons(p->src_port);
+		memcpy(&a->v6.sin6_addr, p->src, 16);
+	} else {
+		a->v4.sin_family = AF_INET;
+		a->v4.sin_port = htons(p->src_port);
+		memcpy(&a->v4.sin_addr, p->family == 4 ? p->src : p->src + 12,
+		       4);
+	}
+}
+
+/*
+ * proxy_protocol: feed the bytes buffered to the PROXY header's parse and
+ * take those that are header. 0 (the header is whole, or wants more), or
+ * -ESHUTDOWN: no header, a bad one, or one too long; counted, closed
+ * without an answer.
+ */
+static int khttpd_read_proxy(struct khttpd_conn *conn)
+{
+	size_t used;
+	int r = http_proxy_parse(conn->proxy, conn->rbuf + conn->rstart,
+				 conn->rlen - conn->rstart, &used);
+
+	if (r < 0) {
+		khttpd_count(proxy_refused, 1);
+		return -ESHUTDOWN;
+	}
+	conn->rstart += used;
+	if (r == HTTP_PROXY_DONE) {
+		khttpd_count(proxy_headers, 1);
+		if (conn->proxy->addr.family)
+			khttpd_client_from_proxy(conn, &conn->proxy->addr);
+		kfree(conn->proxy);
+		conn->proxy = NULL;
+		/* The request's own clock starts with its first byte. */
+		conn->head_deadline = 0;
+	}
+	return 0;
+}
+
 /* 0: progress (state may have changed), -EAGAIN, or the end (EOF/error). */
 static int khttpd_read_head(struct khttpd_conn *conn)
 {
 	size_t head_len = 0;
 	int n;
 
+	if (conn->proxy && conn->rlen > conn->rstart)
+		return khttpd_read_proxy(conn);
 	if (conn->rlen > conn->rstart) {
 		int pr = http_parse_request(&conn->req->parser,
 					    conn->rbuf + conn->rstart,
@@ -528,8 +602,10 @@ static bool khttpd_wait(struct khttpd_conn *conn)
 		return false;
 	}
 	ktcp_server_count(&khttpd_server, timeouts, 1);
-	if (conn->state == KHTTPD_READ_HEAD && conn->head_deadline &&
-	    conn->rlen > conn->rstart) {
+	if (conn->proxy) /* its header never came whole */
+		khttpd_count(proxy_refused, 1);
+	else if (conn->state == KHTTPD_READ_HEAD && conn->head_deadline &&
+		 conn->rlen > conn->rstart) {
 		/* A head that never completed: tell the client why we close. */
 		conn->head_deadline = 0;
 		khttpd_send_error_close(conn, 408);
@@ -594,7 +670,11 @@ static void khttpd_conn_step(struct ktcp_conn *c)
 
 static void khttpd_conn_destroy(struct ktcp_conn *c)
 {
-	khttpd_req_put(container_of(c, struct khttpd_conn, c));
+	struct khttpd_conn *conn = container_of(c, struct khttpd_conn, c);
+
+	kfree(conn->proxy);
+	conn->proxy = NULL;
+	khttpd_req_put(conn);
 }
 
 static int khttpd_conn_init(struct ktcp_conn *c)
@@ -605,6 +685,18 @@ static int khttpd_conn_init(struct ktcp_conn *c)
 	conn->state = KHTTPD_READ_HEAD;
 	/* Only kTLS sockets are adopted (adopt.c). */
 	conn->tls = c->file;
+	khttpd_client_from_sock(conn);
+	/* An adopted socket's agent read the PROXY header, if any. */
+	if (khttpd_proxy_protocol && !conn->tls) {
+		conn->proxy = kmalloc(sizeof(*conn->proxy), GFP_KERNEL);
+		if (!conn->proxy)
+			return -ENOMEM;
+		http_proxy_init(conn->proxy);
+		/* The whole header within one idle timeout of the accept. */
+		if (khttpd_idle_jiffies())
+			conn->head_deadline =
+				(jiffies + khttpd_idle_jiffies()) | 1;
+	}
 	return 0;
 }
 

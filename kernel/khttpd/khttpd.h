@@ -8,6 +8,8 @@
 #define KHTTPD_H
 
 #include <linux/file.h>
+#include <linux/in.h>
+#include <linux/in6.h>
 #include <linux/fs.h>
 #include <linux/list.h>
 #include <linux/path.h>
@@ -37,6 +39,8 @@ extern char khttpd_fallback[HTTP_ERROR_PAGE_PATH_MAX]; /* relative */
 extern size_t khttpd_fallback_len; /* 0: no fallback */
 extern ulong khttpd_listing_bytes; /* listings' buffers and builds; 0: any */
 extern uint khttpd_listing_max; /* listings in flight; 0: any */
+/* a PROXY protocol header starts every connection (not adopted ones) */
+extern bool khttpd_proxy_protocol;
 extern struct path khttpd_root; /* the served directory, referenced */
 /* Check every parameter and take the root: 0, or -errno (nothing held).
  * p: the server's parameters; uid, gid: the server's user.
@@ -81,6 +85,8 @@ struct khttpd_stats {
 	u64 listings_refused; /* 503: beyond listing_max or listing_bytes */
 	u64 tls_adopted; /* kTLS sockets taken over from an agent */
 	u64 tls_nondata; /* kTLS connections ended by a non-data record */
+	u64 proxy_headers; /* PROXY protocol headers taken */
+	u64 proxy_refused; /* closed: no, a bad or an unfinished header */
 };
 
 extern struct khttpd_stats __percpu *khttpd_stats;
@@ -269,8 +275,24 @@ struct khttpd_req {
 	char hbuf[HTTP_SERVER_HEAD_BUF];
 };
 
+/*
+ * A client's address: the socket's peer (a dual-stack listener's IPv4 peer
+ * as IPv4), or the one a PROXY protocol header named.
+ */
+union khttpd_addr {
+	struct sockaddr sa;
+	struct sockaddr_in v4;
+	struct sockaddr_in6 v6;
+};
+
 struct khttpd_conn {
 	struct ktcp_conn c; /* the lifecycle's part: socket, timer, step */
+	/* The client for the trace and per-request checks; the count per
+	 * address made at accept (max_conns_per_ip) stays on the peer.
+	 */
+	union khttpd_addr client;
+	/* proxy_protocol: the header's parse until it is whole, else NULL */
+	struct http_proxy *proxy;
 
 	/* Below: touched only by the connection's step (work or thread). */
 	enum khttpd_conn_state state;

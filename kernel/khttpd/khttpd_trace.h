@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT OR GPL-2.0 */
 /*
  * khttpd_trace.h — the khttpd:khttpd_request trace event: one record per
- * answered request (peer, method, target, status, bytes, duration), so that
+ * answered request (client, method, target, status, bytes, duration), so that
  * trace-cmd, perf or the tracefs files record an access log the kernel's
  * own way. Nothing is recorded, copied or allocated while it is off.
  */
@@ -13,9 +13,8 @@
 
 #include <linux/in.h>
 #include <linux/in6.h>
+#include <linux/socket.h>
 #include <linux/tracepoint.h>
-#include <net/ipv6.h>
-#include <net/sock.h>
 
 /* The longest method token and target a record keeps (longer: cut). */
 #define KHTTPD_TRACE_METHOD_MAX 15
@@ -25,10 +24,11 @@
 /* clang-format off */
 TRACE_EVENT(khttpd_request, /* checkpatch: PARENTHESIS_ALIGNMENT: trace layout */
 
-	TP_PROTO(const struct sock *sk, const char *method, const char *target,
-		 unsigned int target_len, int status, u64 bytes, u64 ns),
+	TP_PROTO(const struct sockaddr *peer, const char *method,
+		 const char *target, unsigned int target_len, int status,
+		 u64 bytes, u64 ns),
 
-	TP_ARGS(sk, method, target, target_len, status, bytes, ns),
+	TP_ARGS(peer, method, target, target_len, status, bytes, ns),
 
 	/* checkpatch: OPEN_ENDED_LINE: the kernel's trace header layout */
 	TP_STRUCT__entry(
@@ -42,24 +42,8 @@ TRACE_EVENT(khttpd_request, /* checkpatch: PARENTHESIS_ALIGNMENT: trace layout *
 
 	/* checkpatch: OPEN_ENDED_LINE: the kernel's trace header layout */
 	TP_fast_assign(
-		memset(__entry->peer, 0, sizeof(__entry->peer));
-		/* a dual-stack listener's IPv4 peer is shown as IPv4 */
-		if (sk->sk_family == AF_INET6 &&
-		    !ipv6_addr_v4mapped(&sk->sk_v6_daddr)) {
-			struct sockaddr_in6 *a = (void *)__entry->peer;
-
-			a->sin6_family = AF_INET6;
-			a->sin6_port = inet_sk(sk)->inet_dport;
-			a->sin6_addr = sk->sk_v6_daddr;
-		} else {
-			struct sockaddr_in *a = (void *)__entry->peer;
-
-			a->sin_family = AF_INET;
-			a->sin_port = inet_sk(sk)->inet_dport;
-			a->sin_addr.s_addr = sk->sk_family == AF_INET6 ?
-				sk->sk_v6_daddr.s6_addr32[3] :
-				inet_sk(sk)->inet_daddr;
-		}
+		/* the client: an AF_INET or AF_INET6 address */
+		memcpy(__entry->peer, peer, sizeof(__entry->peer));
 		strscpy(__entry->method, method, sizeof(__entry->method));
 		memcpy(__get_dynamic_array(target), target, target_len);
 		((char *)__get_dynamic_array(target))[target_len] = '\0';

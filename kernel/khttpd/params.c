@@ -101,6 +101,11 @@ module_param_named(listing_bytes, khttpd_listing_bytes, ulong, 0444);
 MODULE_PARM_DESC(listing_bytes,
 		 "bytes of listing buffers and name tables being built at once; a listing beyond gets 503 with Retry-After; 0 = no limit (default 64 MiB)");
 
+bool khttpd_proxy_protocol;
+module_param_named(proxy_protocol, khttpd_proxy_protocol, bool, 0444);
+MODULE_PARM_DESC(proxy_protocol,
+		 "Y: every connection starts with a PROXY protocol header (v1 or v2, from a load balancer) naming the client; a connection without one, or with a malformed one, is closed (default N)");
+
 uint khttpd_listing_max = 1024;
 module_param_named(listing_max, khttpd_listing_max, uint, 0444);
 MODULE_PARM_DESC(listing_max,

@@ -61,7 +61,7 @@ void khttpd_trace_end(struct khttpd_conn *conn)
 	if (!t)
 		return;
 	conn->req->trace = NULL;
-	trace_khttpd_request(conn->c.sock->sk, t->method, t->target,
+	trace_khttpd_request(&conn->client.sa, t->method, t->target,
 			     t->target_len, t->status,
 			     conn->sent - t->sent_at_start,
 			     ktime_get_ns() - t->start_ns);

@@ -29,6 +29,12 @@ parameters (cache_size is its cache_bytes):
   listing_bytes    memory of the listings in flight; beyond: the same
   index            "index.htm,index.html": a directory's index files
   fallback         "/index.html": a missing path is answered 200 with it
+  proxy_protocol   a PROXY protocol header (v1 or v2) starts every
+                   connection of the port the tests talk to: ktcp-httpd
+                   --proxy-protocol (--tls-proxy-protocol for a TLS
+                   engine), khttpd proxy_protocol=1
+  mode             khttpd's mode (unbound, bound, kthread); ktcp-httpd
+                   has models instead
   bind             the address ktcp-httpd listens on
   args             more ktcp-httpd arguments, last on its command line
   tls_handshake_timeout_ms  ktcp-httpd --tls-handshake-timeout-ms (a TLS
@@ -130,6 +136,10 @@ class UserHttpd(Engine):
                           ("fallback", "--fallback")):
             if o.get(key):
                 cmd += [flag, o[key]]
+        if o.get("proxy_protocol"):
+            cmd.append("--tls-proxy-protocol" if self.tls else "--proxy-protocol")
+        if o.get("mode"):
+            raise Unsupported("ktcp-httpd has models, not khttpd's modes")
         if o.get("listings") is not None:
             cmd += ["--listings", "on" if o["listings"] else "off"]
         if os.geteuid() == 0 and o.get("user"):
@@ -160,7 +170,7 @@ class KernelHttpd(KernelModule):
                  "error_pages": "error_pages", "dotfiles": "dotfiles",
                  "listings": "listings", "listing_max": "listing_max",
                  "listing_bytes": "listing_bytes", "index": "index",
-                 "fallback": "fallback"}
+                 "fallback": "fallback", "proxy_protocol": "proxy_protocol"}
 
     def __init__(self, mode=None):
         super().__init__(f"khttpd-{mode}" if mode else "khttpd")
@@ -179,13 +189,13 @@ class KernelHttpd(KernelModule):
 
     def params(self, o):
         args = [f"root={o['root']}"]
-        if self.mode:
-            args.append(f"mode={self.mode}")
+        if o.get("mode") or self.mode:
+            args.append(f"mode={o.get('mode') or self.mode}")
         if o.get("user"):  # else the module's default, nobody/nogroup
             pw = pwd.getpwnam(o["user"])
             args += [f"uid={pw.pw_uid}", f"gid={pw.pw_gid}"]
         for k, v in o.items():
-            if k in ("root", "user", "threads", "status_path", "access_log", "nofile",
+            if k in ("root", "user", "threads", "status_path", "access_log", "nofile", "mode",
                      "start_timeout") or v is None:
                 continue
             if k not in self.params_of:

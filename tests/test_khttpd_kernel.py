@@ -10,6 +10,7 @@ import os
 import re
 import signal
 import socket
+import struct
 import subprocess
 import threading
 import time
@@ -742,6 +743,54 @@ def test_request_trace_event(docroot, tracefs):
     assert int(recs[1][4]) + int(recs[2][4]) == len(got)
     assert recs[3][1:4] == ("", "", "400")  # no request parsed
     assert all(int(r[5]) < 10_000_000 for r in recs)
+
+
+def proxy_get(port, header, path):
+    """header, then GET path (Connection: close): the whole answer."""
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+        s.sendall(header + f"GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".encode())
+        got = b""
+        while (b := s.recv(65536)):
+            got += b
+    return got
+
+
+@pytest.mark.parametrize("mode", ["unbound", "kthread"])
+def test_proxy_client_in_trace_event(docroot, tracefs, mode):
+    """proxy_protocol=1: the request trace (khttpd's access log) records
+    the client a PROXY header names, with its port; LOCAL keeps the peer."""
+    sig = b"\r\n\r\n\x00\r\nQUIT\n"
+    block6 = (socket.inet_pton(socket.AF_INET6, "2001:db8::20") +
+              socket.inet_pton(socket.AF_INET6, "::1") + struct.pack(">HH", 40002, 80))
+    tlv = b"\x02\x00\x0bexample.com"
+    headers = [
+        b"PROXY TCP4 192.0.2.10 127.0.0.1 40000 80\r\n",
+        b"PROXY TCP6 2001:db8::10 ::1 40001 80\r\n",
+        sig + b"\x21\x21" + struct.pack(">H", len(block6 + tlv)) + block6 + tlv,
+        sig + b"\x20\x00\x00\x00",  # LOCAL
+    ]
+    with Khttpd(docroot, proxy_protocol=True, mode=mode) as k:
+        enable = os.path.join(tracefs, "events/khttpd/khttpd_request/enable")
+        with open(os.path.join(tracefs, "trace"), "w") as f:
+            f.write("")
+        wait_no_connection()
+        with open(enable, "w") as f:
+            f.write("1")
+        try:
+            for h in headers:
+                assert proxy_get(k.port, h, "/hello.txt").startswith(b"HTTP/1.1 200 OK\r\n")
+            time.sleep(0.2)
+        finally:
+            wait_no_connection()
+            with open(enable, "w") as f:
+                f.write("0")
+        with open(os.path.join(tracefs, "trace")) as f:
+            recs = [m.groups() for m in map(TRACE_LINE.search, f) if m]
+        st = stats()
+    peers = [r[0] for r in recs]
+    assert peers[:3] == ["192.0.2.10:40000", "[2001:db8::10]:40001", "[2001:db8::20]:40002"], recs
+    assert len(peers) == 4 and peers[3].startswith("127.0.0.1:"), recs
+    assert st["proxy_headers"] == 4 and st["proxy_refused"] == 0, st
 
 
 def test_trace_event_toggled_under_load(docroot, tracefs):

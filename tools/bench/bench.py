@@ -107,7 +107,7 @@ def loadavg():
 
 
 def tool_version(name):
-    """'htstress 0.2.0 (<git>)' from build/<name> --version, or ''."""
+    """'htstress 0.3.0 (<git>)' from build/<name> --version, or ''."""
     try:
         r = subprocess.run([os.path.join(eng.BUILD, name), "--version"], capture_output=True,
                            text=True, timeout=10)

@@ -454,7 +454,7 @@ def run_phase(env, profile, out, budget_s):
                 start_engine(e, port, ctx)
                 ports[name] = port
                 if e.proto == "http" and not e.kernel:
-                    for wl in plan.HTTP_WORKLOADS:
+                    for wl in (w for w in plan.HTTP_WORKLOADS if plan.serves(name, w)):
                         why = check_workload(port, wl, ctx.docroot)
                         if why:
                             ctx.checks.setdefault(name, {})[wl] = why

@@ -18,7 +18,10 @@ struct outcome {
     struct http_proxy_addr addr;
 };
 
-static void parse(const uint8_t *buf, size_t len, size_t step, struct outcome *o)
+static void parse(const uint8_t *buf,
+                  size_t len,
+                  size_t step,
+                  struct outcome *o)
 {
     struct http_proxy p;
     size_t pos = 0;

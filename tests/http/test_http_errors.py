@@ -66,6 +66,16 @@ def test_400_garbage(http_engine):
     exact_status(http_engine.port, b"GET /a.txt HTTP/1.1\rHost: x\r\n\r\n", 400)
 
 
+def test_400_proxy_header_on_a_plain_listener(http_engine):
+    """A listener not started for the PROXY protocol never reads one: its
+    line is a request line, and a bad one (tests/http/test_http_proxy.py has
+    the listeners that take it)."""
+    exact_status(http_engine.port, b"PROXY TCP4 192.0.2.10 127.0.0.1 40000 80\r\n"
+                 b"GET /a.txt HTTP/1.1\r\nHost: x\r\n\r\n", 400)
+    exact_status(http_engine.port, b"\r\n\r\n\x00\r\nQUIT\n\x21\x11\x00\x0c" + b"\x01" * 12 +
+                 b"GET /a.txt HTTP/1.1\r\nHost: x\r\n\r\n", 400)
+
+
 def test_400_smuggling(http_engine):
     exact_status(http_engine.port, b"GET /a.txt HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\n"
                  b"Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n", 400)

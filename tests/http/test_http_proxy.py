@@ -5,8 +5,9 @@ proxy_protocol=1, in its default mode and in mode=kthread (kernel engines
 only). The header's client is the one the access log names; LOCAL and
 UNKNOWN keep the socket's peer; a header split over packets is taken; no
 header, a malformed, oversized or unfinished one closes the connection
-without an answer, and is counted; a listener without the flag answers a
-PROXY line 400. curl --haproxy-protocol is the real client (it sends v1).
+without an answer, and is counted. curl --haproxy-protocol is the real
+client (it sends v1). A listener without the flag answers a PROXY line 400:
+test_http_errors.py::test_400_proxy_header_on_a_plain_listener.
 
 The address khttpd writes is checked through its trace event in
 tests/test_khttpd_kernel.py (test_proxy_client_in_trace_event)."""
@@ -242,11 +243,3 @@ def test_curl_haproxy_protocol(proxied):
     # and without its header, the same curl is closed on
     out = subprocess.run(base + [url], capture_output=True, timeout=30)
     assert out.returncode != 0 and out.stdout == b"", out
-
-
-def test_proxy_line_on_a_plain_listener_is_400(http_engine):
-    """Without the flag a PROXY line is the start of a bad request."""
-    resp = exchange(http_engine.port, GOOD["v1-tcp4"][0] + REQ % b"plain")
-    assert status_of(resp) == 400, resp[:200]
-    v2resp = exchange(http_engine.port, GOOD["v2-tcp4-tlv"][0] + REQ % b"plain")
-    assert status_of(v2resp) in (400, None), v2resp[:200]

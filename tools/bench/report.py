@@ -35,8 +35,10 @@ def _pyplot():
     return plt
 
 ENV_ORDER = ("host", "vm")
-ENGINE_ORDER = ["nginx", "lwan", "ktcp-httpd-threads", "ktcp-httpd-epoll", "ktcp-httpd-mn",
-                "khttpd-unbound", "khttpd-bound", "khttpd-kthread", "ktcp-echo",
+ENGINE_ORDER = ["nginx", "nginx-tls", "nginx-ktls", "lwan", "ktcp-httpd-threads",
+                "ktcp-httpd-epoll", "ktcp-httpd-epoll-tls", "ktcp-httpd-mn", "ktcp-httpd-mn-tls",
+                "khttpd-unbound", "khttpd-unbound-tls", "khttpd-bound", "khttpd-kthread",
+                "ktcp-echo",
                 "kecho-unbound", "kecho-bound", "kecho-highpri", "kecho-cpu_intensive",
                 "pipe", "unix", "tcp-loopback"]
 COLORS = {"nginx": "black", "lwan": "grey", "ktcp-httpd-threads": "tab:olive",
@@ -60,7 +62,7 @@ def point(r):
 # What a round's record holds beside the run's plan (kept per round).
 ROUND_KEYS = ("status", "reason", "note", "value", "unit", "raw", "latency_us", "errors",
               "mib_per_s", "bytes_per_response", "samples", "time_wait_before",
-              "time_wait_dropped", "elapsed_s", "aim_mib")
+              "time_wait_dropped", "elapsed_s", "aim_mib", "tls")
 
 
 def merge_rounds(records):
@@ -276,6 +278,7 @@ def markdown(result, docs, runs, plots):
         L.append(f"## {env}")
         L.append("")
         L += http_tables(er, tag)
+        L += https_table(er, tag)
         L += echo_table(er, tag)
         L += lat_table(er, tag)
         L += memory_table(er, tag)
@@ -374,6 +377,99 @@ def http_tables(er, tag):
                 cells.append(s)
             L.append(f"| {name} | " + " | ".join(cells) + " |")
         L.append("")
+    return L
+
+
+def _https_ratio(r, ref):
+    """' ×1.23 nginx-ktls': r's median over ref's median at the same point."""
+    if not r or not ref or r.get("status") != "ok" or ref.get("status") != "ok" or \
+            r["engine"] == ref["engine"] or not ref["value"]:
+        return ""
+    return f"×{r['value'] / ref['value']:.2f} {ref['engine']}"
+
+
+# (what is compared, engines, workloads, the reference, the target ratio):
+# the HTTPS targets, each checked at every point where both were measured
+HTTPS_TARGETS = (
+    ("ktcp-httpd on keep-alive", ("ktcp-httpd-epoll-tls", "ktcp-httpd-mn-tls"),
+     ("https-small-keepalive",), "nginx-tls", 1.2),
+    ("ktcp-httpd on 1 MiB", ("ktcp-httpd-epoll-tls", "ktcp-httpd-mn-tls"),
+     ("https-1mib",), "nginx-ktls", 1.0),
+    ("ktcp-httpd on new connections", ("ktcp-httpd-epoll-tls", "ktcp-httpd-mn-tls"),
+     ("https-handshake",), "nginx-tls", 1.0),
+    ("khttpd on keep-alive", ("khttpd-unbound-tls",), ("https-small-keepalive",),
+     "nginx-ktls", 1.3),
+)
+
+
+def https_targets(rs):
+    """The HTTPS targets at each point: 'holds' or 'misses', with the ratio.
+    Where the guest's nginx-ktls is absent (the host: no tls ULP, every
+    record OpenSSL's) nginx-tls stands in for it."""
+    L = []
+    for what, names, wls, ref_name, want in HTTPS_TARGETS:
+        for wl in wls:
+            for r in [x for x in rs if x["workload"] == wl and x["engine"] in names]:
+                pts = [x for x in rs if x["workload"] == wl and
+                       x["concurrency"] == r["concurrency"]]
+                ref = next((x for x in pts if x["engine"] == ref_name), None) or \
+                    next((x for x in pts if x["engine"] == "nginx-tls"), None)
+                if not ref or r.get("status") != "ok" or ref.get("status") != "ok":
+                    continue
+                ratio = r["value"] / ref["value"]
+                L.append(f"- {what}, {r['engine']} at {r['concurrency']} conn.: "
+                         f"×{ratio:.2f} {ref['engine']} (target ≥ {want}): "
+                         f"**{'holds' if ratio >= want else 'misses'}**")
+    return L
+
+
+def https_table(er, tag):
+    """The HTTPS points: one row per engine, one column per point, each a
+    median ± spread with its ratio to nginx-tls (records by OpenSSL) and,
+    in the guest, to nginx-ktls (records by the kernel); then the targets."""
+    rs = [r for r in er if r["suite"] == "https"]
+    if not rs:
+        return []
+    cols = [(w, c) for w in plan.HTTPS_WORKLOADS
+            for c in sorted({r["concurrency"] for r in rs if r["workload"] == w})]
+    tls = next((x["tls"] for r in rs if r["workload"] == "https-handshake"
+                for x in r.get("by_round", []) if x.get("tls", {}).get("version")), None)
+    L = [f"### HTTPS: req/s (× nginx over TLS) — {tag}, {rs[0]['duration']} s per "
+         f"run{rounds_of(rs)}", ""]
+    heads = {"https-small-keepalive": "13 B keep-alive, {c} conn.",
+             "https-1mib": "1 MiB keep-alive, {c} conn.",
+             "https-handshake": "new connections/s (full handshake), {c} conn."}
+    L.append("| engine | " + " | ".join(heads[w].format(c=c) for w, c in cols) + " |")
+    L.append("|---|" + "---|" * len(cols))
+    for name in engines_of(rs):
+        cells = []
+        for w, c in cols:
+            pts = [r for r in rs if r["workload"] == w and r["concurrency"] == c]
+            r = next((x for x in pts if x["engine"] == name), None)
+            s = cell(r, with_ratio=False)
+            if r and r.get("status") == "ok":
+                ratios = [ratio_text(r) + f" {r['peer']}"] \
+                    if r.get("ratio") is not None and r["engine"] != r["peer"] else []
+                kt = _https_ratio(r, next((x for x in pts
+                                           if x["engine"] == plan.HTTPS_KTLS_PEER), None))
+                ratios += [kt] if kt else []
+                s += f" ({'; '.join(ratios)})" if ratios else ""
+            if r and r.get("status") == "ok" and w == "https-1mib":
+                s += f"; {r['mib_per_s']:.0f} MiB/s"
+            if r and r.get("status") == "ok" and r.get("tls_version") != \
+                    plan.HTTPS_WORKLOADS[w][3]:
+                s += f"; TLS {r['tls_version']}"
+            cells.append(s)
+        L.append(f"| {name} | " + " | ".join(cells) + " |")
+    L.append("")
+    if tls:
+        L.append(f"New connections: {tls['version']}, {tls['cipher']}, key exchange "
+                 f"{tls['group']}, no session resumed (htstress counts them: 0). Keep-alive "
+                 f"and 1 MiB: TLS 1.2 (both directions in kTLS where the kernel has it).")
+        L.append("")
+    targets = https_targets(rs)
+    if targets:
+        L += ["HTTPS targets (median of the rounds):", ""] + targets + [""]
     return L
 
 
@@ -689,7 +785,8 @@ POINT_KEYS = ("env", "kernel", "suite", "workload", "label", "engine", "concurre
               "keep_alive", "file_size", "duration", "rounds", "count", "unit", "status",
               "reason", "note", "rounds_planned", "rounds_ok", "values", "value", "min", "max",
               "spread_pct", "peer", "peer_value", "ratio", "ratio_rounds", "ratio_min",
-              "ratio_max", "errors", "mib_per_s", "bytes_per_response", "elapsed_s", "aim_mib")
+              "ratio_max", "errors", "mib_per_s", "bytes_per_response", "elapsed_s", "aim_mib",
+              "tls_version")
 LATENCY_KEYS = ("min", "p50", "p90", "p99", "p99_9", "max")
 
 
@@ -708,7 +805,7 @@ def slim(r, kernel):
     median, spread and ratio, without the tools' output."""
     p = {k: r[k] for k in POINT_KEYS if k in r}
     p["kernel"] = kernel
-    p["by_round"] = [{k: x[k] for k in ("round", "status", "value", "reason") if k in x}
+    p["by_round"] = [{k: x[k] for k in ("round", "status", "value", "reason", "tls") if k in x}
                      for x in r.get("by_round", [])]
     if r.get("latency_us"):
         p["latency_us"] = {k: r["latency_us"][k] for k in LATENCY_KEYS if k in r["latency_us"]}
@@ -767,6 +864,7 @@ def bench_section(docs):
         er = d["points"]
         tag = f"{env}, kernel {c['kernel']}, {c['cores']} cores"
         L += http_tables(er, tag)
+        L += https_table(er, tag)
         L += echo_table(er, tag)
         L += lat_table(er, tag)
         L += memory_table(er, tag)

@@ -114,7 +114,7 @@ def loadavg():
 
 
 def tool_version(name):
-    """'htstress 0.2.0 (<git>)' from build/<name> --version, or ''."""
+    """'htstress 0.3.0 (<git>)' from build/<name> --version, or ''."""
     try:
         r = subprocess.run([os.path.join(eng.BUILD, name), "--version"], capture_output=True,
                            text=True, timeout=10)
@@ -512,6 +512,7 @@ def run_phase(env, profile, out, budget_s):
                 port = eng.free_port()
                 start_engine(e, port, ctx)
                 ports[name] = port
+<<<<<<< HEAD
                 if name in https_names and not e.kernel:
                     for path in sorted({w[0] for w in plan.HTTPS_WORKLOADS.values()}):
                         why = check_https(e, path, ctx.docroot)
@@ -519,6 +520,10 @@ def run_phase(env, profile, out, budget_s):
                             ctx.checks.setdefault(name, {})[path] = why
                 elif e.proto == "http" and not e.kernel:
                     for wl in plan.HTTP_WORKLOADS:
+=======
+                if e.proto == "http" and not e.kernel:
+                    for wl in (w for w in plan.HTTP_WORKLOADS if plan.serves(name, w)):
+>>>>>>> main
                         why = check_workload(port, wl, ctx.docroot)
                         if why:
                             ctx.checks.setdefault(name, {})[wl] = why

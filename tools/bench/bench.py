@@ -512,18 +512,13 @@ def run_phase(env, profile, out, budget_s):
                 port = eng.free_port()
                 start_engine(e, port, ctx)
                 ports[name] = port
-<<<<<<< HEAD
                 if name in https_names and not e.kernel:
                     for path in sorted({w[0] for w in plan.HTTPS_WORKLOADS.values()}):
                         why = check_https(e, path, ctx.docroot)
                         if why:
                             ctx.checks.setdefault(name, {})[path] = why
                 elif e.proto == "http" and not e.kernel:
-                    for wl in plan.HTTP_WORKLOADS:
-=======
-                if e.proto == "http" and not e.kernel:
                     for wl in (w for w in plan.HTTP_WORKLOADS if plan.serves(name, w)):
->>>>>>> main
                         why = check_workload(port, wl, ctx.docroot)
                         if why:
                             ctx.checks.setdefault(name, {})[wl] = why

@@ -172,13 +172,10 @@ PROFILES = {
     },
 }
 
-<<<<<<< HEAD
 PEERS = {"http": "nginx", "https": "nginx-tls", "memory": "nginx", "echo": "ktcp-echo",
          "lat": "tcp-loopback"}
 # The HTTPS points' second reference: nginx handing its records to kTLS
 HTTPS_KTLS_PEER = "nginx-ktls"
-=======
-PEERS = {"http": "nginx", "memory": "nginx", "echo": "ktcp-echo", "lat": "tcp-loopback"}
 # The second reference of the HTTP points: the floor server (tools/floor.c),
 # which runs only the workloads it serves.
 FLOOR = "floor"
@@ -188,7 +185,6 @@ FLOOR_WORKLOADS = ("small-keepalive", "small-close", "1mib")
 def serves(name, wl):
     """Does engine name run HTTP workload wl (the floor only its own)?"""
     return name != FLOOR or wl in FLOOR_WORKLOADS
->>>>>>> main
 
 
 def rotated(names, k):

@@ -12,6 +12,7 @@
  * with AES-128-GCM offered first, ALPN http/1.1, the certificate not
  * verified (a load generator, as wrk and h2load).
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <getopt.h>
 #include <pthread.h>
@@ -20,7 +21,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
-#include <arpa/inet.h>
 #include <unistd.h>
 
 #include <openssl/err.h>
@@ -154,8 +154,7 @@ static bool parse_url(const char *url)
                          sizeof(opt.port))) {
         /* No port given: 80 (443 for https). */
         char with_port[310];
-        snprintf(with_port, sizeof(with_port), "%s:%s", hostport,
-                 default_port);
+        snprintf(with_port, sizeof(with_port), "%s:%s", hostport, default_port);
         if (!split_host_port(with_port, opt.host, sizeof(opt.host), opt.port,
                              sizeof(opt.port)))
             goto bad;
@@ -171,8 +170,7 @@ static bool parse_url(const char *url)
     return true;
 bad:
     fprintf(stderr,
-            "htstress: URL '%s': expected http[s]://HOST[:PORT][/PATH]\n",
-            url);
+            "htstress: URL '%s': expected http[s]://HOST[:PORT][/PATH]\n", url);
     return false;
 }
 
@@ -221,19 +219,21 @@ static bool tls_setup(void)
     SSL_CTX_set_verify(tls_ctx, SSL_VERIFY_NONE, NULL);
     if (!SSL_CTX_set_min_proto_version(tls_ctx, min) ||
         !SSL_CTX_set_max_proto_version(tls_ctx, max) ||
-        !SSL_CTX_set_ciphersuites(tls_ctx, "TLS_AES_128_GCM_SHA256:"
-                                           "TLS_AES_256_GCM_SHA384:"
-                                           "TLS_CHACHA20_POLY1305_SHA256") ||
-        !SSL_CTX_set_cipher_list(tls_ctx, "ECDHE-ECDSA-AES128-GCM-SHA256:"
-                                          "ECDHE-RSA-AES128-GCM-SHA256:"
-                                          "ECDHE-ECDSA-AES256-GCM-SHA384:"
-                                          "ECDHE-RSA-AES256-GCM-SHA384:"
-                                          "ECDHE-ECDSA-CHACHA20-POLY1305:"
-                                          "ECDHE-RSA-CHACHA20-POLY1305") ||
+        !SSL_CTX_set_ciphersuites(tls_ctx,
+                                  "TLS_AES_128_GCM_SHA256:"
+                                  "TLS_AES_256_GCM_SHA384:"
+                                  "TLS_CHACHA20_POLY1305_SHA256") ||
+        !SSL_CTX_set_cipher_list(tls_ctx,
+                                 "ECDHE-ECDSA-AES128-GCM-SHA256:"
+                                 "ECDHE-RSA-AES128-GCM-SHA256:"
+                                 "ECDHE-ECDSA-AES256-GCM-SHA384:"
+                                 "ECDHE-RSA-AES256-GCM-SHA384:"
+                                 "ECDHE-ECDSA-CHACHA20-POLY1305:"
+                                 "ECDHE-RSA-CHACHA20-POLY1305") ||
         SSL_CTX_set_alpn_protos(tls_ctx, alpn, sizeof(alpn) - 1))
         goto fail;
-    if (!SSL_CTX_set1_groups_list(tls_ctx,
-                                  opt.tls_groups ? opt.tls_groups : "X25519:P-256")) {
+    if (!SSL_CTX_set1_groups_list(
+            tls_ctx, opt.tls_groups ? opt.tls_groups : "X25519:P-256")) {
         fprintf(stderr, "htstress: --tls-groups '%s': not a group list\n",
                 opt.tls_groups);
         return false;
@@ -492,8 +492,9 @@ static bool parse_options(int argc, char **argv)
     if (!parse_url(opt.url))
         return false;
     if (!opt.tls && (opt.tls_version || opt.tls_groups)) {
-        fprintf(stderr, "htstress: --tls-version and --tls-groups need an "
-                        "https:// URL\n");
+        fprintf(stderr,
+                "htstress: --tls-version and --tls-groups need an "
+                "https:// URL\n");
         return false;
     }
     return true;

@@ -49,11 +49,11 @@ struct htstress_options {
     uint64_t timeout_ms;
     bool json;
     bool progress;
-    bool tls;             /* https:// */
-    int tls_version;      /* --tls-version: 0 (1.2 or 1.3), 12 or 13 */
+    bool tls;               /* https:// */
+    int tls_version;        /* --tls-version: 0 (1.2 or 1.3), 12 or 13 */
     const char *tls_groups; /* --tls-groups (default X25519:P-256) */
     bool tls_sni;           /* the host is a name: sent as SNI */
-    char *extra_headers; /* "Name: value\r\n" lines */
+    char *extra_headers;    /* "Name: value\r\n" lines */
     size_t extra_headers_len;
 };
 
@@ -72,7 +72,7 @@ struct stats {
     uint64_t bad;
     uint64_t status_class[6]; /* [1..5] = 1xx..5xx, [0] = anything else */
     uint64_t errors[ERR_KINDS];
-    uint64_t connects; /* connections established */
+    uint64_t connects;   /* connections established */
     uint64_t bytes_read; /* of the responses (decrypted over TLS) */
     uint64_t handshakes; /* TLS handshakes completed */
     uint64_t resumed;    /* of them, resumed sessions (never expected) */

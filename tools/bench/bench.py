@@ -89,6 +89,11 @@ def start_engine(e, port, ctx):
     set, given ctx.start_timeout_s (default 10 s) to listen. A module left
     loaded by an earlier run is unloaded first."""
     o = dict(BENCH_OPTIONS.get(e.family, {}))
+    if getattr(ctx, "long_idle", False):
+        # the idle-memory check opens its connections for longer than the
+        # bench's 60 s keep-alive
+        o["idle_timeout_ms" if e.family != "nginx" else "keepalive_s"] = 600000 \
+            if e.family != "nginx" else 600
     if e.kernel:
         e.unload_stale()
     else:
@@ -416,6 +421,21 @@ def run_memory(run, engine, ctx):
             "failed", "aim_mib": 64}
 
 
+def run_https_memory(run, engine):
+    """Idle TLS sessions: the server's RSS and the kernel's slab growth per
+    connection held (the slab is the whole machine's: on a shared host it
+    moves with others' work too)."""
+    import ssl
+    from engines import tlscert
+    tls = tlscert.client_context(engine.certs["ca"])
+    tls.maximum_version = ssl.TLSVersion.TLSv1_2
+    rec = memcheck.measure(engine, run["concurrency"], budget_s=run["planned_s"] + 60,
+                           kernel=True, tls=tls)
+    return {"raw": rec, "value": rec["total_per_conn_kib"], "unit": "KiB/conn RSS+slab",
+            "errors": sum(rec["failed"].values()),
+            "status": "ok" if rec["connections_idle"] else "failed"}
+
+
 # ---------------------------------------------------------------- phase
 
 def run_one(run, rec, e, env, ctx, samples_dir, ports, ensure):
@@ -445,6 +465,20 @@ def run_one(run, rec, e, env, ctx, samples_dir, ports, ensure):
         rec.update(run_echo(run, e.port, path))
     elif run["suite"] == "lat":
         rec.update(run_lat(run, e.port if e else None))
+    elif run["suite"] == "https-memory":
+        e.stop(check=False)
+        ports.pop(name, None)
+        ctx.long_idle = True
+        try:
+            e, err = ensure(name)
+        finally:
+            ctx.long_idle = False
+        if e is None:
+            rec.update(status="failed", reason=err)
+        else:
+            rec.update(run_https_memory(run, e))
+            e.stop(check=False)
+            ports.pop(name, None)
     elif run["suite"] == "memory":
         # a fresh instance: VmHWM must not remember the load runs
         e.stop(check=False)

@@ -1,7 +1,7 @@
 """What each profile measures: workloads, concurrencies, durations, counts,
 rounds.
 
-A run is a dict: suite (http | https | echo | lat | memory), workload, engine name,
+A run is a dict: suite (http | https | https-memory | echo | lat | memory), workload, engine name,
 concurrency, and what the runner needs. Every run is bounded: HTTP runs by
 duration (plus one request timeout for what is in flight), echo runs by
 clients x rounds, lat runs by count and duration, the memory check by a
@@ -131,8 +131,9 @@ PROFILES = {
     # OpenSSL) and in the guest (kTLS), three rounds.
     "https": {
         "host": {
-            "rounds": 3, "duration": 1.5, "timeout_ms": 5000, "budget_s": 200,
+            "rounds": 3, "duration": 1.5, "timeout_ms": 5000, "budget_s": 400,
             "https_sweep": [1, 100], "https_single_c": 10, "https_close_c": 10,
+            "https_memory_conns": 10000,
             "sweep": [], "close_sweep": [], "single_c": None, "workloads": [],
             "echo_clients": [], "echo_total": 0, "lat_count": 0, "lat_duration": 0,
             "memory_conns": 0, "engines": None,
@@ -140,6 +141,9 @@ PROFILES = {
         "vm": {
             "rounds": 3, "duration": 1.0, "timeout_ms": 10000,
             "https_sweep": [1, 100], "https_single_c": 10, "https_close_c": 10,
+            # a full handshake each, under emulation: 10,000 would take
+            # minutes per server
+            "https_memory_conns": 2000,
             "sweep": [], "close_sweep": [], "single_c": None, "workloads": [],
             "echo_clients": [], "echo_total": 0, "lat_count": 0, "lat_duration": 0,
             "memory_conns": 0, "engines": None,
@@ -164,6 +168,7 @@ PROFILES = {
         "host": {
             "rounds": 2, "duration": 0.3, "timeout_ms": 2000, "budget_s": 30,
             "https_sweep": [4], "https_single_c": None, "https_close_c": 4,
+            "https_memory_conns": 100,
             "sweep": [], "close_sweep": [], "single_c": None, "workloads": [],
             "echo_clients": [], "echo_total": 0, "lat_count": 0, "lat_duration": 0,
             "memory_conns": 0, "engines": ["nginx-tls", "ktcp-httpd-epoll-tls"],
@@ -172,8 +177,8 @@ PROFILES = {
     },
 }
 
-PEERS = {"http": "nginx", "https": "nginx-tls", "memory": "nginx", "echo": "ktcp-echo",
-         "lat": "tcp-loopback"}
+PEERS = {"http": "nginx", "https": "nginx-tls", "https-memory": "nginx-tls", "memory": "nginx",
+         "echo": "ktcp-echo", "lat": "tcp-loopback"}
 # The HTTPS points' second reference: nginx handing its records to kTLS
 HTTPS_KTLS_PEER = "nginx-ktls"
 # The second reference of the HTTP points: the floor server (tools/floor.c),
@@ -261,6 +266,16 @@ def build(profile, env, http_names, echo_names, https_names=()):
                                  "duration": p["duration"], "timeout_ms": p["timeout_ms"],
                                  "planned_s": p["duration"], "round": k + 1,
                                  "rounds_planned": nrounds})
+    if p.get("https_memory_conns"):
+        # idle TLS sessions (TLS 1.2: both directions in kTLS in the guest),
+        # each engine once on a fresh instance: its RSS and the kernel's
+        # slab growth per connection; in the guest beside nginx with kTLS
+        n = p["https_memory_conns"]
+        for name in [x for x in https_names if env == "host" or x != "nginx-tls"]:
+            runs.append({"suite": "https-memory", "workload": "idle-tls", "engine": name,
+                         "concurrency": n, "tls_version": "1.2",
+                         "label": f"{n} idle TLS 1.2 keep-alive connections",
+                         "planned_s": 5.0 + n / (200 if env == "host" else 40)})
     for c in p["echo_clients"]:
         rounds = max(1, p["echo_total"] // c)
         for k in range(nrounds):

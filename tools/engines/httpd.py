@@ -210,7 +210,8 @@ class Nginx(Engine):
 
     Options: threads (1: no master, the one process serves, for the cost
     bench; else one worker per core), gzip_static (send page.html.gz when it
-    exists: the cost bench's cached gzip).
+    exists: the cost bench's cached gzip), keepalive_s (keepalive_timeout,
+    default 60).
 
     Nginx(tls="user") serves HTTPS instead (`listen ... ssl`, the test CA's
     certificate from tlscert.make_ca, TLS 1.2 and 1.3, nginx's defaults
@@ -219,7 +220,7 @@ class Nginx(Engine):
     (`ssl_conf_command Options KTLS;`, with sendfile on: nginx >= 1.21.4 on
     OpenSSL 3)."""
     family = name = "nginx"
-    defaults = {"threads": None, "gzip_static": False}
+    defaults = {"threads": None, "gzip_static": False, "keepalive_s": 60}
 
     def __init__(self, logdir=None, tls=None):
         assert tls in (None, "user", "ktls"), tls
@@ -261,7 +262,7 @@ class Nginx(Engine):
             return "nginx not installed (scripts/deps installs it)"
         return None
 
-    def config(self, port, docroot, prefix, single=False, gzip_static=False):
+    def config(self, port, docroot, prefix, single=False, gzip_static=False, keepalive_s=60):
         user = "user root;" if os.geteuid() == 0 else ""
         temps = "\n".join(f"    {k}_temp_path {prefix}/{k};"
                           for k in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi"))
@@ -280,7 +281,7 @@ http {{
     access_log off;
     sendfile on;
     tcp_nopush on;
-    keepalive_timeout 60s;
+    keepalive_timeout {keepalive_s}s;
     keepalive_requests 1000000000;
     open_file_cache max=10000 inactive=60s;
     autoindex on;
@@ -303,7 +304,8 @@ http {{
         conf = os.path.join(self.prefix, "nginx.conf")
         with open(conf, "w") as f:
             f.write(self.config(port, o["root"], self.prefix, single=o.get("threads") == 1,
-                                gzip_static=o.get("gzip_static")))
+                                gzip_static=o.get("gzip_static"),
+                                keepalive_s=o.get("keepalive_s") or 60))
         return [nginx_path(), "-c", conf, "-p", self.prefix, "-e", self.prefix + "/error.log",
                 "-g", "daemon off;"]
 

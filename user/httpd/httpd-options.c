@@ -37,7 +37,6 @@ enum {
     OPT_LISTINGS,
     OPT_LISTING_MAX,
     OPT_LISTING_BYTES,
-    OPT_TEST_CONFIG,
     OPT_INDEX,
     OPT_FALLBACK,
 };
@@ -130,7 +129,7 @@ static const struct rt_cli_opt opts[] = {
      "applies gzip, gzip-static, expires, listings,\n"
      "index, fallback, access-log and shutdown-timeout\n"
      "(default: none)"},
-    {"test-config", OPT_TEST_CONFIG, NULL,
+    {"test-config", 't', NULL,
      "check the settings and exit: 0 when ktcp-httpd\n"
      "could start with them, else 1 with one line per\n"
      "problem (the root missing, or one the serving\n"
@@ -254,7 +253,7 @@ static bool option(void *data, int key, const char *arg, bool from_file)
                                           &s->fallback_len, &why) < 0)
             return rt_cli_bad("--fallback", arg, why);
         return true;
-    case OPT_TEST_CONFIG:
+    case 't': /* --test-config */
         if (from_file)
             return rt_cli_bad("--test-config", "", "not a setting");
         s->test_config = true;

@@ -10,7 +10,8 @@ void http_addr_from_v4(uint8_t addr[16], const uint8_t v4[4])
     memcpy(addr + 12, v4, 4);
 }
 
-bool http_addr_is_v4(const uint8_t addr[16])
+/* Is addr an IPv4 client (IPv4-mapped)? */
+static bool http_addr_is_v4(const uint8_t addr[16])
 {
     return memcmp(addr, v4_mapped_prefix, 12) == 0;
 }

@@ -41,8 +41,6 @@ struct http_access {
 
 /* addr from an IPv4 address (network order). */
 void http_addr_from_v4(uint8_t addr[16], const uint8_t v4[4]);
-/* Is addr an IPv4 client (IPv4-mapped)? */
-bool http_addr_is_v4(const uint8_t addr[16]);
 
 /* s[0..len): an IPv4 address (dotted quad, each part 0..255 without
  * leading zeros) or an IPv6 address (RFC 4291 text, "::" once, an IPv4

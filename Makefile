@@ -193,6 +193,17 @@ bench-publish:
 	@test -n "$(RESULTS)" || { echo "make bench-publish RESULTS=results/<timestamp>"; exit 2; }
 	$(PYTHON) tools/bench/bench.py --publish $(RESULTS)
 
+# make bench-floor: every HTTP engine against tools/floor.c and nginx,
+# alternating rounds in a network namespace of its own (tools/bench/floor_ab.py,
+# ~3 min); make bench-floor-publish RESULTS=results/floor-<ts> fills
+# BENCHMARKS.md's floor tables from it.
+.PHONY: bench-floor bench-floor-publish
+bench-floor: deps user
+	$(PYTHON) tools/bench/floor_ab.py $(BENCH_FLAGS)
+bench-floor-publish:
+	@test -n "$(RESULTS)" || { echo "make bench-floor-publish RESULTS=results/floor-<timestamp>"; exit 2; }
+	$(PYTHON) tools/bench/floor_ab.py --publish $(RESULTS)
+
 # make bench-cost: user-space instructions (callgrind) and system calls
 # (strace) per request, counted for each engine and workload on the host,
 # <= 15 min; results/<timestamp>/cost.{json,md,png} (BENCHMARKS.md).

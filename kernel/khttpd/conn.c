@@ -347,6 +347,21 @@ static void khttpd_client_from_sock(struct khttpd_conn *conn)
 	}
 }
 
+/*
+ * The address rules (acl=) against the client's address, c->addr: true
+ * if it is served; a denial is counted. Run at accept (khttpd_conn_init);
+ * with proxy_protocol, once the header is read, against the client it
+ * names (khttpd_read_proxy).
+ */
+static bool khttpd_client_allowed(struct ktcp_conn *c)
+{
+	if (!khttpd_access.n ||
+	    http_access_allowed(&khttpd_access, c->addr.s6_addr))
+		return true;
+	khttpd_count(denied, 1);
+	return false;
+}
+
 /* The client a PROXY header named (an IPv4-mapped IPv6 one as IPv4). */
 static void khttpd_client_from_proxy(struct khttpd_conn *conn,
 				     const struct http_proxy_addr *p)
@@ -359,11 +374,14 @@ static void khttpd_client_from_proxy(struct khttpd_conn *conn,
 		a->v6.sin6_family = AF_INET6;
 		a->v6.sin6_port = htons(p->src_port);
 		memcpy(&a->v6.sin6_addr, p->src, 16);
+		conn->c.addr = *v6;
 	} else {
 		a->v4.sin_family = AF_INET;
 		a->v4.sin_port = htons(p->src_port);
 		memcpy(&a->v4.sin_addr, p->family == 4 ? p->src : p->src + 12,
 		       4);
+		/* the lifecycle's form: IPv4 as IPv4-mapped */
+		ipv6_addr_set_v4mapped(a->v4.sin_addr.s_addr, &conn->c.addr);
 	}
 }
 
@@ -390,6 +408,8 @@ static int khttpd_read_proxy(struct khttpd_conn *conn)
 			khttpd_client_from_proxy(conn, &conn->proxy->addr);
 		kfree(conn->proxy);
 		conn->proxy = NULL;
+		if (!khttpd_client_allowed(&conn->c))
+			return -ESHUTDOWN;
 		/* The request's own clock starts with its first byte. */
 		conn->head_deadline = 0;
 	}
@@ -680,6 +700,10 @@ static void khttpd_conn_destroy(struct ktcp_conn *c)
 static int khttpd_conn_init(struct ktcp_conn *c)
 {
 	struct khttpd_conn *conn = container_of(c, struct khttpd_conn, c);
+
+	/* With proxy_protocol the rules see the header's client instead. */
+	if ((!khttpd_proxy_protocol || c->file) && !khttpd_client_allowed(c))
+		return -EACCES;
 
 	/* No request buffer yet: khttpd_rbuf_for_read() takes one. */
 	conn->state = KHTTPD_READ_HEAD;

@@ -4,8 +4,10 @@
 
 #include "http_buf.h"
 #include "http_conditional.h"
+#include "http_conf.h"
 #include "http_date.h"
 #include "http_encoding.h"
+#include "http_headers.h"
 #include "http_listing.h"
 #include "http_mime.h"
 #include "http_parser.h"

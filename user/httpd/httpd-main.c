@@ -65,10 +65,12 @@ static void site_from(const struct settings *s, struct httpd_site *site)
         site->index = s->index;
     memcpy(site->fallback, s->fallback, s->fallback_len);
     site->fallback_len = s->fallback_len;
+    site->headers = s->headers;
 }
 
-/* --index, --fallback: a request holds the site only while it is
- * planned, so the one a reload replaces is freed at the reload after. */
+/* --index, --fallback, --add-header, --cors: a request holds the site only
+ * while it is planned, so the one a reload replaces is freed at the reload
+ * after. */
 static void reload_site(const struct settings *n)
 {
     static struct httpd_site *retired;
@@ -80,7 +82,8 @@ static void reload_site(const struct settings *n)
     struct httpd_site *copy = malloc(sizeof(*copy));
     if (!copy) {
         fprintf(stderr,
-                "ktcp-httpd: SIGHUP: --index and --fallback kept: "
+                "ktcp-httpd: SIGHUP: --index, --fallback, --add-header and "
+                "--cors kept: "
                 "out of memory\n");
         return;
     }

@@ -40,6 +40,8 @@ enum {
     OPT_TEST_CONFIG,
     OPT_INDEX,
     OPT_FALLBACK,
+    OPT_ADD_HEADER,
+    OPT_CORS,
 };
 
 #define DEFAULT_TLS_HS_TIMEOUT_MS 10000
@@ -115,6 +117,18 @@ static const struct rt_cli_opt opts[] = {
      "/.well-known/) is answered 200 with the file PATH,\n"
      "as a single-page application needs; '' = off\n"
      "(default: off)"},
+    {"add-header", OPT_ADD_HEADER, "'[/PREFIX ]NAME: VALUE'",
+     "add the field to every response, or to those\n"
+     "whose path starts with /PREFIX; repeatable, at\n"
+     "most 32 fields of 3072 bytes in all; a value\n"
+     "with CR or LF, a name that is not a token or a\n"
+     "field the server sets itself is refused\n"
+     "(default: none)"},
+    {"cors", OPT_CORS, "ORIGIN|*",
+     "Access-Control-Allow-Origin: ORIGIN (and Vary:\n"
+     "Origin) on every response, and a CORS preflight\n"
+     "(OPTIONS with Origin and Access-Control-Request-\n"
+     "Method) answered 204; '' = off (default: off)"},
     {"listing-max", OPT_LISTING_MAX, "N",
      "directory listings in flight at once; the next\n"
      "gets 503 with Retry-After; 0 = no limit\n"
@@ -128,7 +142,8 @@ static const struct rt_cli_opt opts[] = {
      "the dashes ('gzip', 'access-log /var/log/x.log');\n"
      "flags given here win; SIGHUP reads it again and\n"
      "applies gzip, gzip-static, expires, listings,\n"
-     "index, fallback, access-log and shutdown-timeout\n"
+     "index, fallback, add-header, cors, access-log\n"
+     "and shutdown-timeout\n"
      "(default: none)"},
     {"test-config", OPT_TEST_CONFIG, NULL,
      "check the settings and exit: 0 when ktcp-httpd\n"
@@ -254,6 +269,14 @@ static bool option(void *data, int key, const char *arg, bool from_file)
                                           &s->fallback_len, &why) < 0)
             return rt_cli_bad("--fallback", arg, why);
         return true;
+    case OPT_ADD_HEADER:
+        if (http_headers_add(&s->headers, arg, strlen(arg), &why) < 0)
+            return rt_cli_bad("--add-header", arg, why);
+        return true;
+    case OPT_CORS:
+        if (http_headers_cors(&s->headers, arg, strlen(arg), &why) < 0)
+            return rt_cli_bad("--cors", arg, why);
+        return true;
     case OPT_TEST_CONFIG:
         if (from_file)
             return rt_cli_bad("--test-config", "", "not a setting");
@@ -342,8 +365,9 @@ static enum rt_cli_result apply(int argc,
  * command line with or without the leading dashes ("gzip",
  * "access-log /var/log/ktcp-httpd/access.log"); the value is the rest of
  * the line, blanks trimmed; blank lines and lines starting with '#' are
- * skipped. The strings belong to s (s->owned): its fields may point into
- * them. */
+ * skipped (core's http_conf_next, which khttpd's site= file is read with
+ * too). At most HTTP_CONF_FILE_MAX bytes. The strings belong to s
+ * (s->owned): its fields may point into them. */
 static enum rt_cli_result apply_file(const char *path, struct settings *s)
 {
     FILE *f = fopen(path, "re");
@@ -351,45 +375,42 @@ static enum rt_cli_result apply_file(const char *path, struct settings *s)
         fprintf(stderr, "ktcp-httpd: --config %s: %s\n", path, strerror(errno));
         return RT_CLI_ERROR;
     }
-    size_t cap = 16, argc = 1;
+    size_t cap = 16, argc = 1, pos = 0;
     char **argv = malloc(cap * sizeof(*argv));
     char prefix[PATH_MAX + 32];
     snprintf(prefix, sizeof(prefix), "ktcp-httpd: --config %s", path);
-    char *line = NULL;
-    size_t line_cap = 0;
+    char *text = malloc(HTTP_CONF_FILE_MAX + 1);
+    size_t len = text ? fread(text, 1, HTTP_CONF_FILE_MAX + 1, f) : 0;
+    struct http_conf_line l = {0};
     enum rt_cli_result r = RT_CLI_ERROR;
-    if (!argv)
+    if (!argv || !text)
         goto out;
     argv[0] = prefix; /* what every message about the file starts with */
-    while (getline(&line, &line_cap, f) >= 0) {
-        char *p = line + strspn(line, " \t");
-        size_t n = strlen(p);
-        while (n && strchr(" \t\r\n", p[n - 1]))
-            p[--n] = '\0';
-        if (!n || *p == '#')
-            continue;
+    if (ferror(f)) {
+        fprintf(stderr, "%s: %s\n", prefix, strerror(errno));
+        goto out;
+    }
+    if (len > HTTP_CONF_FILE_MAX) {
+        fprintf(stderr, "%s: longer than %d bytes\n", prefix,
+                HTTP_CONF_FILE_MAX);
+        goto out;
+    }
+    while (http_conf_next(text, len, &pos, &l)) {
         if (argc + 3 > cap) {
             char **nv = realloc(argv, (cap *= 2) * sizeof(*argv));
             if (!nv)
                 goto out;
             argv = nv;
         }
-        char *value = p + strcspn(p, " \t");
-        if (*value) {
-            *value++ = '\0';
-            value += strspn(value, " \t");
-        }
-        char *opt = malloc(strlen(p) + 3);
+        char *opt = malloc(l.name_len + 3);
         if (!opt)
             goto out;
-        sprintf(opt, "%s%s", strncmp(p, "--", 2) ? "--" : "", p);
+        memcpy(opt, "--", 2);
+        memcpy(opt + 2, l.name, l.name_len);
+        opt[l.name_len + 2] = '\0';
         argv[argc++] = opt;
-        if (*value && !(argv[argc++] = strdup(value)))
+        if (l.value_len && !(argv[argc++] = strndup(l.value, l.value_len)))
             goto out;
-    }
-    if (ferror(f)) {
-        fprintf(stderr, "%s: %s\n", prefix, strerror(errno));
-        goto out;
     }
     argv[argc] = NULL;
     r = apply((int) argc, argv, s, RT_CLI_FROM_FILE);
@@ -399,7 +420,7 @@ out:
         s->owned = argv;
         s->owned_n = argc;
     }
-    free(line);
+    free(text);
     fclose(f);
     return r;
 }

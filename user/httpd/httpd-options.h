@@ -34,6 +34,7 @@ struct settings {
     bool index_given;                        /* else index.html */
     char fallback[HTTP_ERROR_PAGE_PATH_MAX]; /* --fallback, relative */
     size_t fallback_len;                     /* 0: none */
+    struct http_headers headers;             /* --add-header, --cors */
     unsigned listing_max;
     size_t listing_bytes;
     bool test_config; /* --test-config: check, say so, exit */

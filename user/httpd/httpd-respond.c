@@ -154,6 +154,7 @@ static void add_settings(struct http_plan_input *in)
     in->index = site->index_given ? &site->index : NULL;
     in->fallback = site->fallback_len ? site->fallback : NULL;
     in->fallback_len = site->fallback_len;
+    in->headers = &site->headers;
 }
 
 /* Run the planner's remaining steps against the cache, carry the plan

@@ -31,6 +31,7 @@ struct httpd_site {
     struct http_index_files index;
     char fallback[HTTP_ERROR_PAGE_PATH_MAX]; /* relative, NUL-terminated */
     size_t fallback_len;                     /* 0: none */
+    struct http_headers headers;             /* --add-header, --cors */
 };
 
 /* Settings, written by main() before the runtime starts and read-only
@@ -52,7 +53,8 @@ struct httpd_config {
     const struct http_mime_table *mime; /* --mime-types, NULL: core's */
     bool dotfiles;         /* serve and list names starting with '.' */
     _Atomic bool listings; /* --listings: directories without an index */
-    /* --index and --fallback, replaced whole by a SIGHUP */
+    /* --index, --fallback, --add-header and --cors, replaced whole by a
+     * SIGHUP */
     const struct httpd_site *_Atomic site;
     /* --tls-port's context (user/tls), NULL: no HTTPS; a reload swaps
      * its certificate inside it */

@@ -180,3 +180,25 @@ def test_fields_reloaded_on_sighup(http_engine):
             assert get(srv.port, "/a.txt").header("X-Version") == "2"
     finally:
         shutil.rmtree(d)
+
+
+def test_khttpd_kthread_mode(http_engine):
+    """The suite's khttpd runs on the workqueue; the fields and CORS are the
+    planner's, so one check in mode=kthread shows that mode carries them."""
+    if http_engine.kind != "kernel":
+        pytest.skip("khttpd's modes")
+    from engines.httpd import KernelHttpd
+    http_engine.engine.stop()
+    k = KernelHttpd("kthread")
+    try:
+        k.start(http_engine.root, site="add-header /idx/ X-Idx: 1\n", cors="*")
+        r = get(k.port, "/idx/")
+        assert r.status == 200 and r.header("X-Idx") == "1"
+        assert r.header("Access-Control-Allow-Origin") == "*"
+        r = get(k.port, "/a.txt", [("Origin", "https://a.example"),
+                                   ("Access-Control-Request-Method", "GET")],
+                method="OPTIONS")
+        assert r.status == 204 and r.header("Access-Control-Allow-Methods") == "GET, HEAD"
+    finally:
+        k.stop()
+        http_engine.engine.start(http_engine.root)

@@ -8,6 +8,7 @@
 #include "http_date.h"
 #include "http_encoding.h"
 #include "http_headers.h"
+#include "http_limits.h"
 #include "http_listing.h"
 #include "http_mime.h"
 #include "http_parser.h"

@@ -77,6 +77,27 @@ def test_plan_rotates_the_engines_each_round():
             assert len([r for r in runs if r["workload"] == wl and r["engine"] == name]) >= 3
 
 
+def test_floor_runs_its_workloads_and_divides_the_others():
+    """The floor server runs in the rounds of the workloads it serves
+    (13 B keep-alive and close, 1 MiB) and no other; every engine's figure
+    at those points gets its ratio to the floor's."""
+    import plan
+    import report
+    runs = plan.build("full", "host", ["nginx", "floor", "a"], [])
+    floor_wls = {r["workload"] for r in runs if r["engine"] == "floor"}
+    assert floor_wls == set(plan.FLOOR_WORKLOADS)
+    assert {r["workload"] for r in runs if r["engine"] == "a"} == set(plan.HTTP_WORKLOADS)
+    pts = [{"env": "host", "suite": "http", "workload": "1mib", "concurrency": 10,
+            "engine": e, "status": "ok", "value": v}
+           for e, v in (("nginx", 100.0), ("floor", 400.0), ("a", 300.0))]
+    report.add_ratios(pts)
+    report.add_floor_ratios(pts)
+    by = {r["engine"]: r for r in pts}
+    assert by["a"]["floor_ratio"] == 0.75 and by["nginx"]["floor_ratio"] == 0.25
+    assert by["floor"]["floor_ratio"] is None
+    assert "[floor ×0.75]" in report.cell(by["a"])
+
+
 def test_json_runs_and_ratios(smoke):
     _, doc, _ = smoke
     assert doc["conditions"]["host"]["kernel"] == os.uname().release

@@ -362,7 +362,7 @@ def test_user_flags_match_the_other_servers(tmp_path):
     r = subprocess.run([echo_bin, "--model", "fibers"], capture_output=True, text=True, timeout=10)
     assert r.returncode == 2 and "--model fibers" in r.stderr, r.stderr
     port = free_port()
-    p = subprocess.Popen([echo_bin, "--port", str(port), "-t", "1", "-m", "mn", "-c", "5",
+    p = subprocess.Popen([echo_bin, "--port", str(port), "-T", "1", "-m", "mn", "-c", "5",
                           "-i", "5000", "--backlog", "16"],
                          stderr=subprocess.PIPE, text=True)
     try:

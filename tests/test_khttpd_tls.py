@@ -21,7 +21,7 @@ import time
 
 import pytest
 
-from testlib import BUILD, free_port, module_path, require_kind, run, wait_port
+from testlib import BUILD, free_port, module_path, require_kind, run, tls_stat, wait_port
 
 KHTTPD_KO = module_path("khttpd")
 TLSD = os.path.join(BUILD, "ktcp-tlsd")
@@ -149,11 +149,6 @@ def stats():
             k, v = line.split()
             out[k] = int(v)
     return out
-
-
-def tls_stat():
-    with open("/proc/net/tls_stat") as f:
-        return {k: int(v) for k, v in (line.split() for line in f)}
 
 
 def module_loaded(name):
@@ -441,12 +436,13 @@ def test_ca(tmp_path):
 
 
 class Tlsd:
-    def __init__(self, ca, port=None):
+    def __init__(self, ca, port=None, args=()):
         if not os.path.exists(TLSD):
             pytest.fail(f"{TLSD} is not built (run make user)")
         self.port = port or free_port()
         self.p = subprocess.Popen([TLSD, "--port", str(self.port), "--bind", "127.0.0.1",
-                                   "--cert", str(ca / "srv.pem"), "--key", str(ca / "srv.key")],
+                                   "--cert", str(ca / "srv.pem"), "--key", str(ca / "srv.key"),
+                                   *args],
                                   stderr=subprocess.PIPE, text=True)
         wait_port(self.port, proc=self.p)
 
@@ -501,3 +497,66 @@ def test_agent_restart_keeps_served_connections(khttpd, test_ca):
     finally:
         agent.stop()
     s.close()
+
+
+def s_client(port, ca, *args, data=b"GET /hello.txt HTTP/1.0\r\n\r\n"):
+    return subprocess.run(["openssl", "s_client", "-connect", f"127.0.0.1:{port}",
+                           "-CAfile", str(ca / "ca.pem"), "-verify_return_error", "-ign_eof",
+                           *args], input=data, capture_output=True, timeout=60)
+
+
+def test_tlsd_versions_and_resumption(khttpd, test_ca, tmp_path):
+    """The agent's sessions are TLS 1.2 (its default ceiling: OpenSSL 3.0
+    puts a TLS 1.3 session's receive keys in no kernel), resumed from a
+    ticket of the agent's TLS layer and still handed to khttpd; a client
+    that speaks TLS 1.3 only is refused and nothing is adopted."""
+    before = stats()
+    agent = Tlsd(test_ca)
+    sess = tmp_path / "sess"
+    try:
+        full = s_client(agent.port, test_ca, "-sess_out", str(sess))
+        assert b"hello, tls" in full.stdout, full.stderr[-2000:]
+        assert b"Protocol  : TLSv1.2" in full.stdout
+        again = s_client(agent.port, test_ca, "-sess_in", str(sess))
+        assert b"Reused, TLSv1.2" in again.stdout, again.stdout[-2000:]
+        assert b"hello, tls" in again.stdout
+        only13 = s_client(agent.port, test_ca, "-tls1_3")
+        assert b"hello, tls" not in only13.stdout
+    finally:
+        log = agent.stop()
+    assert stats()["tls_adopted"] == before["tls_adopted"] + 2, log
+    # failed: the TLS 1.3 client, and the probe connection of wait_port
+    assert "2 adopted, 2 failed" in log, log
+
+
+def test_tlsd_handshake_deadline_is_for_the_whole_handshake(khttpd, test_ca):
+    """--handshake-timeout-ms bounds a handshake from its accept, not each
+    read: a client that sends its ClientHello one byte every 200 ms is
+    closed after about a second, while it still trickles."""
+    agent = Tlsd(test_ca, args=["--handshake-timeout-ms", "1000"])
+    try:
+        s = socket.create_connection(("127.0.0.1", agent.port), timeout=10)
+        t0 = time.monotonic()
+        closed = None
+        hello = b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03" + bytes(200)
+        for b in hello:  # 211 bytes: 42 s if never cut
+            try:
+                s.send(bytes([b]))
+            except OSError:
+                closed = time.monotonic() - t0
+                break
+            s.settimeout(0.2)
+            try:
+                if s.recv(100) == b"":
+                    closed = time.monotonic() - t0
+                    break
+            except socket.timeout:
+                pass
+            except OSError:
+                closed = time.monotonic() - t0
+                break
+        s.close()
+        assert closed is not None and 0.9 <= closed < 3, closed
+    finally:
+        log = agent.stop()
+    assert "0 adopted, 2 failed" in log, log  # and wait_port's probe

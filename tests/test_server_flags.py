@@ -25,7 +25,7 @@ SAME_LINE = ["-b, --bind ADDR", "-i, --idle-timeout-ms MS", "-c, --max-conns N",
              "--max-conns-per-ip N", "--busy-poll-us US", "--backlog N",
              "-s, --stats-file PATH", "--version", "-h, --help"]
 # every shared flag's --help column; each says its default
-WITH_DEFAULT = ["-b, --bind ADDR", "-p, --port PORT", "-t, --threads N",
+WITH_DEFAULT = ["-b, --bind ADDR", "-p, --port PORT", "-T, --threads N",
                 "-m, --model MODEL", "-i, --idle-timeout-ms MS", "-c, --max-conns N",
                 "--max-conns-per-ip N", "--busy-poll-us US", "--backlog N",
                 "-s, --stats-file PATH"]

@@ -262,6 +262,8 @@ def echo_server():
            "--json", "--help"]),
     (ECHO_BENCH, ["--host", "--port", "--clients", "--rounds", "--min-len", "--max-len", "--seed",
                   "--timeout", "--samples", "--plot", "--json", "--help"]),
+    (os.path.join(BUILD, "floor"), ["--root", "--port", "--bind", "--threads", "--version",
+                                    "--help"]),
 ])
 def test_help_lists_every_flag(binary, flags):
     out = tool([binary, "--help"]).stdout
@@ -547,3 +549,69 @@ def test_echo_bench_against_ktcp_echo_if_built():
 def test_c_unit_programs(program):
     """The C unit tests (also run by make check-unit)."""
     assert "ok" in tool([os.path.join(BUILD, program)]).stdout
+
+
+# --------------------------------------------------------------- floor
+
+def recv_until_close(s):
+    data = b""
+    while True:
+        b = s.recv(1 << 16)
+        if not b:
+            return data
+        data += b
+
+
+def test_floor_answers(tmp_path):
+    """build/floor (the bench's reference server): fixed bytes for a small
+    file on a kept-alive connection, pipelined heads, a head that arrives
+    in pieces, HTTP/1.0 answered and closed, 1 MiB by sendfile byte for
+    byte (to htstress too), 404 for what is not at the top of the root."""
+    import engines  # tools/ is on sys.path (testlib)
+    small = b"Hello, ktcp!\n"
+    big = bytes((i * 131 + 7) % 251 for i in range(1 << 20))
+    (tmp_path / "small.txt").write_bytes(small)
+    (tmp_path / "big.bin").write_bytes(big)
+    (tmp_path / "sub").mkdir()
+    e = engines.Floor(str(tmp_path))
+    assert e.unavailable() is None, e.unavailable()
+    e.start(str(tmp_path), threads=2)
+    try:
+        want = b"HTTP/1.1 200 OK\r\nContent-Length: 13\r\n\r\n" + small
+        with socket.create_connection(("127.0.0.1", e.port), timeout=10) as s:
+            req = b"GET /small.txt HTTP/1.1\r\nHost: x\r\n\r\n"
+            s.sendall(req)
+            assert s.recv(4096) == want
+            s.sendall(req * 3)  # pipelined
+            got = b""
+            while len(got) < 3 * len(want):
+                got += s.recv(4096)
+            assert got == want * 3
+            for piece in (b"GET /small", b".txt HTTP/1.1\r\n", b"Host: x\r\n", b"\r\n"):
+                s.sendall(piece)
+                time.sleep(0.02)
+            assert s.recv(4096) == want
+            s.sendall(b"GET /sub HTTP/1.1\r\n\r\nGET /nope HTTP/1.1\r\n\r\n")
+            miss = b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n"
+            got = b""
+            while len(got) < 2 * len(miss):
+                got += s.recv(4096)
+            assert got == miss * 2
+        with socket.create_connection(("127.0.0.1", e.port), timeout=10) as s:
+            s.sendall(b"GET /small.txt HTTP/1.0\r\n\r\n")
+            assert recv_until_close(s) == (b"HTTP/1.1 200 OK\r\nContent-Length: 13\r\n"
+                                           b"Connection: close\r\n\r\n" + small)
+        with socket.create_connection(("127.0.0.1", e.port), timeout=10) as s:
+            s.sendall(b"GET /big.bin HTTP/1.0\r\n\r\n")
+            head, _, body = recv_until_close(s).partition(b"\r\n\r\n")
+            assert head.split(b"\r\n")[:2] == [b"HTTP/1.1 200 OK", b"Content-Length: 1048576"]
+            assert body == big
+        for args, path, n in ((["-k"], "/small.txt", 2000), ([], "/small.txt", 300),
+                              (["-k"], "/big.bin", 40)):
+            j = htstress_json("-n", str(n), "-c", "10", *args,
+                              f"http://127.0.0.1:{e.port}{path}")
+            assert j["good"] == n and j["errors"]["total"] == 0, j
+            assert j["bytes_read"] >= n * (13 if path == "/small.txt" else len(big))
+        assert e.alive()
+    finally:
+        e.stop()

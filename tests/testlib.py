@@ -56,6 +56,17 @@ def require_kind(kind):
         pytest.skip("kernel engines are loaded only inside the project VM (scripts/vm)")
 
 
+def tls_stat():
+    """The kernel's kTLS counters (/proc/net/tls_stat: TlsTxSw, TlsRxSw...
+    count the sessions whose records the kernel wrote or read); {} where
+    the kernel has no tls module loaded."""
+    try:
+        with open("/proc/net/tls_stat") as f:
+            return {k: int(v) for k, v in (line.split() for line in f if line.strip())}
+    except OSError:
+        return {}
+
+
 def connect(port, timeout=10):
     """A client socket to 127.0.0.1:port with Nagle off; over TLS when
     port is a TLS engine's (engines.tlscert)."""

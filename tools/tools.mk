@@ -1,5 +1,6 @@
 # Load generators: htstress (HTTP), lat (round-trip floors), echo-bench,
-# msg-bench (the length-prefixed message servers, docs/kcm.md).
+# msg-bench (the length-prefixed message servers, docs/kcm.md); floor, the
+# least HTTP server, the bench's reference.
 # libc + pthreads only; the shared pieces are small objects linked into each.
 
 TOOLS_CFLAGS := $(CFLAGS) -Itools -Iuser/common
@@ -20,11 +21,15 @@ $(BUILD)/echo-bench: $(addprefix $(BUILD)/tools/,echo-bench.o hist.o common.o) $
 $(BUILD)/msg-bench: $(addprefix $(BUILD)/tools/,msg-bench.o hist.o common.o) $(KTCP_VERSION_OBJ)
 	$(CC) $(LDFLAGS) -o $@ $^ -lm
 
+# floor: the least an HTTP server can do, the bench's reference (floor.c)
+$(BUILD)/floor: $(addprefix $(BUILD)/tools/,floor.o common.o) $(KTCP_VERSION_OBJ)
+	$(CC) $(LDFLAGS) -o $@ $^
+
 $(BUILD)/hist-test: $(addprefix $(BUILD)/tools/,hist-test.o hist.o)
 	$(CC) $(LDFLAGS) -o $@ $^
 
 $(BUILD)/http-response-test: $(addprefix $(BUILD)/tools/,http-response-test.o http-response.o)
 	$(CC) $(LDFLAGS) -o $@ $^
 
-BINS += $(BUILD)/htstress $(BUILD)/lat $(BUILD)/echo-bench $(BUILD)/msg-bench
+BINS += $(BUILD)/htstress $(BUILD)/lat $(BUILD)/echo-bench $(BUILD)/msg-bench $(BUILD)/floor
 UNIT_TESTS += $(BUILD)/hist-test $(BUILD)/http-response-test

@@ -23,9 +23,9 @@
  * list; khttpd_obj_lock the object table. They are never nested: entries
  * taken out under khttpd_cache_lock are put after it is dropped.
  *
- * Freshness: an entry is re-checked (lookup + getattr) at most once a
- * second; a changed size, mtime (with nanoseconds), inode, device or type
- * replaces it.
+ * Freshness: an entry is re-checked (lookup + getattr) at most once per
+ * HTTP_SERVER_REVALIDATE_MS; a changed size, mtime (with nanoseconds),
+ * inode, device or type replaces it.
  *
  * Size: entries and objects are charged against cache_bytes; past it,
  * entries leave from the tail of the LRU list (a hit moves its entry to
@@ -60,7 +60,6 @@
 
 #include "khttpd.h"
 
-#define KHTTPD_ENTRY_OVERHEAD 256 /* charged per entry or object */
 #define KHTTPD_OBJ_BUILDING 0 /* bit in khttpd_obj.flags */
 
 static DEFINE_HASHTABLE(khttpd_cache, 10);
@@ -243,7 +242,7 @@ static struct khttpd_obj *khttpd_obj_get(const struct path *path,
 	o->mtime = st->mtime.tv_sec;
 	o->mtime_nsec = st->mtime.tv_nsec;
 	o->is_dir = S_ISDIR(st->mode);
-	o->charge = KHTTPD_ENTRY_OVERHEAD;
+	o->charge = HTTP_SERVER_ENTRY_OVERHEAD;
 	if (keep) {
 		struct file *f = khttpd_open_path(path);
 
@@ -335,7 +334,7 @@ static int khttpd_load(const char *rel, size_t len, u32 hash,
 	}
 	e->body = e->obj->body;
 	e->meta.body_cached = !!e->body;
-	e->charge = KHTTPD_ENTRY_OVERHEAD + len;
+	e->charge = HTTP_SERVER_ENTRY_OVERHEAD + len;
 	atomic_long_add(e->charge, &khttpd_cache_total);
 	*out = e;
 	err = 0;
@@ -344,8 +343,9 @@ out_path:
 	return err;
 }
 
-/* Is e still what the file system has? Checked at most once a second per
- * entry; one checker wins the timestamp, the others trust the entry.
+/* Is e still what the file system has? Checked at most once per
+ * HTTP_SERVER_REVALIDATE_MS per entry; one checker wins the timestamp, the
+ * others trust the entry.
  */
 static bool khttpd_still_fresh(struct khttpd_entry *e, const char *rel)
 {
@@ -355,7 +355,8 @@ static bool khttpd_still_fresh(struct khttpd_entry *e, const char *rel)
 	struct kstat st;
 	bool same;
 
-	if (time_before(now, checked + HZ))
+	if (time_before(now,
+			checked + msecs_to_jiffies(HTTP_SERVER_REVALIDATE_MS)))
 		return true;
 	if (cmpxchg(&e->checked, checked, now) != checked)
 		return true; /* another worker is checking right now */

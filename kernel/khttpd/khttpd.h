@@ -68,7 +68,7 @@ void khttpd_params_put(void);
  *   proc.c     /proc/net/khttpd
  *   adopt.c    /proc/net/khttpd_adopt: sockets a TLS agent hands over
  *   main.c     load and unload
- * Limits shared with the user-space server are core's (http_plan.h).
+ * Limits shared with the user-space server are core's (http_limits.h).
  */
 
 /* ---- counters (stats.c) ---- */

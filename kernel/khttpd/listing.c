@@ -42,10 +42,6 @@
 
 #include "khttpd.h"
 
-/* A table being built starts this small and doubles up to core's bounds. */
-#define KHTTPD_NAMES_START 4096
-#define KHTTPD_OFFS_START 256
-
 /*
  * The per-connection piece buffer: one kmalloc bucket, its data part
  * between the chunk header's room and the chunk end's; a row always fits
@@ -231,13 +227,15 @@ static struct khttpd_names *khttpd_build(struct file *dir, const char *rel,
 	size_t size;
 	int err;
 
-	b.charge = KHTTPD_NAMES_START + KHTTPD_OFFS_START * sizeof(u32);
+	b.charge = HTTP_SERVER_LISTING_NAMES_START +
+		   HTTP_SERVER_LISTING_OFFS_START * sizeof(u32);
 	if (!khttpd_listing_charge(b.charge))
 		return ERR_PTR(-EBUSY);
-	b.n.buf = kvmalloc(KHTTPD_NAMES_START, GFP_KERNEL);
-	b.n.cap = KHTTPD_NAMES_START;
-	b.n.off = kvmalloc_array(KHTTPD_OFFS_START, sizeof(u32), GFP_KERNEL);
-	b.n.max = KHTTPD_OFFS_START;
+	b.n.buf = kvmalloc(HTTP_SERVER_LISTING_NAMES_START, GFP_KERNEL);
+	b.n.cap = HTTP_SERVER_LISTING_NAMES_START;
+	b.n.off = kvmalloc_array(HTTP_SERVER_LISTING_OFFS_START, sizeof(u32),
+				 GFP_KERNEL);
+	b.n.max = HTTP_SERVER_LISTING_OFFS_START;
 	err = b.n.buf && b.n.off ? 0 : -ENOMEM;
 	while (!err) {
 		b.full = false;

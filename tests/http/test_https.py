@@ -21,7 +21,7 @@ import pytest
 
 from engines import HTTPD_MODELS, UserHttpd, free_port, in_vm, raise_nofile, tlscert
 from rawhttp import Conn, get
-from testlib import require_kind
+from testlib import require_kind, tls_stat
 
 OPENSSL_TIMEOUT = 20
 
@@ -370,14 +370,6 @@ def has_tls_ulp():
         return ex.errno not in (2, 92)  # ENOENT, ENOPROTOOPT
     finally:
         s.close()
-
-
-def tls_stat():
-    try:
-        with open("/proc/net/tls_stat") as f:
-            return {k: int(v) for k, v in (line.split() for line in f if line.strip())}
-    except OSError:
-        return {}
 
 
 def test_counters_start_line_access_log_and_ktls(https, docroot):

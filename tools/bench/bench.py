@@ -107,7 +107,7 @@ def loadavg():
 
 
 def tool_version(name):
-    """'htstress 0.2.0 (<git>)' from build/<name> --version, or ''."""
+    """'htstress 0.3.0 (<git>)' from build/<name> --version, or ''."""
     try:
         r = subprocess.run([os.path.join(eng.BUILD, name), "--version"], capture_output=True,
                            text=True, timeout=10)
@@ -454,7 +454,7 @@ def run_phase(env, profile, out, budget_s):
                 start_engine(e, port, ctx)
                 ports[name] = port
                 if e.proto == "http" and not e.kernel:
-                    for wl in plan.HTTP_WORKLOADS:
+                    for wl in (w for w in plan.HTTP_WORKLOADS if plan.serves(name, w)):
                         why = check_workload(port, wl, ctx.docroot)
                         if why:
                             ctx.checks.setdefault(name, {})[wl] = why

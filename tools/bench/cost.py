@@ -87,7 +87,8 @@ WORKLOADS = {
 }
 HTTP_ORDER = ["small-keepalive", "small-close", "1mib", "304", "gzip"]
 ENGINE_ORDER = ["ktcp-httpd-threads", "ktcp-httpd-epoll", "ktcp-httpd-mn", "nginx", "lwan",
-                "ktcp-echo"]
+                "floor", "ktcp-echo"]
+FLOOR = "floor"  # tools/floor.c: the least a server can do (its workloads only)
 TOOLS = ("instr", "sys", "cpu")
 WARMUP = 20  # requests before the batches: caches filled, first-use paths taken
 TOP_FUNCTIONS = 15
@@ -561,13 +562,13 @@ def per_request_functions(a_path, b_path, n, top=TOP_FUNCTIONS):
 # ---------------------------------------------------------------- runner
 
 def engines_for(names):
-    all_ = [eng.UserHttpd(m) for m in eng.HTTPD_MODELS] + [eng.Nginx(), eng.Lwan(),
+    all_ = [eng.UserHttpd(m) for m in eng.HTTPD_MODELS] + [eng.Nginx(), eng.Lwan(), eng.Floor(),
                                                             eng.UserEcho()]
     return [e for e in all_ if names is None or e.name in names]
 
 
 def workloads_of(e, wanted):
-    wls = ["echo"] if e.proto == "echo" else HTTP_ORDER
+    wls = ["echo"] if e.proto == "echo" else list(getattr(e, "workloads", HTTP_ORDER))
     return [w for w in wls if wanted is None or w in wanted]
 
 
@@ -853,8 +854,9 @@ def cpu_split(doc):
     L = ["### CPU time per request, microseconds (unpaced; /proc/PID/stat and the "
          "client's rusage)", "",
          "| engine | workload | connections | server user | server kernel | client | sum | "
-         "× nginx's sum (best throughput ratio if CPU-bound) | req/s in the batch |",
-         "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+         "× nginx's sum (best throughput ratio if CPU-bound) | server CPU × floor's | "
+         "req/s in the batch | req/s × floor's |",
+         "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
         c = r["cpu"]
         total = c["user"] + c["kernel"] + c["client"]
@@ -862,9 +864,16 @@ def cpu_split(doc):
                   if x["engine"] == PEER and x["workload"] == r["workload"]), None)
         ratio = (f"×{(p['user'] + p['kernel'] + p['client']) / total:.2f}"
                  if p and total > 0 and r["engine"] != PEER else "")
+        f = next((x["cpu"] for x in rows
+                  if x["engine"] == FLOOR and x["workload"] == r["workload"]), None)
+        fcpu = fput = ""
+        if f and r["engine"] != FLOOR and f["per_request"] > 0 and f["requests_per_s"] > 0:
+            fcpu = f"×{c['per_request'] / f['per_request']:.2f}"
+            fput = f"×{c['requests_per_s'] / f['requests_per_s']:.2f}"
         L.append(f"| {r['engine']} | {r['workload']} | {c.get('concurrency', '')} | "
                  f"{c['user']:.1f} | {c['kernel']:.1f} | "
-                 f"{c['client']:.1f} | {total:.1f} | {ratio} | {c['requests_per_s']:,.0f} |")
+                 f"{c['client']:.1f} | {total:.1f} | {ratio} | {fcpu} | "
+                 f"{c['requests_per_s']:,.0f} | {fput} |")
     return L + [""]
 
 

@@ -35,11 +35,11 @@ def _pyplot():
     return plt
 
 ENV_ORDER = ("host", "vm")
-ENGINE_ORDER = ["nginx", "lwan", "ktcp-httpd-threads", "ktcp-httpd-epoll", "ktcp-httpd-mn",
+ENGINE_ORDER = ["nginx", "floor", "lwan", "ktcp-httpd-threads", "ktcp-httpd-epoll", "ktcp-httpd-mn",
                 "khttpd-unbound", "khttpd-bound", "khttpd-kthread", "ktcp-echo",
                 "kecho-unbound", "kecho-bound", "kecho-highpri", "kecho-cpu_intensive",
                 "pipe", "unix", "tcp-loopback"]
-COLORS = {"nginx": "black", "lwan": "grey", "ktcp-httpd-threads": "tab:olive",
+COLORS = {"nginx": "black", "floor": "tab:green", "lwan": "grey", "ktcp-httpd-threads": "tab:olive",
           "ktcp-httpd-epoll": "tab:blue", "ktcp-httpd-mn": "tab:cyan",
           "khttpd-unbound": "tab:red", "khttpd-bound": "tab:orange",
           "khttpd-kthread": "tab:brown", "ktcp-echo": "tab:blue", "kecho-unbound": "tab:red",
@@ -150,6 +150,18 @@ def add_ratios(runs):
             r["ratio"] = None
 
 
+def add_floor_ratios(runs):
+    """floor_ratio = value / the floor's value at the same HTTP point (the
+    medians), for the workloads the floor serves: how far each engine's
+    throughput is from the least a server can do."""
+    floors = {point(r): r for r in runs if r["suite"] == "http" and
+              r["engine"] == plan.FLOOR and r.get("status") == "ok"}
+    for r in runs:
+        f = floors.get(point(r)) if r["suite"] == "http" else None
+        r["floor_ratio"] = (r["value"] / f["value"] if f and f["value"] and
+                            r.get("status") == "ok" and r["engine"] != plan.FLOOR else None)
+
+
 def fmt_v(v):
     if v is None:
         return "-"
@@ -196,6 +208,8 @@ def cell(r, with_ratio=True):
     s = fmt_v(r["value"]) + spread_text(r)
     if with_ratio and r.get("ratio") is not None and r["engine"] != r["peer"]:
         s += f" ({ratio_text(r)})"
+    if with_ratio and r.get("floor_ratio") is not None:
+        s += f" [floor ×{r['floor_ratio']:.2f}]"
     return s
 
 
@@ -220,6 +234,7 @@ def write(out, meta):
                 docs[env] = json.load(f)
     runs = [r for env in docs for r in docs[env]["runs"]]
     add_ratios(runs)
+    add_floor_ratios(runs)
     result = {"schema": 1, "meta": meta,
               "conditions": {env: d["conditions"] for env, d in docs.items()},
               "skipped_engines": {env: d["skipped"] for env, d in docs.items()},
@@ -237,7 +252,10 @@ def write(out, meta):
 HOW_TO_READ = (
     "Ratios (×) compare with the peer measured in the same environment at the same point, "
     "seconds apart: HTTP and memory against **nginx**, the echo bench against **ktcp-echo** "
-    "(nginx does not echo), lat against the **TCP loopback** floor. An HTTP or echo point "
+    "(nginx does not echo), lat against the **TCP loopback** floor. An HTTP figure on the "
+    "floor server's workloads (13 B keep-alive and close, 1 MiB) also has [floor ×r]: its "
+    "throughput over that of tools/floor.c, the least a server can do, at the same point. "
+    "An HTTP or echo point "
     "runs in rounds, the engines alternating within each round (the order rotated by one "
     "each round); a figure is the median of its rounds ± the largest distance of a round "
     "from that median (in % of it), its ratio the median over the peer's median, followed "
@@ -341,7 +359,7 @@ def http_tables(er, tag):
             continue
         levels = sorted({r["concurrency"] for r in rs})
         label = plan.HTTP_WORKLOADS[wl][4]
-        L.append(f"### HTTP {label}: req/s (× nginx) — {tag}, {rs[0]['duration']} s per "
+        L.append(f"### HTTP {label}: req/s (× nginx) [× floor] — {tag}, {rs[0]['duration']} s per "
                  f"run{rounds_of(rs)}")
         L.append("")
         L.append("| engine | " + " | ".join(f"{c} conn." for c in levels) + " | p99 µs at "
@@ -358,7 +376,7 @@ def http_tables(er, tag):
     if rs:
         c = rs[0]["concurrency"]
         wls = [w for w in plan.HTTP_WORKLOADS if any(r["workload"] == w for r in rs)]
-        L.append(f"### HTTP other workloads: req/s (× nginx) — {tag}, keep-alive, {c} "
+        L.append(f"### HTTP other workloads: req/s (× nginx) [× floor] — {tag}, keep-alive, {c} "
                  f"connections, {rs[0]['duration']} s per run{rounds_of(rs)}")
         L.append("")
         L.append("| engine | " + " | ".join(plan.HTTP_WORKLOADS[w][4] for w in wls) + " |")
@@ -689,7 +707,8 @@ POINT_KEYS = ("env", "kernel", "suite", "workload", "label", "engine", "concurre
               "keep_alive", "file_size", "duration", "rounds", "count", "unit", "status",
               "reason", "note", "rounds_planned", "rounds_ok", "values", "value", "min", "max",
               "spread_pct", "peer", "peer_value", "ratio", "ratio_rounds", "ratio_min",
-              "ratio_max", "errors", "mib_per_s", "bytes_per_response", "elapsed_s", "aim_mib")
+              "ratio_max", "floor_ratio", "errors", "mib_per_s", "bytes_per_response",
+              "elapsed_s", "aim_mib")
 LATENCY_KEYS = ("min", "p50", "p90", "p99", "p99_9", "max")
 
 
@@ -810,6 +829,7 @@ def publish(results_dir, docs_dir, bench_md):
         result = json.load(f)
     runs = result["runs"]
     add_ratios(runs)
+    add_floor_ratios(runs)
     meta = result["meta"]
     os.makedirs(docs_dir, exist_ok=True)
     written = []

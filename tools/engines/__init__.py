@@ -11,8 +11,8 @@ from .base import (BUILD, TOP, Engine, EngineError, KernelModule, Unsupported, e
                    free_port, in_vm, module_path, parse_counters, raise_nofile, run,
                    stats_file_counters, wait_port)
 from .echo import ECHO_BIN, KECHO_MODES, KernelEcho, UserEcho
-from .httpd import (HTTPD_BIN, HTTPD_MODELS, KHTTPD_MODES, KernelHttpd, Lwan, Nginx, UserHttpd,
-                    lwan_path, nginx_path)
+from .httpd import (FLOOR_BIN, FLOOR_WORKLOADS, HTTPD_BIN, HTTPD_MODELS, KHTTPD_MODES, Floor,
+                    KernelHttpd, Lwan, Nginx, UserHttpd, lwan_path, nginx_path)
 from .msg import KCM_BIN, MSG_BIN, KcmServer, MsgServer
 
 DROP_KO = module_path("drop_tcp_socket")
@@ -44,9 +44,10 @@ SUITE = {
 
 
 def http_engines(where="host"):
-    """What the bench compares: nginx, ktcp-httpd in each model, lwan; in
-    the VM khttpd in each mode too."""
-    engines = [Nginx()] + [UserHttpd(m) for m in HTTPD_MODELS] + [Lwan()]
+    """What the bench compares: nginx, the floor (tools/floor.c, on its
+    workloads only), ktcp-httpd in each model, lwan; in the VM khttpd in
+    each mode too."""
+    engines = [Nginx(), Floor()] + [UserHttpd(m) for m in HTTPD_MODELS] + [Lwan()]
     if where == "vm":
         engines += [KernelHttpd(m) for m in KHTTPD_MODES]
     return engines

@@ -59,6 +59,9 @@ from .base import BUILD, Engine, KernelModule, Unsupported, free_port, parse_cou
 # KTCP_HTTPD_BIN runs the suite against another build (sanitizers, ...).
 HTTPD_BIN = os.environ.get("KTCP_HTTPD_BIN", os.path.join(BUILD, "ktcp-httpd"))
 HTTPD_MODELS = ("threads", "epoll", "mn")
+FLOOR_BIN = os.path.join(BUILD, "floor")
+# what the floor serves: fixed bytes (keep-alive, close) and sendfile
+FLOOR_WORKLOADS = ("small-keepalive", "small-close", "1mib")
 KHTTPD_MODES = ("unbound", "bound", "kthread")
 
 
@@ -299,6 +302,33 @@ http {{
         except OSError:
             pass
         return pids
+
+
+class Floor(Engine):
+    """build/floor (tools/floor.c): the least an HTTP server can do for the
+    bench's small-file and 1 MiB workloads (find the end of the head,
+    answer fixed bytes or sendfile, one epoll loop and SO_REUSEPORT
+    listener per thread), the reference every engine's CPU per request
+    and throughput are divided by. It serves only FLOOR_WORKLOADS.
+
+    Options: threads (default one per core), bind."""
+    family = name = "floor"
+    workloads = FLOOR_WORKLOADS
+    defaults = {"threads": None, "bind": "127.0.0.1"}
+
+    def __init__(self, logdir=None):
+        super().__init__("floor", logdir)
+
+    def unavailable(self):
+        if not os.access(FLOOR_BIN, os.X_OK):
+            return f"{os.path.relpath(FLOOR_BIN, os.getcwd())} not built (run make)"
+        return None
+
+    def argv(self, port, o):
+        cmd = [FLOOR_BIN, "--root", o["root"], "--port", str(port), "--bind", o["bind"]]
+        if o.get("threads"):
+            cmd += ["--threads", str(o["threads"])]
+        return cmd
 
 
 def lwan_path():

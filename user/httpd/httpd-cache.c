@@ -20,7 +20,7 @@
  * the tail: O(1) per entry.
  *
  * Freshness: an entry is re-checked with fstat at most every
- * HTTPD_REVALIDATE_MS; a changed size, mtime (nanoseconds), inode or
+ * HTTP_SERVER_REVALIDATE_MS; a changed size, mtime (nanoseconds), inode or
  * device replaces it.
  *
  * gzip copies: httpd-cache-gz.c, above this file. */
@@ -37,8 +37,6 @@
 #include <unistd.h>
 
 #include "httpd.h"
-
-#define ENTRY_OVERHEAD 256 /* charged per entry besides path and body */
 
 /* the lock-free tables every worker reads under RCU */
 static struct cds_lfht *table_rcu; /* path -> entry */
@@ -302,7 +300,7 @@ static struct httpd_obj *obj_get(int fd, const struct stat *st, bool keep)
     o->mtime = st->st_mtim.tv_sec;
     o->mtime_nsec = st->st_mtim.tv_nsec;
     o->is_dir = S_ISDIR(st->st_mode);
-    atomic_init(&o->charge, ENTRY_OVERHEAD);
+    atomic_init(&o->charge, HTTP_SERVER_ENTRY_OVERHEAD);
     if (keep) {
         o->body = malloc(o->size);
         if (o->body && httpd_read_all(fd, o->body, o->size) < 0) {
@@ -379,7 +377,7 @@ static int load(const char *rel,
     f->body = f->obj->body;
     f->meta.body_cached = f->body != NULL;
     /* every kept head it may come to hold, counted from the start */
-    f->charge = ENTRY_OVERHEAD +
+    f->charge = HTTP_SERVER_ENTRY_OVERHEAD +
                 HTTP_HEAD_MEMO_KINDS * 2 * sizeof(struct http_head_memo) + len;
     atomic_fetch_add(&cache_bytes_shared, f->charge);
     *out = f;
@@ -387,12 +385,12 @@ static int load(const char *rel,
 }
 
 /* Is f still what the file system has? Checked at most every
- * HTTPD_REVALIDATE_MS per entry; one checker wins the timestamp. */
+ * HTTP_SERVER_REVALIDATE_MS per entry; one checker wins the timestamp. */
 static bool still_fresh(struct httpd_file *f, const char *rel, uint64_t now)
 {
     uint64_t checked = atomic_load(&f->checked_ms);
     /* now is the loop's clock, which may trail another thread's */
-    if (now <= checked || now - checked < HTTPD_REVALIDATE_MS)
+    if (now <= checked || now - checked < HTTP_SERVER_REVALIDATE_MS)
         return true;
     if (!atomic_compare_exchange_strong(&f->checked_ms, &checked, now))
         return true; /* another thread is checking right now */

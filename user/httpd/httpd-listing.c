@@ -37,10 +37,6 @@
 
 #include "httpd.h"
 
-/* A table being built starts this small and doubles up to core's
- * bounds. */
-#define NAMES_START 4096
-#define OFFS_START 256
 #define MEM_SIZE (HTTP_CHUNK_HEADER_MAX + HTTP_SERVER_LISTING_BUF + 2)
 _Static_assert(HTTP_SERVER_LISTING_BUF >= HTTP_LISTING_ENTRY_MAX,
                "a row fits an empty buffer");
@@ -195,15 +191,17 @@ static int build(DIR *d,
                  bool root,
                  struct httpd_names **out)
 {
-    struct build b = {.charge = NAMES_START + OFFS_START * sizeof(uint32_t)};
+    struct build b = {.charge =
+                          HTTP_SERVER_LISTING_NAMES_START +
+                          HTTP_SERVER_LISTING_OFFS_START * sizeof(uint32_t)};
     struct http_names *n = &b.n;
     bool truncated = false;
     if (!charge(b.charge))
         return -EBUSY;
-    n->buf = malloc(NAMES_START);
-    n->cap = NAMES_START;
-    n->off = malloc(OFFS_START * sizeof(*n->off));
-    n->max = OFFS_START;
+    n->buf = malloc(HTTP_SERVER_LISTING_NAMES_START);
+    n->cap = HTTP_SERVER_LISTING_NAMES_START;
+    n->off = malloc(HTTP_SERVER_LISTING_OFFS_START * sizeof(*n->off));
+    n->max = HTTP_SERVER_LISTING_OFFS_START;
     int err = n->buf && n->off ? 0 : -ENOMEM;
     struct dirent *de;
     while (!err && (de = readdir(d))) {

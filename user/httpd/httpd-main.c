@@ -8,9 +8,12 @@
  *
  * Started as root with a --user to serve as, the access log stays
  * reopenable after the drop: a small process forked before it, which
- * keeps root and nothing else, opens that one file (the path given at the
- * start) at each reopen and passes the descriptor back (SCM_RIGHTS), as
- * nginx's master process reopens the logs for its workers. */
+ * keeps root and nothing else, opens the log at each reopen and passes the
+ * descriptor back (SCM_RIGHTS), as nginx's master process reopens the logs
+ * for its workers. It opens the file of the start, or the one the settings
+ * name when it reads them itself (the --config file, as root, at the
+ * request): a server that asks for any other path is refused, so the
+ * serving user cannot have root open a file of its choosing. */
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -309,7 +312,9 @@ fail:
 /* ---- the access log's opener, kept as root ---- */
 
 static int opener_sock = -1; /* to the opener, or -1: none */
-static char *opener_path;    /* the one file it opens */
+static char *opener_path;    /* the file it opens; NULL: none yet */
+static int main_argc;        /* the command line, read again by the */
+static char **main_argv;     /* opener when asked for another file */
 
 static int open_log_file(const char *path)
 {
@@ -318,10 +323,33 @@ static int open_log_file(const char *path)
     return fd < 0 ? -errno : fd;
 }
 
-/* The opener: root's privileges and nothing else to do but open
- * opener_path for each byte read, answering errno (0) with the descriptor
- * attached. It ends with the server (PR_SET_PDEATHSIG, or the socket's
- * end); the signals an operator sends the server are not its own. */
+/* In the opener: whether path may be opened, the file of the start or
+ * the access log of the settings as root reads them now (a SIGHUP's new
+ * --config); the latter becomes opener_path. */
+static bool opener_may_open(const char *path)
+{
+    if (opener_path && strcmp(path, opener_path) == 0)
+        return true;
+    struct settings n;
+    bool ok = httpd_load_settings(main_argc, main_argv, &n) == RT_CLI_OK &&
+              n.access_log && strcmp(n.access_log, "-") != 0 &&
+              strcmp(n.access_log, path) == 0;
+    httpd_settings_release(&n);
+    if (ok) {
+        char *p = strdup(path);
+        if (!p)
+            return false;
+        free(opener_path);
+        opener_path = p;
+    }
+    return ok;
+}
+
+/* The opener: root's privileges and nothing else to do but open the path
+ * each request names when opener_may_open allows it, answering errno (0)
+ * with the descriptor attached. It ends with the server
+ * (PR_SET_PDEATHSIG, or the socket's end); the signals an operator sends
+ * the server are not its own. */
 static __attribute__((noreturn)) void opener_main(int sock, pid_t server)
 {
     static const int sigs[] = {SIGTERM, SIGINT,  SIGQUIT,
@@ -333,13 +361,16 @@ static __attribute__((noreturn)) void opener_main(int sock, pid_t server)
         _exit(0);
     prctl(PR_SET_NAME, "ktcp-httpd-log");
     for (;;) {
-        char req;
-        ssize_t n = recv(sock, &req, 1, 0);
+        char req[PATH_MAX + 1];
+        ssize_t n = recv(sock, req, sizeof(req) - 1, 0);
         if (n < 0 && errno == EINTR)
             continue;
         if (n <= 0)
             _exit(0);
-        int fd = open_log_file(opener_path);
+        req[n] = '\0';
+        int fd = strlen(req) == (size_t) n && opener_may_open(req)
+                     ? open_log_file(req)
+                     : -EPERM;
         int err = fd < 0 ? -fd : 0;
         union {
             struct cmsghdr h;
@@ -363,14 +394,15 @@ static __attribute__((noreturn)) void opener_main(int sock, pid_t server)
     }
 }
 
-/* Fork the opener of path; before any thread exists. */
+/* Fork the opener, path its first file (or NULL); before any thread
+ * exists. */
 static int opener_start(const char *path)
 {
     int sv[2];
     pid_t server = getpid();
 
-    opener_path = strdup(path);
-    if (!opener_path ||
+    opener_path = path ? strdup(path) : NULL;
+    if ((path && !opener_path) ||
         socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
         return -errno;
     pid_t pid = fork();
@@ -389,13 +421,16 @@ static int opener_start(const char *path)
     return 0;
 }
 
-/* httpd_cfg.open_log: the opener's file through it, another directly.
- * Main thread only. */
+/* httpd_cfg.open_log: through the opener when there is one, else
+ * directly. Main thread only. */
 static int open_log(const char *path)
 {
-    if (opener_sock < 0 || strcmp(path, opener_path) != 0)
+    if (opener_sock < 0)
         return open_log_file(path);
-    if (send(opener_sock, "o", 1, MSG_NOSIGNAL) < 0)
+    size_t len = strlen(path);
+    if (len >= PATH_MAX)
+        return -ENAMETOOLONG;
+    if (send(opener_sock, path, len, MSG_NOSIGNAL) < 0)
         return -errno;
     int err = 0;
     union {
@@ -533,8 +568,6 @@ static int check_settings(const struct settings *s)
 /* ---- the runtime's hooks ---- */
 
 static struct settings s; /* the running settings */
-static int main_argc;
-static char **main_argv;
 
 static int on_start(void)
 {
@@ -658,10 +691,13 @@ int main(int argc, char **argv)
         rt_cli_bad("--root", s.root, strerror(errno));
         return 1;
     }
-    if (s.access_log && strcmp(s.access_log, "-") != 0 && serve_user) {
-        int err = opener_start(s.access_log);
+    /* a --config file read again at SIGHUP may name a log too */
+    bool log_file = s.access_log && strcmp(s.access_log, "-") != 0;
+    if (serve_user && (log_file || s.config)) {
+        int err = opener_start(log_file ? s.access_log : NULL);
         if (err < 0) {
-            rt_cli_bad("--access-log", s.access_log, strerror(-err));
+            fprintf(stderr, "ktcp-httpd: the access log's opener: %s\n",
+                    strerror(-err));
             return 1;
         }
     }

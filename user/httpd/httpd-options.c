@@ -37,7 +37,6 @@ enum {
     OPT_LISTINGS,
     OPT_LISTING_MAX,
     OPT_LISTING_BYTES,
-    OPT_TEST_CONFIG,
     OPT_INDEX,
     OPT_FALLBACK,
     OPT_ADD_HEADER,
@@ -145,7 +144,7 @@ static const struct rt_cli_opt opts[] = {
      "index, fallback, add-header, cors, access-log\n"
      "and shutdown-timeout\n"
      "(default: none)"},
-    {"test-config", OPT_TEST_CONFIG, NULL,
+    {"test-config", 't', NULL,
      "check the settings and exit: 0 when ktcp-httpd\n"
      "could start with them, else 1 with one line per\n"
      "problem (the root missing, or one the serving\n"
@@ -277,7 +276,7 @@ static bool option(void *data, int key, const char *arg, bool from_file)
         if (http_headers_cors(&s->headers, arg, strlen(arg), &why) < 0)
             return rt_cli_bad("--cors", arg, why);
         return true;
-    case OPT_TEST_CONFIG:
+    case 't': /* --test-config */
         if (from_file)
             return rt_cli_bad("--test-config", "", "not a setting");
         s->test_config = true;

@@ -20,10 +20,6 @@
 #include "http_core.h"
 #include "rt.h"
 
-/* A cached entry is checked against the file system (stat) at most once
- * per this many milliseconds. */
-#define HTTPD_REVALIDATE_MS 1000
-
 /* The settings that shape a request's answer and a SIGHUP may change
  * together (one per site, once there are several). */
 struct httpd_site {

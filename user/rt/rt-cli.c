@@ -113,7 +113,7 @@ static const struct shared_flag {
      NO_DEFAULT, 0},
     {'p', "port", "PORT", "TCP port (default %d)",
      offsetof(struct rt_config, port), 0},
-    {'t', "threads", "N",
+    {'T', "threads", "N",
      "worker threads of the epoll and mn models\n"
      "(default: one per core)",
      NO_DEFAULT, 0},
@@ -196,7 +196,7 @@ static void usage(FILE *f, const struct rt_cli *cli, const struct rt_config *d)
         const struct shared_flag *s = &shared_flags[i];
         if ((s->key == 'm' && cli->one_model) || (s->bit & cli->not_taken))
             continue;
-        const char *help = s->key == 't' && cli->one_model
+        const char *help = s->key == 'T' && cli->one_model
                                ? "worker threads (default: one per core)"
                                : s->help;
         usage_flag(f, s->key, s->name, s->arg);
@@ -260,7 +260,7 @@ static bool shared_flag(struct rt_cli *cli,
         return true;
     case 'p':
         return int_flag("--port", arg, 1, 65535, &cfg->port);
-    case 't':
+    case 'T':
         if (!int_flag("--threads", arg, 1, 256, &cli->threads))
             return false;
         if (!cli->one_model)
@@ -291,6 +291,21 @@ static bool shared_flag(struct rt_cli *cli,
         cli->stats_file = arg;
         return true;
     }
+    return false;
+}
+
+/* -t was --threads once; it is ktcp-httpd's --test-config now (as
+ * nginx -t). */
+static const char threads_hint[] =
+    "worker threads are -T N (--threads N); -t is not --threads";
+
+/* Whether argv has "-t" followed by a number: the old --threads. */
+static bool old_threads_flag(int argc, char **argv)
+{
+    for (int i = 1; i + 1 < argc; i++)
+        if (!strcmp(argv[i], "-t") && argv[i + 1][0] >= '0' &&
+            argv[i + 1][0] <= '9')
+            return true;
     return false;
 }
 
@@ -364,14 +379,17 @@ enum rt_cli_result rt_cli_apply(struct rt_cli *cli,
             r = cli->option(cli->data, c, optarg, from_file) ? RT_CLI_OK
                                                              : RT_CLI_ERROR;
         } else {
-            if (!from_file)
+            if (c == '?' && optopt == 't')
+                fprintf(stderr, "%s: %s\n", msg_prefix, threads_hint);
+            else if (!from_file)
                 usage(stderr, cli, &defaults);
             r = RT_CLI_ERROR;
         }
     }
     if (r == RT_CLI_OK && optind < argc) {
-        fprintf(stderr, "%s: unexpected argument '%s'\n", msg_prefix,
-                argv[optind]);
+        fprintf(stderr, "%s: unexpected argument '%s'%s%s\n", msg_prefix,
+                argv[optind], old_threads_flag(argc, argv) ? "; " : "",
+                old_threads_flag(argc, argv) ? threads_hint : "");
         r = RT_CLI_ERROR;
     }
     msg_prefix = prog;

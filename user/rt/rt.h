@@ -299,7 +299,7 @@ struct rt_cli {
      * instead, e.g. "the connection limit is --max-conns (-c)". */
     const char *m_hint;
     /* A program that runs its own threads in one model of its own: -m is
-     * refused, -t fills threads (not cfg->workers), and the runtime serves
+     * refused, -T fills threads (not cfg->workers), and the runtime serves
      * the connections as the program set cfg->model and cfg->workers. */
     const char *one_model;
     int threads;

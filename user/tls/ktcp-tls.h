@@ -46,7 +46,15 @@ struct ktcp_tls_opts {
     /* seconds between ticket key rotations; 0: KTCP_TLS_TICKET_ROTATE_S */
     unsigned ticket_rotate_s;
     bool no_ktls; /* never ask for kTLS (records always by OpenSSL) */
+    /* the highest version negotiated: 0 or KTCP_TLS_V1_3, or KTCP_TLS_V1_2
+     * (an agent whose OpenSSL puts a TLS 1.3 session's receive keys in no
+     * kernel: OpenSSL 3.0 does so for TLS 1.2 only) */
+    unsigned max_version;
 };
+
+/* Protocol versions, as on the wire (for ktcp_tls_opts.max_version). */
+#define KTCP_TLS_V1_2 0x0303
+#define KTCP_TLS_V1_3 0x0304
 
 /* A server context from opts; NULL with the reason in err. */
 struct ktcp_tls_ctx *ktcp_tls_ctx_new(const struct ktcp_tls_opts *opts,
@@ -76,6 +84,11 @@ struct ktcp_tls_conn *ktcp_tls_conn_new(struct ktcp_tls_ctx *ctx, int fd);
  * error (-EPROTO: the peer's bytes were not an acceptable ClientHello or
  * handshake; -ECONNRESET/-EPIPE: it went away). */
 int ktcp_tls_handshake(struct ktcp_tls_conn *t);
+/* The whole handshake in the calling thread, waiting for the socket with
+ * poll(2), done within timeout_ms of the call (a deadline for the whole
+ * of it, not for each read): 0, -ETIMEDOUT, or the error of
+ * ktcp_tls_handshake. For an agent with a thread per handshake. */
+int ktcp_tls_handshake_wait(struct ktcp_tls_conn *t, int timeout_ms);
 /* After the handshake: whether the kernel now writes (tx) or reads (rx)
  * the records of this connection (kTLS). */
 bool ktcp_tls_ktls_tx(const struct ktcp_tls_conn *t);

@@ -9,9 +9,11 @@
 #include <limits.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "tls-internal.h"
@@ -100,6 +102,35 @@ int ktcp_tls_handshake(struct ktcp_tls_conn *t)
         return -ECONNRESET;
     }
     return (int) r;
+}
+
+static int64_t mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int ktcp_tls_handshake_wait(struct ktcp_tls_conn *t, int timeout_ms)
+{
+    int64_t deadline = mono_ms() + timeout_ms;
+    for (;;) {
+        int r = ktcp_tls_handshake(t);
+        if (r != KTCP_TLS_WANT_READ && r != KTCP_TLS_WANT_WRITE)
+            return r;
+        struct pollfd p = {
+            .fd = t->fd,
+            .events = r == KTCP_TLS_WANT_READ ? POLLIN : POLLOUT,
+        };
+        int64_t left;
+        do {
+            left = deadline - mono_ms();
+            if (left <= 0) {
+                snprintf(t->err, sizeof(t->err), "handshake timed out");
+                return -ETIMEDOUT;
+            }
+        } while (poll(&p, 1, (int) left) < 0 && errno == EINTR);
+    }
 }
 
 bool ktcp_tls_ktls_tx(const struct ktcp_tls_conn *t)

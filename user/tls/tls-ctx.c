@@ -173,7 +173,7 @@ static SSL_CTX *make_ssl_ctx(struct ktcp_tls_ctx *ctx,
     char what[600];
     const char *step = "TLS settings";
     if (!SSL_CTX_set_min_proto_version(s, TLS1_2_VERSION) ||
-        !SSL_CTX_set_max_proto_version(s, TLS1_3_VERSION) ||
+        !SSL_CTX_set_max_proto_version(s, ctx->max_version) ||
         !SSL_CTX_set_cipher_list(s, tls12_ciphers) ||
         !SSL_CTX_set_ciphersuites(s, tls13_suites) ||
         !SSL_CTX_set_session_id_context(s, (const unsigned char *) "ktcp", 4))
@@ -217,6 +217,11 @@ struct ktcp_tls_ctx *ktcp_tls_ctx_new(const struct ktcp_tls_opts *opts,
      * may still be ending (and freeing their OpenSSL thread state) while
      * main returns; an atexit OPENSSL_cleanup would race them. */
     OPENSSL_init_ssl(OPENSSL_INIT_NO_ATEXIT, NULL);
+    if (opts->max_version && opts->max_version != KTCP_TLS_V1_2 &&
+        opts->max_version != KTCP_TLS_V1_3) {
+        set_err(err, errlen, "max_version: TLS 1.2 or 1.3");
+        return NULL;
+    }
     struct ktcp_tls_ctx *ctx = calloc(1, sizeof(*ctx));
     if (!ctx) {
         set_err(err, errlen, strerror(ENOMEM));
@@ -226,6 +231,8 @@ struct ktcp_tls_ctx *ktcp_tls_ctx_new(const struct ktcp_tls_opts *opts,
     ctx->rotate_s = opts->ticket_rotate_s ? opts->ticket_rotate_s
                                           : KTCP_TLS_TICKET_ROTATE_S;
     ctx->no_ktls = opts->no_ktls;
+    ctx->max_version =
+        opts->max_version == KTCP_TLS_V1_2 ? TLS1_2_VERSION : TLS1_3_VERSION;
     ticket_key_make(&ctx->keys[0], mono_s());
     ctx->ssl = make_ssl_ctx(ctx, opts->cert_file, opts->key_file, err, errlen);
     if (!ctx->ssl) {

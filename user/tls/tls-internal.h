@@ -24,6 +24,7 @@ struct ktcp_tls_ctx {
     unsigned rotate_s;
     unsigned long rotations;
     bool no_ktls;
+    int max_version; /* OpenSSL's TLS1_2_VERSION or TLS1_3_VERSION */
 };
 
 /* Size of the buffer a connection fills from a file when the kernel does

@@ -6,9 +6,13 @@
  * the agent keeps nothing of it and may exit or restart without dropping
  * a connection khttpd already serves (docs/tls.md).
  *
- * One thread per handshake in progress, at most --max-handshakes of them,
- * each bounded by --handshake-timeout-ms: a slow or silent client costs a
- * thread for that long, never the listener. */
+ * The TLS work is the project's one TLS layer (user/tls): its context
+ * (versions, AEAD suites, ALPN, tickets, kTLS asked for), a handshake with
+ * a deadline for the whole of it, and the release of a socket whose records
+ * the kernel carries both ways. One thread per handshake in progress, at
+ * most --max-handshakes of them, each done within --handshake-timeout-ms
+ * or closed: a slow or silent client costs a thread for that long, never
+ * the listener. */
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -24,13 +28,13 @@
 #include <unistd.h>
 
 #include "ktcp-net.h"
+#include "ktcp-tls.h"
 #include "ktcp-version.h"
-#include "tlsd-ktls.h"
 
 #define TLSD_ADOPT_FILE "/proc/net/khttpd_adopt"
 
 struct tlsd {
-    struct tlsd_ktls *tls;
+    struct ktcp_tls_ctx *tls;
     int adopt_fd; /* the hand-off file, opened once */
     int timeout_ms;
     int max_handshakes;
@@ -62,22 +66,60 @@ static int hand_off(struct tlsd *d, int fd)
     return 0;
 }
 
+/* The handshake on fd and, once the kernel carries the records both ways,
+ * the hand-off: 0; 1 when the client's handshake failed (any client can
+ * make one fail: counted, not logged); -1 with the reason in err when what
+ * follows a handshake failed (for the operator to see). fd stays ours. */
+static int handshake_and_hand_off(struct tlsd *d, int fd, char *err, size_t len)
+{
+    struct ktcp_tls_conn *t = ktcp_tls_conn_new(d->tls, fd);
+    int r;
+
+    if (!t) {
+        snprintf(err, len, "out of memory");
+        return -1;
+    }
+    r = ktcp_tls_handshake_wait(t, d->timeout_ms);
+    if (r < 0) {
+        snprintf(err, len, "handshake: %s", ktcp_tls_error(t));
+        ktcp_tls_conn_free(t);
+        return 1;
+    }
+    if (!ktcp_tls_ktls_tx(t) || !ktcp_tls_ktls_rx(t))
+        snprintf(err, len, "kTLS%s%s not on (%s, %s)",
+                 ktcp_tls_ktls_tx(t) ? "" : " TX",
+                 ktcp_tls_ktls_rx(t) ? "" : " RX", ktcp_tls_version(t),
+                 ktcp_tls_cipher(t));
+    else
+        snprintf(err, len, "data buffered in user space");
+    /* Nothing is sent and no OpenSSL state stays: the session goes on in
+     * the kernel. Refused while OpenSSL holds bytes the kernel would not
+     * see, or a direction is not the kernel's. */
+    if (ktcp_tls_conn_release(t) < 0) {
+        ktcp_tls_conn_free(t);
+        return -1;
+    }
+    r = hand_off(d, fd);
+    if (r < 0) {
+        snprintf(err, len, "hand-off to khttpd: %s", strerror(-r));
+        return -1;
+    }
+    return 0;
+}
+
 static void *handshake_thread(void *arg)
 {
     struct tlsd_job *job = arg;
     struct tlsd *d = job->d;
     char err[320];
-    int r;
+    int r = handshake_and_hand_off(d, job->fd, err, sizeof(err));
 
-    if (tlsd_ktls_accept(d->tls, job->fd, d->timeout_ms, err, sizeof(err)) <
-        0) {
-        atomic_fetch_add(&d->failed, 1);
-    } else if ((r = hand_off(d, job->fd)) < 0) {
-        snprintf(err, sizeof(err), "hand-off to khttpd: %s", strerror(-r));
-        fprintf(stderr, "ktcp-tlsd: %s\n", err);
-        atomic_fetch_add(&d->failed, 1);
-    } else {
+    if (r == 0) {
         atomic_fetch_add(&d->adopted, 1);
+    } else {
+        if (r < 0)
+            fprintf(stderr, "ktcp-tlsd: %s\n", err);
+        atomic_fetch_add(&d->failed, 1);
     }
     /* khttpd holds its own reference: closing ours ends nothing. */
     close(job->fd);
@@ -91,17 +133,9 @@ static void start_handshake(struct tlsd *d, int fd)
     struct tlsd_job *job;
     pthread_attr_t attr;
     pthread_t t;
-    int flags = fcntl(fd, F_GETFL);
 
-    /* The handshake blocks, bounded by its timeouts. */
-    if (flags < 0 || fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) < 0 ||
-        atomic_fetch_add(&d->handshakes, 1) >= d->max_handshakes) {
-        if (flags >= 0)
-            atomic_fetch_sub(&d->handshakes, 1);
-        close(fd);
-        atomic_fetch_add(&d->failed, 1);
-        return;
-    }
+    if (atomic_fetch_add(&d->handshakes, 1) >= d->max_handshakes)
+        goto fail;
     job = malloc(sizeof(*job));
     if (!job)
         goto fail;
@@ -134,8 +168,12 @@ static void usage(FILE *f)
             "  --adopt FILE              khttpd's hand-off file "
             "(default " TLSD_ADOPT_FILE
             ")\n"
-            "  --handshake-timeout-ms N  per read/write of a handshake "
+            "  --handshake-timeout-ms N  a handshake's time from its accept "
             "(default 10000)\n"
+            "  --tls-max 1.2|1.3         highest TLS version (default 1.2: "
+            "OpenSSL 3.0\n"
+            "                            puts TLS 1.3 receive keys in no "
+            "kernel)\n"
             "  --max-handshakes N        handshakes at once (default 256)\n"
             "  --version\n");
 }
@@ -163,6 +201,7 @@ int main(int argc, char **argv)
         {"adopt", required_argument, NULL, 'a'},
         {"handshake-timeout-ms", required_argument, NULL, 't'},
         {"max-handshakes", required_argument, NULL, 'm'},
+        {"tls-max", required_argument, NULL, 'T'},
         {"version", no_argument, NULL, 'V'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
@@ -170,6 +209,7 @@ int main(int argc, char **argv)
     const char *bind_addr = NULL, *cert = NULL, *key = NULL;
     const char *adopt = TLSD_ADOPT_FILE;
     struct tlsd d = {.timeout_ms = 10000, .max_handshakes = 256};
+    struct ktcp_tls_opts topts = {.max_version = KTCP_TLS_V1_2};
     struct sigaction sa = {.sa_handler = on_signal};
     char err[320];
     int port = 443, lfd, c;
@@ -200,6 +240,14 @@ int main(int argc, char **argv)
             if (parse_int(optarg, 1, 65536, &d.max_handshakes) < 0)
                 goto bad;
             break;
+        case 'T':
+            if (strcmp(optarg, "1.2") == 0)
+                topts.max_version = KTCP_TLS_V1_2;
+            else if (strcmp(optarg, "1.3") == 0)
+                topts.max_version = KTCP_TLS_V1_3;
+            else
+                goto bad;
+            break;
         case 'V':
             ktcp_print_version("ktcp-tlsd");
             return 0;
@@ -213,7 +261,9 @@ int main(int argc, char **argv)
     if (optind != argc || !cert || !key)
         goto bad;
 
-    d.tls = tlsd_ktls_new(cert, key, err, sizeof(err));
+    topts.cert_file = cert;
+    topts.key_file = key;
+    d.tls = ktcp_tls_ctx_new(&topts, err, sizeof(err));
     if (!d.tls) {
         fprintf(stderr, "ktcp-tlsd: %s\n", err);
         return 1;
@@ -233,7 +283,11 @@ int main(int argc, char **argv)
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
-    fprintf(stderr, "ktcp-tlsd: port %d, handing connections to %s\n", port,
+    fprintf(stderr,
+            "ktcp-tlsd: port %d (%s; TLS 1.2%s), handing connections to "
+            "%s\n",
+            port, ktcp_tls_library(),
+            topts.max_version == KTCP_TLS_V1_3 ? " and 1.3" : " at most",
             adopt);
 
     while (!stop_requested) {
@@ -242,7 +296,7 @@ int main(int argc, char **argv)
 
         if (poll(&pfd, 1, 1000) <= 0)
             continue;
-        fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+        fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
         if (fd < 0) {
             if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS ||
                 errno == ENOMEM)

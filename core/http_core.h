@@ -16,5 +16,6 @@
 #include "http_plan.h"
 #include "http_range.h"
 #include "http_response.h"
+#include "http_vhost.h"
 
 #endif /* KTCP_CORE_HTTP_CORE_H */

@@ -48,8 +48,7 @@ int http_vhosts_add(struct http_vhosts *t,
         name++; /* keep the dot: ".example.com" */
         len--;
     }
-    if (!host_part(wildcard ? name + 1 : name, wildcard ? len - 1 : len,
-                   &n) ||
+    if (!host_part(wildcard ? name + 1 : name, wildcard ? len - 1 : len, &n) ||
         memchr(name, ':', len)) {
         *why =
             "expected a host name (letters, digits, '-', '.'; no port, "

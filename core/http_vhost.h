@@ -12,7 +12,7 @@
 #define HTTP_HOST_NAME_MAX 253
 
 struct http_vhost_name {
-    bool wildcard;   /* "*.example.com": name holds ".example.com" */
+    bool wildcard; /* "*.example.com": name holds ".example.com" */
     uint8_t len;
     char name[HTTP_HOST_NAME_MAX + 1]; /* lowercase, no trailing dot */
 };

@@ -1,7 +1,7 @@
 """The README's "Hosting a site" commands, run exactly as written (in a
 scratch folder holding the tree's build/), on the host: a single-page
-application's shell for a deep route with the added fields and CORS, then
-a browser's preflight answered 204."""
+application's shell for a deep route with the added fields and CORS, a
+browser's preflight answered 204, then the second site by its host name."""
 import os
 import re
 import signal
@@ -19,7 +19,7 @@ def commands():
     section = text[text.index("## Hosting a site"):]
     block = re.search(r"```sh\n(.*?)```", section, re.S).group(1)
     lines = [line for line in block.splitlines() if line.strip()]
-    assert len(lines) == 4, lines
+    assert len(lines) == 5, lines
     return lines
 
 
@@ -39,15 +39,16 @@ def fields(head):
 
 def test_readme_hosting_a_site(tmp_path):
     require_kind("user")
-    make_site, serve, route, preflight = commands()
+    make_site, serve, route, preflight, blog = commands()
     if not port_free(8082):
         pytest.skip("port 8082, which the README's commands use, is taken here")
     os.symlink(os.path.join(ROOT, "build"), tmp_path / "build")
     subprocess.run(["bash", "-c", make_site], cwd=tmp_path, check=True, timeout=30)
     os.chmod(tmp_path, 0o755)
-    for d in ("site", "site/app"):
+    for d in ("site", "site/app", "blog"):
         os.chmod(tmp_path / d, 0o755)
     os.chmod(tmp_path / "site/app/index.html", 0o644)
+    os.chmod(tmp_path / "blog/index.html", 0o644)
     log = tmp_path / "serve.log"
     with open(log, "w") as f:
         subprocess.run(["bash", "-c", serve + "\necho pid=$!"], cwd=tmp_path, check=True,
@@ -72,6 +73,9 @@ def test_readme_hosting_a_site(tmp_path):
         f = fields(head.partition("\r\n\r\n")[0])
         assert f["access-control-allow-methods"] == "GET, HEAD"
         assert f["access-control-allow-origin"] == "*"
+        r = subprocess.run(["bash", "-c", blog], cwd=tmp_path, timeout=30,
+                           capture_output=True, check=True)
+        assert r.stdout == b"<h1>blog</h1>\n"
     finally:
         os.kill(pid, signal.SIGTERM)
         for _ in range(100):

@@ -9,13 +9,13 @@
 
 #include <linux/module.h>
 #include <linux/fs_struct.h>
-#include <linux/kernel_read_file.h>
+#include <linux/fs.h>
 #include <linux/namei.h>
 #include <linux/path.h>
 #include <linux/string.h>
 #include <linux/uidgid.h>
 #include <linux/user_namespace.h>
-#include <linux/vmalloc.h>
+#include <linux/mm.h>
 #include <linux/workqueue.h>
 
 #include "khttpd.h"
@@ -169,25 +169,54 @@ static int khttpd_site_line(const struct http_conf_line *l)
 	return 0;
 }
 
-/* site=: the file read whole (at most HTTP_CONF_FILE_MAX bytes). */
+/*
+ * site=: the file read whole (at most HTTP_CONF_FILE_MAX bytes) with
+ * kernel_read(): kernel_read_file() would name it to the LSMs as an
+ * unknown kind of file, which some (IPE) warn about.
+ */
 static int khttpd_site_load(void)
 {
 	struct http_conf_line l = {};
-	void *text = NULL;
-	size_t file_size = 0, pos = 0;
-	ssize_t n;
+	struct file *f;
+	char *text;
+	loff_t pos = 0;
+	size_t at = 0, cur = 0;
+	ssize_t n = 0;
 	int err = 0;
 
-	n = kernel_read_file_from_path(site, 0, &text, HTTP_CONF_FILE_MAX,
-				       &file_size, READING_UNKNOWN);
-	if (n < 0) {
-		pr_err("site=%s: cannot be read (%zd%s)\n", site, n,
-		       n == -EFBIG ? ": more than 64 KiB" : "");
-		return n;
+	f = filp_open(site, O_RDONLY, 0);
+	if (IS_ERR(f)) {
+		pr_err("site=%s: cannot be opened (%ld)\n", site, PTR_ERR(f));
+		return PTR_ERR(f);
 	}
-	while (!err && http_conf_next(text, n, &pos, &l))
+	if (!S_ISREG(file_inode(f)->i_mode) ||
+	    i_size_read(file_inode(f)) > HTTP_CONF_FILE_MAX) {
+		pr_err("site=%s: not a regular file of at most 64 KiB\n", site);
+		filp_close(f, NULL);
+		return -EINVAL;
+	}
+	text = kvmalloc(HTTP_CONF_FILE_MAX + 1, GFP_KERNEL);
+	if (!text) {
+		filp_close(f, NULL);
+		return -ENOMEM;
+	}
+	/* bounded: the buffer fills, or the file ends or fails */
+	while (at <= HTTP_CONF_FILE_MAX) {
+		n = kernel_read(f, text + at, HTTP_CONF_FILE_MAX + 1 - at, &pos);
+		if (n <= 0)
+			break;
+		at += n;
+	}
+	filp_close(f, NULL);
+	if (n < 0 || at > HTTP_CONF_FILE_MAX) {
+		pr_err("site=%s: cannot be read (%zd)\n", site,
+		       n < 0 ? n : (ssize_t)-EFBIG);
+		kvfree(text);
+		return n < 0 ? n : -EFBIG;
+	}
+	while (!err && http_conf_next(text, at, &cur, &l))
 		err = khttpd_site_line(&l);
-	vfree(text);
+	kvfree(text);
 	return err;
 }
 

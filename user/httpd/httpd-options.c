@@ -41,6 +41,7 @@ enum {
     OPT_FALLBACK,
     OPT_ADD_HEADER,
     OPT_CORS,
+    OPT_HOST,
 };
 
 #define DEFAULT_TLS_HS_TIMEOUT_MS 10000
@@ -116,6 +117,15 @@ static const struct rt_cli_opt opts[] = {
      "/.well-known/) is answered 200 with the file PATH,\n"
      "as a single-page application needs; '' = off\n"
      "(default: off)"},
+    {"host", OPT_HOST, "NAME",
+     "a virtual host: requests whose Host is NAME\n"
+     "(or, for *.NAME, ends in .NAME; port, case and a\n"
+     "trailing dot ignored) are served by the root,\n"
+     "error-page, index, fallback, add-header and cors\n"
+     "flags that follow, up to the next --host; those\n"
+     "before any --host are the default site's, which\n"
+     "answers every other Host and IP addresses; at\n"
+     "most 64 (default: none)"},
     {"add-header", OPT_ADD_HEADER, "'[/PREFIX ]NAME: VALUE'",
      "add the field to every response, or to those\n"
      "whose path starts with /PREFIX; repeatable, at\n"
@@ -141,8 +151,9 @@ static const struct rt_cli_opt opts[] = {
      "the dashes ('gzip', 'access-log /var/log/x.log');\n"
      "flags given here win; SIGHUP reads it again and\n"
      "applies gzip, gzip-static, expires, listings,\n"
-     "index, fallback, add-header, cors, access-log\n"
-     "and shutdown-timeout\n"
+     "index, fallback, error-page, add-header, cors,\n"
+     "host (and its root), access-log and\n"
+     "shutdown-timeout\n"
      "(default: none)"},
     {"test-config", 't', NULL,
      "check the settings and exit: 0 when ktcp-httpd\n"
@@ -177,12 +188,14 @@ static bool parse_size(const char *opt, const char *s, size_t *out)
 static bool option(void *data, int key, const char *arg, bool from_file)
 {
     struct settings *s = data;
+    struct host_settings *h =
+        s->host_now < 0 ? &s->site : &s->hosts[s->host_now];
     const char *why = NULL;
     long v;
 
     switch (key) {
     case 'r':
-        s->root = arg;
+        h->root = arg;
         return true;
     case OPT_GZIP:
     case OPT_NOGZIP:
@@ -210,9 +223,9 @@ static bool option(void *data, int key, const char *arg, bool from_file)
         s->expires = (uint32_t) v;
         return true;
     case OPT_ERROR_PAGE:
-        if (http_error_pages_parse(arg, strlen(arg), s->error_pages,
+        if (http_error_pages_parse(arg, strlen(arg), h->error_pages,
                                    HTTP_SERVER_ERROR_PAGES_MAX,
-                                   &s->error_pages_n, &why) < 0)
+                                   &h->error_pages_n, &why) < 0)
             return rt_cli_bad("--error-page", arg, why);
         return true;
     case OPT_MIME_TYPES:
@@ -258,22 +271,33 @@ static bool option(void *data, int key, const char *arg, bool from_file)
     case OPT_LISTING_BYTES:
         return parse_size("--listing-bytes", arg, &s->listing_bytes);
     case OPT_INDEX:
-        if (http_index_files_parse(arg, strlen(arg), &s->index, &why) < 0)
+        if (http_index_files_parse(arg, strlen(arg), &h->index, &why) < 0)
             return rt_cli_bad("--index", arg, why);
-        s->index_given = true;
+        h->index_given = true;
         return true;
     case OPT_FALLBACK:
-        s->fallback_len = 0;
-        if (arg[0] && http_fallback_parse(arg, strlen(arg), s->fallback,
-                                          &s->fallback_len, &why) < 0)
+        h->fallback_len = 0;
+        if (arg[0] && http_fallback_parse(arg, strlen(arg), h->fallback,
+                                          &h->fallback_len, &why) < 0)
             return rt_cli_bad("--fallback", arg, why);
         return true;
+    case OPT_HOST: {
+        int k = http_vhosts_add(&s->names, arg, strlen(arg), &why);
+        if (k < 0)
+            return rt_cli_bad("--host", arg, why);
+        if (!s->hosts &&
+            !(s->hosts = calloc(HTTP_VHOSTS_MAX, sizeof(*s->hosts))))
+            return rt_cli_bad("--host", arg, strerror(ENOMEM));
+        memset(&s->hosts[k], 0, sizeof(s->hosts[k]));
+        s->host_now = k;
+        return true;
+    }
     case OPT_ADD_HEADER:
-        if (http_headers_add(&s->headers, arg, strlen(arg), &why) < 0)
+        if (http_headers_add(&h->headers, arg, strlen(arg), &why) < 0)
             return rt_cli_bad("--add-header", arg, why);
         return true;
     case OPT_CORS:
-        if (http_headers_cors(&s->headers, arg, strlen(arg), &why) < 0)
+        if (http_headers_cors(&h->headers, arg, strlen(arg), &why) < 0)
             return rt_cli_bad("--cors", arg, why);
         return true;
     case 't': /* --test-config */
@@ -316,7 +340,8 @@ static void settings_default(struct settings *s)
     memset(s, 0, sizeof(*s));
     s->rt =
         (struct rt_config){RT_CLI_DEFAULTS, .name = "ktcp-httpd", .port = 8081};
-    s->root = ".";
+    s->site.root = ".";
+    s->host_now = -1;
     s->gzip = true;
     s->cache_size = DEFAULT_CACHE_SIZE;
     s->mime_types = DEFAULT_MIME_TYPES;
@@ -354,7 +379,15 @@ static enum rt_cli_result apply(int argc,
                                 unsigned flags)
 {
     cli.data = s;
+    s->host_now = -1; /* a file's or the command line's first lines: the
+                         default site's */
     enum rt_cli_result r = rt_cli_apply(&cli, &s->rt, argc, argv, flags);
+    s->host_now = -1;
+    for (uint32_t k = 0; r == RT_CLI_OK && k < s->names.n; k++)
+        if (!s->hosts[k].root) {
+            rt_cli_bad("--host", s->names.h[k].name, "needs a --root after it");
+            r = RT_CLI_ERROR;
+        }
     if (s->rt.idle_timeout_ms == 0) /* never: a day, each wait bounded */
         s->rt.idle_timeout_ms = NO_TIMEOUT_MS;
     return r;
@@ -426,6 +459,8 @@ out:
 
 void httpd_settings_release(struct settings *s)
 {
+    free(s->hosts);
+    s->hosts = NULL;
     for (size_t i = 1; i < s->owned_n; i++)
         free(s->owned[i]);
     free(s->owned);
@@ -445,6 +480,7 @@ enum rt_cli_result httpd_load_settings(int argc,
         *s = cmdline;
         return r == RT_CLI_OK ? check_tls(s) : r;
     }
+    free(cmdline.hosts); /* read again below, after the file's */
     settings_default(s);
     r = apply_file(cmdline.config, s);
     if (r != RT_CLI_OK)

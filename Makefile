@@ -180,11 +180,15 @@ bench-kcm: deps user
 # make bench-publish RESULTS=results/<timestamp>: that run's figures to
 # docs/bench/bench-<env>.json and its plots to docs/bench/, and the tables
 # of BENCHMARKS.md regenerated from them.
-.PHONY: bench-quick bench-publish
+# make bench-https: the HTTPS points alone (host, then one VM boot: KERNEL
+# picks the guest), published as docs/bench/https-<env>.json.
+.PHONY: bench-quick bench-publish bench-https
 bench: deps all
 	$(PYTHON) tools/bench/bench.py --profile full $(BENCH_FLAGS)
 bench-quick: deps all
 	$(PYTHON) tools/bench/bench.py --profile quick $(BENCH_FLAGS)
+bench-https: deps all
+	$(PYTHON) tools/bench/bench.py --profile https $(BENCH_FLAGS)
 bench-publish:
 	@test -n "$(RESULTS)" || { echo "make bench-publish RESULTS=results/<timestamp>"; exit 2; }
 	$(PYTHON) tools/bench/bench.py --publish $(RESULTS)

@@ -1,15 +1,14 @@
-# core/core.mk — the freestanding HTTP core, built three ways:
+# core/core.mk — the freestanding HTTP core, built two ways:
 #   build/libktcpcore.a   linked by the user-space servers
-#   build/libktcpcore.so  -fPIC, loaded by tests/test_core_diff.py (ctypes)
 #   make core-kcheck      compiled as the kernel would (no SSE/FPU, no libc)
+# (and -fPIC for the differential test's library, tests/diff/diff.mk)
 
 CORE_SRCS     := $(sort $(wildcard core/*.c))
 CORE_OBJS     := $(patsubst core/%.c,$(BUILD)/core/%.o,$(CORE_SRCS))
 CORE_PIC_OBJS := $(patsubst core/%.c,$(BUILD)/core/pic/%.o,$(CORE_SRCS))
 CORE_LIB      := $(BUILD)/libktcpcore.a
-CORE_SHLIB    := $(BUILD)/libktcpcore.so
 
-BINS += $(CORE_LIB) $(CORE_SHLIB)
+BINS += $(CORE_LIB)
 
 $(BUILD)/core/%.o: core/%.c $(FLAGS_STAMP) | $(BUILD)
 	@mkdir -p $(@D)
@@ -22,9 +21,6 @@ $(BUILD)/core/pic/%.o: core/%.c $(FLAGS_STAMP) | $(BUILD)
 $(CORE_LIB): $(CORE_OBJS)
 	rm -f $@
 	$(AR) rcs $@ $^
-
-$(CORE_SHLIB): $(CORE_PIC_OBJS)
-	$(CC) -shared -o $@ $^
 
 -include $(CORE_OBJS:.o=.d) $(CORE_PIC_OBJS:.o=.d)
 

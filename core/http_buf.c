@@ -54,10 +54,3 @@ void http_buf_append_u64(struct http_buf *b, uint64_t v)
 
     http_buf_append(b, tmp, http_format_u64(v, tmp));
 }
-
-void http_buf_append_hex(struct http_buf *b, uint64_t v)
-{
-    char tmp[16];
-
-    http_buf_append(b, tmp, http_format_hex(v, tmp));
-}

@@ -32,7 +32,6 @@ static inline void http_buf_append(struct http_buf *b, const char *s, size_t n)
 void http_buf_append_str(struct http_buf *b, const char *s);
 void http_buf_append_char(struct http_buf *b, char c);
 void http_buf_append_u64(struct http_buf *b, uint64_t v);
-void http_buf_append_hex(struct http_buf *b, uint64_t v);
 /* Room left. */
 static inline size_t http_buf_avail(const struct http_buf *b)
 {

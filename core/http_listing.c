@@ -158,19 +158,6 @@ int http_listing_begin_part(struct http_buf *b,
     return 0;
 }
 
-int http_listing_begin(struct http_buf *b, const char *dir, size_t dir_len)
-{
-    struct http_listing_cursor c = {0, 0};
-    size_t mark = b->len;
-
-    if (http_listing_begin_part(b, dir, dir_len, &c) < 0) {
-        b->len = mark;
-        b->overflow = false;
-        return -1;
-    }
-    return 0;
-}
-
 bool http_listing_visible(const char *dir,
                           size_t dir_len,
                           const char *name,

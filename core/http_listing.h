@@ -15,14 +15,11 @@
  * (NAME_MAX), and for begin with a path of at most 1024 bytes. */
 #define HTTP_LISTING_ENTRY_MAX 4096
 
-/* dir is the normalised relative path of the directory as
- * http_path_normalize() gives it ("." or "a/b"); the title shows
- * "/a/b/" and a "../" link is added unless dir is the root. All or
- * nothing: -1 when the whole opening does not fit b. */
-int http_listing_begin(struct http_buf *b, const char *dir, size_t dir_len);
-
-/* The same opening in parts, for a directory path whose escaped title may
- * not fit one buffer: start with a zeroed cursor; 0 when the opening is
+/* A listing's opening. dir is the normalised relative path of the
+ * directory as http_path_normalize() gives it ("." or "a/b"); the title
+ * shows "/a/b/" and a "../" link is added unless dir is the root. In
+ * parts, for a directory path whose escaped title may not fit one
+ * buffer: start with a zeroed cursor; 0 when the opening is
  * complete, -1 when b is full (what fit is kept, the cursor says where to
  * go on): send b, empty it, call again. An empty buffer of
  * HTTP_LISTING_ENTRY_MAX bytes always takes the next part. */

@@ -122,29 +122,6 @@ int http_response_header_len(struct http_buf *b,
     return b->overflow ? -1 : 0;
 }
 
-int http_response_header(struct http_buf *b,
-                         const char *name,
-                         const char *value)
-{
-    return http_response_header_len(b, name, value, strlen(value));
-}
-
-void http_response_header_u64(struct http_buf *b, const char *name, uint64_t v)
-{
-    http_buf_append_str(b, name);
-    http_buf_append(b, ": ", 2);
-    http_buf_append_u64(b, v);
-    http_buf_append(b, "\r\n", 2);
-}
-
-void http_response_header_date(struct http_buf *b, const char *name, int64_t t)
-{
-    char date[HTTP_DATE_LEN + 1];
-
-    http_date_format(t, date);
-    http_response_header_len(b, name, date, HTTP_DATE_LEN);
-}
-
 void http_response_content_range(struct http_buf *b,
                                  uint64_t first,
                                  uint64_t last,
@@ -163,11 +140,6 @@ void http_response_content_range_unsatisfied(struct http_buf *b, uint64_t size)
 {
     http_buf_append_str(b, "Content-Range: bytes */");
     http_buf_append_u64(b, size);
-    http_buf_append(b, "\r\n", 2);
-}
-
-void http_response_end(struct http_buf *b)
-{
     http_buf_append(b, "\r\n", 2);
 }
 
@@ -323,21 +295,4 @@ size_t http_chunk_header(char *out, size_t data_len)
     out[n++] = '\r';
     out[n++] = '\n';
     return n;
-}
-
-void http_buf_chunk_header(struct http_buf *b, size_t data_len)
-{
-    char tmp[HTTP_CHUNK_HEADER_MAX];
-
-    http_buf_append(b, tmp, http_chunk_header(tmp, data_len));
-}
-
-void http_buf_chunk_end(struct http_buf *b)
-{
-    http_buf_append(b, "\r\n", 2);
-}
-
-void http_buf_last_chunk(struct http_buf *b)
-{
-    http_buf_append(b, HTTP_LAST_CHUNK, sizeof(HTTP_LAST_CHUNK) - 1);
 }

@@ -16,15 +16,10 @@ const char *http_status_reason(int status);
 void http_response_status_line(struct http_buf *b, int version, int status);
 /* "Name: value\r\n". A value holding CR, LF or NUL is refused (header
  * injection): the buffer is poisoned (b->overflow) and -1 returned. */
-int http_response_header(struct http_buf *b,
-                         const char *name,
-                         const char *value);
 int http_response_header_len(struct http_buf *b,
                              const char *name,
                              const char *value,
                              size_t value_len);
-void http_response_header_u64(struct http_buf *b, const char *name, uint64_t v);
-void http_response_header_date(struct http_buf *b, const char *name, int64_t t);
 /* "Content-Range: bytes first-last/size" and "Content-Range: bytes * /size"
  * (no space; the comment needs one). */
 void http_response_content_range(struct http_buf *b,
@@ -32,8 +27,6 @@ void http_response_content_range(struct http_buf *b,
                                  uint64_t last,
                                  uint64_t size);
 void http_response_content_range_unsatisfied(struct http_buf *b, uint64_t size);
-/* The empty line ending the head. */
-void http_response_end(struct http_buf *b);
 
 /* Everything a static-file server puts in a head, built in one call. */
 struct http_response_head {
@@ -96,8 +89,5 @@ int http_response_build(struct http_buf *b, const struct http_response_head *h);
 #define HTTP_LAST_CHUNK "0\r\n\r\n"
 /* Write the chunk header for data_len (> 0) into out; returns its length. */
 size_t http_chunk_header(char *out, size_t data_len);
-void http_buf_chunk_header(struct http_buf *b, size_t data_len);
-void http_buf_chunk_end(struct http_buf *b);
-void http_buf_last_chunk(struct http_buf *b);
 
 #endif /* KTCP_CORE_HTTP_RESPONSE_H */

@@ -17,7 +17,7 @@ import httptools
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-LIB = os.path.join(ROOT, "build", "libktcpcore.so")
+LIB = os.path.join(ROOT, "build", "tests", "diff", "libcoreflat.so")
 DOC = os.path.join(ROOT, "docs", "http-core.md")
 
 FLAT_FIXED = 16
@@ -69,7 +69,7 @@ ERROR_NAMES = {
 
 @pytest.fixture(scope="module")
 def core():
-    subprocess.run(["make", "-s", "build/libktcpcore.so"], cwd=ROOT, check=True)
+    subprocess.run(["make", "-s", "build/tests/diff/libcoreflat.so"], cwd=ROOT, check=True)
     lib = ctypes.CDLL(LIB)
     lib.http_flat_parse.restype = ctypes.c_int
     lib.http_flat_parse.argtypes = [

@@ -1,5 +1,6 @@
 /* Unit tests of the directory listing renderer and its escaping. */
 #include "http_listing.h"
+#include "listing_whole.h"
 #include "unit.h"
 
 static bool contains(const char *hay, size_t len, const char *needle)
@@ -38,7 +39,7 @@ static void test_listing(void)
     const char *nasty = "<script>&\"'x y#?%.txt";
 
     http_buf_init(&b, mem, sizeof(mem));
-    CHECK_INT(http_listing_begin(&b, "sub/d<ir", 8), 0);
+    CHECK_INT(listing_begin(&b, "sub/d<ir", 8), 0);
     CHECK(contains(mem, b.len, "<title>Index of /sub/d&lt;ir/</title>"));
     CHECK(contains(mem, b.len, "<a href=\"../\">../</a>"));
     CHECK_INT(
@@ -58,7 +59,7 @@ static void test_listing(void)
     CHECK(!b.overflow);
 
     http_buf_init(&b, mem, sizeof(mem));
-    CHECK_INT(http_listing_begin(&b, ".", 1), 0);
+    CHECK_INT(listing_begin(&b, ".", 1), 0);
     CHECK(contains(mem, b.len, "<title>Index of /</title>"));
     CHECK(!contains(mem, b.len, "../"));
 }
@@ -75,7 +76,7 @@ static void test_streaming(void)
     int i, found = 0;
 
     http_buf_init(&b, mem, sizeof(mem));
-    CHECK_INT(http_listing_begin(&b, "big", 3), 0);
+    CHECK_INT(listing_begin(&b, "big", 3), 0);
     for (i = 0; i < 10000; i++) {
         size_t n = (size_t) snprintf(name, sizeof(name), "file-%05d<&>.txt", i);
         if (i == 5000) {
@@ -180,11 +181,10 @@ static void test_long_title(void)
 
     memset(dir, '&', sizeof(dir));
     http_buf_init(&b, whole, sizeof(whole));
-    CHECK_INT(http_listing_begin(&b, dir, sizeof(dir)), 0);
+    CHECK_INT(listing_begin(&b, dir, sizeof(dir)), 0);
     CHECK(b.len > 2 * 5 * sizeof(dir));
     http_buf_init(&b, mem, sizeof(mem));
-    CHECK_INT(http_listing_begin(&b, dir, sizeof(dir)),
-              -1); /* all or nothing */
+    CHECK_INT(listing_begin(&b, dir, sizeof(dir)), -1); /* all or nothing */
     CHECK_INT(b.len, 0);
     while (http_listing_begin_part(&b, dir, sizeof(dir), &c) < 0) {
         CHECK(b.len > 0);
@@ -196,7 +196,7 @@ static void test_long_title(void)
     memcpy(parts + plen, mem, b.len);
     plen += b.len;
     http_buf_init(&b, whole, sizeof(whole));
-    http_listing_begin(&b, dir, sizeof(dir));
+    listing_begin(&b, dir, sizeof(dir));
     CHECK_INT(plen, b.len);
     CHECK(memcmp(parts, whole, plen) == 0);
 }

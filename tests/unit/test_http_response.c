@@ -37,10 +37,6 @@ static void test_buf(void)
     CHECK_MEM(digits, http_format_u64(0, digits), "0");
     CHECK_MEM(digits, http_format_hex(0xdeadbeef, digits), "deadbeef");
     CHECK_MEM(digits, http_format_hex(0, digits), "0");
-    http_buf_init(&b, mem, sizeof(mem));
-    http_buf_append_hex(&b, 0xabc);
-    http_buf_append_hex(&b, 0);
-    CHECK_MEM(mem, b.len, "abc0");
 }
 
 static void test_build_full(void)
@@ -139,7 +135,9 @@ static void test_injection(void)
     struct http_response_head h = {0};
 
     http_buf_init(&b, mem, sizeof(mem));
-    CHECK_INT(http_response_header(&b, "Location", "/a\r\nSet-Cookie: x"), -1);
+    CHECK_INT(
+        http_response_header_len(&b, "Location", "/a\r\nSet-Cookie: x", 17),
+        -1);
     CHECK(b.overflow);
     http_buf_init(&b, mem, sizeof(mem));
     CHECK_INT(http_response_header_len(&b, "X", "a\0b", 3), -1);
@@ -148,7 +146,7 @@ static void test_injection(void)
     h.location = "/x\ny";
     CHECK_INT(http_response_build(&b, &h), -1);
     http_buf_init(&b, mem, sizeof(mem));
-    CHECK_INT(http_response_header(&b, "X", "fine"), 0);
+    CHECK_INT(http_response_header_len(&b, "X", "fine", 4), 0);
     CHECK_MEM(mem, b.len, "X: fine\r\n");
     /* an out-of-range status cannot break the status line */
     http_buf_init(&b, mem, sizeof(mem));
@@ -187,12 +185,6 @@ static void test_chunks(void)
     CHECK_MEM(hdr, http_chunk_header(hdr, 4096), "1000\r\n");
     CHECK_MEM(hdr, http_chunk_header(hdr, 255), "ff\r\n");
     CHECK_INT(http_chunk_header(hdr, (size_t) -1), HTTP_CHUNK_HEADER_MAX);
-    http_buf_init(&b, mem, sizeof(mem));
-    http_buf_chunk_header(&b, 5);
-    http_buf_append_str(&b, "hello");
-    http_buf_chunk_end(&b);
-    http_buf_last_chunk(&b);
-    CHECK_MEM(mem, b.len, "5\r\nhello\r\n0\r\n\r\n");
     http_buf_init(&b, mem, sizeof(mem));
     http_response_content_range(&b, 5, 5, 6);
     CHECK_MEM(mem, b.len, "Content-Range: bytes 5-5/6\r\n");

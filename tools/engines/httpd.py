@@ -230,20 +230,59 @@ class Nginx(Engine):
 
     Options: threads (1: no master, the one process serves, for the cost
     bench; else one worker per core), gzip_static (send page.html.gz when it
-    exists: the cost bench's cached gzip)."""
-    family = name = "nginx"
-    defaults = {"threads": None, "gzip_static": False}
+    exists: the cost bench's cached gzip), keepalive_s (keepalive_timeout,
+    default 60).
 
-    def __init__(self, logdir=None):
-        super().__init__("nginx", logdir)
+    Nginx(tls="user") serves HTTPS instead (`listen ... ssl`, the test CA's
+    certificate from tlscert.make_ca, TLS 1.2 and 1.3, nginx's defaults
+    otherwise: session tickets on), its records written by OpenSSL;
+    Nginx(tls="ktls") hands them to the kernel where it has the tls ULP
+    (`ssl_conf_command Options KTLS;`, with sendfile on: nginx >= 1.21.4 on
+    OpenSSL 3)."""
+    family = name = "nginx"
+    defaults = {"threads": None, "gzip_static": False, "keepalive_s": 60}
+
+    def __init__(self, logdir=None, tls=None):
+        assert tls in (None, "user", "ktls"), tls
+        super().__init__({None: "nginx", "user": "nginx-tls", "ktls": "nginx-ktls"}[tls],
+                         logdir)
         self.prefix = None
+        self.tls = tls
+        self.certs = None
+
+    def start(self, root=None, port=None, **options):
+        if self.tls:
+            self.certs = tlscert.make_ca()
+        return super().start(root, port, **options)
+
+    def launch(self, o):
+        if self.tls:
+            tlscert.TLS_PORTS[self.port] = self.certs["ca"]
+        super().launch(o)
+
+    def stop(self, check=True):
+        try:
+            return super().stop(check)
+        finally:
+            if self.tls:
+                tlscert.TLS_PORTS.pop(self.port, None)
+
+    def listen(self, port):
+        """The server block's listener and, over TLS, its settings."""
+        if not self.tls:
+            return f"listen 127.0.0.1:{port} reuseport;"
+        ktls = "\n        ssl_conf_command Options KTLS;" if self.tls == "ktls" else ""
+        return f"""listen 127.0.0.1:{port} ssl reuseport;
+        ssl_certificate {self.certs["cert"]};
+        ssl_certificate_key {self.certs["key"]};
+        ssl_protocols TLSv1.2 TLSv1.3;{ktls}"""
 
     def unavailable(self):
         if not nginx_path():
             return "nginx not installed (scripts/deps installs it)"
         return None
 
-    def config(self, port, docroot, prefix, single=False, gzip_static=False):
+    def config(self, port, docroot, prefix, single=False, gzip_static=False, keepalive_s=60):
         user = "user root;" if os.geteuid() == 0 else ""
         temps = "\n".join(f"    {k}_temp_path {prefix}/{k};"
                           for k in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi"))
@@ -262,7 +301,7 @@ http {{
     access_log off;
     sendfile on;
     tcp_nopush on;
-    keepalive_timeout 60s;
+    keepalive_timeout {keepalive_s}s;
     keepalive_requests 1000000000;
     open_file_cache max=10000 inactive=60s;
     autoindex on;
@@ -274,7 +313,7 @@ http {{
 {static}    types {{ text/html html; text/plain txt; application/octet-stream bin; }}
 {temps}
     server {{
-        listen 127.0.0.1:{port} reuseport;
+        {self.listen(port)}
         root {docroot};
     }}
 }}
@@ -285,7 +324,8 @@ http {{
         conf = os.path.join(self.prefix, "nginx.conf")
         with open(conf, "w") as f:
             f.write(self.config(port, o["root"], self.prefix, single=o.get("threads") == 1,
-                                gzip_static=o.get("gzip_static")))
+                                gzip_static=o.get("gzip_static"),
+                                keepalive_s=o.get("keepalive_s") or 60))
         return [nginx_path(), "-c", conf, "-p", self.prefix, "-e", self.prefix + "/error.log",
                 "-g", "daemon off;"]
 

@@ -99,6 +99,16 @@ struct rt_coro {
     struct rt_coro *dead_next; /* chain freed after one grace period */
 } __attribute__((aligned(64)));
 
+/* The runtime closes a connection: a transport the handler left set
+ * (an idle one's, rt_io.release) is freed first. */
+static inline void rt_conn_io_release(struct rt_conn *c)
+{
+    if (c->io && c->io->release)
+        c->io->release(c);
+    c->io = NULL;
+    c->io_data = NULL;
+}
+
 struct rt_coro *rt_coro_new(int fd);
 /* The stack of the last handler this thread saw return, kept with its
  * frame (rt-coro.c's coro_main, switched out after the handler returned)

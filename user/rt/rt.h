@@ -42,8 +42,11 @@ struct rt_conn;
  * rt_read, rt_read_nowait, rt_send, rt_sendv, rt_sendfile and
  * rt_shutdown_write go through it, with the same contracts (bytes or
  * -errno; the waiting ones wait through rt_wait), instead of the socket's
- * calls. The runtime never sets it and never frees io_data: whoever set it
- * clears it before the connection ends. */
+ * calls. The runtime never sets it; whoever set it clears it before the
+ * handler returns RT_CLOSE. A handler may return RT_IDLE with io still set:
+ * the connection then keeps its transport (not its stack) while idle, and
+ * if the runtime closes it meanwhile (idle timeout, stop) it calls release
+ * first, which frees io_data. */
 struct rt_io {
     ssize_t (*read_nowait)(struct rt_conn *c, void *buf, size_t len);
     ssize_t (*read)(struct rt_conn *c,
@@ -62,6 +65,7 @@ struct rt_io {
                         size_t count,
                         int timeout_ms);
     void (*shutdown_write)(struct rt_conn *c);
+    void (*release)(struct rt_conn *c);
 };
 
 /* One accepted connection. In the coroutine models it lives inside the

@@ -3,11 +3,6 @@
 #include "http_headers.h"
 #include "http_path.h"
 
-void http_headers_init(struct http_headers *t)
-{
-    memset(t, 0, sizeof(*t));
-}
-
 static bool blank(char c)
 {
     return c == ' ' || c == '\t';

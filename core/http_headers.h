@@ -54,6 +54,7 @@ struct http_add_header {
     uint16_t prefix_off, prefix_len; /* in prefixes[]; 0: every response */
 };
 
+/* A zeroed table is empty. */
 struct http_headers {
     uint32_t n;
     uint32_t lines_used, prefixes_used;
@@ -68,9 +69,6 @@ struct http_headers {
     uint16_t cors_line_len;
     char cors_line[HTTP_CORS_LINE_MAX];
 };
-
-/* An empty table (also what a zeroed one is). */
-void http_headers_init(struct http_headers *t);
 
 /* Add "[/PREFIX ]Name: value" (blanks around each part trimmed): the
  * field on every response, or on those whose path (normalised, as

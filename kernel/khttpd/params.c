@@ -202,7 +202,8 @@ static int khttpd_site_load(void)
 	}
 	/* bounded: the buffer fills, or the file ends or fails */
 	while (at <= HTTP_CONF_FILE_MAX) {
-		n = kernel_read(f, text + at, HTTP_CONF_FILE_MAX + 1 - at, &pos);
+		n = kernel_read(f, text + at, HTTP_CONF_FILE_MAX + 1 - at,
+				&pos);
 		if (n <= 0)
 			break;
 		at += n;

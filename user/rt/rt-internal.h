@@ -417,8 +417,9 @@ void rt_worker_data_exit(struct rt_worker *w);
 
 /* Admission (rt-admit.c): the live connections against --max-conns and
  * each client address's against --max-conns-per-ip. c has its fd and its
- * peer (rt_conn_set_peer); false (and cfg->refuse called) when it must be
- * refused, and the caller then closes c->fd. Every admitted connection is
+ * peer (rt_conn_set_peer); false when cfg->admit turns it away, or (and
+ * cfg->refuse called) when it must be refused; the caller then closes
+ * c->fd. Every admitted connection is
  * released once, with the same peer. */
 int rt_admit_init(const struct rt_config *cfg);
 bool rt_conn_admit(const struct rt_conn *c);

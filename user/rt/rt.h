@@ -127,6 +127,11 @@ struct rt_config {
     /* answer a connection of the port over max_conns; NULL: close (the
      * second port's are always closed) */
     void (*refuse)(int fd);
+    /* the application's own look at a new connection's address (its
+     * address rules), before it is counted or served: false closes it at
+     * once, uncounted by the runtime (the application counts it); NULL:
+     * every address */
+    bool (*admit)(const struct rt_conn *c);
     /* A stop also ends sends waiting for a slow reader (-ESHUTDOWN), as
      * kecho's unload does; false: in-flight responses finish (HTTP). */
     bool stop_cuts_sends;
@@ -178,7 +183,7 @@ enum rt_counter {
     RT_C_BYTES_OUT,
     RT_C_APP,
 };
-#define RT_APP_COUNTERS 16
+#define RT_APP_COUNTERS 24
 #define RT_NCOUNTERS (RT_C_APP + RT_APP_COUNTERS)
 void rt_count(int which, uint64_t n);
 /* Two counts at once: one look at the calling thread's counters. */

@@ -29,6 +29,12 @@ parameters (cache_size is its cache_bytes):
   listing_bytes    memory of the listings in flight; beyond: the same
   index            "index.htm,index.html": a directory's index files
   fallback         "/index.html": a missing path is answered 200 with it
+  cors             "*" or an origin: Access-Control-Allow-Origin and the
+                   CORS preflight (ktcp-httpd --cors, khttpd cors=)
+  site             the text of a settings file in the syntax both read
+                   ("add-header /a/ X-A: 1", "cors *", one a line): written
+                   to a file given as ktcp-httpd's --config and khttpd's
+                   site=
   proxy_protocol   a PROXY protocol header (v1 or v2) starts every
                    connection of the port the tests talk to: ktcp-httpd
                    --proxy-protocol (--tls-proxy-protocol for a TLS
@@ -71,6 +77,15 @@ FLOOR_BIN = os.path.join(BUILD, "floor")
 # what the floor serves: fixed bytes (keep-alive, close) and sendfile
 FLOOR_WORKLOADS = ("small-keepalive", "small-close", "1mib")
 KHTTPD_MODES = ("unbound", "bound", "kthread")
+
+
+def site_file(text):
+    """A settings file holding text, readable by the server's user."""
+    fd, path = tempfile.mkstemp(prefix="ktcp-site-", suffix=".conf")
+    with os.fdopen(fd, "w") as f:
+        f.write(text)
+    os.chmod(path, 0o644)
+    return path
 
 
 class UserHttpd(Engine):
@@ -144,7 +159,7 @@ class UserHttpd(Engine):
             cmd += ["--error-page", page]
         for key, flag in (("mime_types", "--mime-types"), ("status_path", "--status-path"),
                           ("dotfiles", "--dotfiles"), ("index", "--index"),
-                          ("fallback", "--fallback")):
+                          ("fallback", "--fallback"), ("cors", "--cors")):
             if o.get(key):
                 cmd += [flag, o[key]]
         if o.get("proxy_protocol"):
@@ -155,6 +170,8 @@ class UserHttpd(Engine):
             cmd += ["--listings", "on" if o["listings"] else "off"]
         if os.geteuid() == 0 and o.get("user"):
             cmd += ["--user", o["user"]]
+        if o.get("site") is not None:
+            cmd += ["--config", site_file(o["site"])]
         return cmd + list(o.get("args") or ())
 
     def counters(self):
@@ -206,7 +223,7 @@ class KernelHttpd(KernelModule):
                  "error_pages": "error_pages", "dotfiles": "dotfiles",
                  "listings": "listings", "listing_max": "listing_max",
                  "listing_bytes": "listing_bytes", "index": "index",
-                 "fallback": "fallback", "proxy_protocol": "proxy_protocol"}
+                 "fallback": "fallback", "cors": "cors", "proxy_protocol": "proxy_protocol"}
 
     def __init__(self, mode=None):
         super().__init__(f"khttpd-{mode}" if mode else "khttpd")
@@ -233,6 +250,9 @@ class KernelHttpd(KernelModule):
         for k, v in o.items():
             if k in ("root", "user", "threads", "status_path", "access_log", "nofile", "mode",
                      "start_timeout") or v is None:
+                continue
+            if k == "site":
+                args.append(f"site={site_file(v)}")
                 continue
             if k not in self.params_of:
                 raise Unsupported(f"khttpd has no parameter for {k}")

@@ -14,6 +14,7 @@
 #include "http_path.h"
 #include "http_plan.h"
 #include "http_range.h"
+#include "http_rate.h"
 #include "http_response.h"
 
 #endif /* KTCP_CORE_HTTP_CORE_H */

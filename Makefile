@@ -180,14 +180,29 @@ bench-kcm: deps user
 # make bench-publish RESULTS=results/<timestamp>: that run's figures to
 # docs/bench/bench-<env>.json and its plots to docs/bench/, and the tables
 # of BENCHMARKS.md regenerated from them.
-.PHONY: bench-quick bench-publish
+# make bench-https: the HTTPS points alone (host, then one VM boot: KERNEL
+# picks the guest), published as docs/bench/https-<env>.json.
+.PHONY: bench-quick bench-publish bench-https
 bench: deps all
 	$(PYTHON) tools/bench/bench.py --profile full $(BENCH_FLAGS)
 bench-quick: deps all
 	$(PYTHON) tools/bench/bench.py --profile quick $(BENCH_FLAGS)
+bench-https: deps all
+	$(PYTHON) tools/bench/bench.py --profile https $(BENCH_FLAGS)
 bench-publish:
 	@test -n "$(RESULTS)" || { echo "make bench-publish RESULTS=results/<timestamp>"; exit 2; }
 	$(PYTHON) tools/bench/bench.py --publish $(RESULTS)
+
+# make bench-floor: every HTTP engine against tools/floor.c and nginx,
+# alternating rounds in a network namespace of its own (tools/bench/floor_ab.py,
+# ~3 min); make bench-floor-publish RESULTS=results/floor-<ts> fills
+# BENCHMARKS.md's floor tables from it.
+.PHONY: bench-floor bench-floor-publish
+bench-floor: deps user
+	$(PYTHON) tools/bench/floor_ab.py $(BENCH_FLAGS)
+bench-floor-publish:
+	@test -n "$(RESULTS)" || { echo "make bench-floor-publish RESULTS=results/floor-<timestamp>"; exit 2; }
+	$(PYTHON) tools/bench/floor_ab.py --publish $(RESULTS)
 
 # make bench-cost: user-space instructions (callgrind) and system calls
 # (strace) per request, counted for each engine and workload on the host,
@@ -251,6 +266,9 @@ PREFIX  ?= /usr/local
 BINDIR  ?= $(PREFIX)/bin
 MANDIR  ?= $(PREFIX)/share/man
 UNITDIR ?= $(PREFIX)/lib/systemd/system
+SYSUSERSDIR ?= $(PREFIX)/lib/sysusers.d
+# SYSUSERS=no: install the sysusers.d file without running systemd-sysusers
+SYSUSERS ?= yes
 DOCDIR  ?= $(PREFIX)/share/doc/ktcp
 # /etc for PREFIX=/usr, else PREFIX/etc
 SYSCONFDIR ?= $(patsubst /usr/etc,/etc,$(PREFIX)/etc)
@@ -273,20 +291,25 @@ $(BUILD)/man/%.1: $(BUILD)/%
 	help2man --no-info --no-discard-stderr --name='$(MAN_NAME_$*)' --output=$@ ./$<
 install: user man
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(UNITDIR) $(DESTDIR)$(DOCDIR)/examples/modprobe.d \
-		$(DESTDIR)$(SYSCONFDIR)/logrotate.d
+		$(DESTDIR)$(SYSCONFDIR)/logrotate.d $(DESTDIR)$(SYSUSERSDIR)
 	install -m 0755 $(INSTALL_BINS:%=$(BUILD)/%) $(DESTDIR)$(BINDIR)/
 	install -m 0644 $(MANPAGES) $(DESTDIR)$(MANDIR)/man1/
 	for u in $(INSTALL_UNITS); do \
 		sed -e 's,@BINDIR@,$(BINDIR),g' -e 's,@DOCDIR@,$(DOCDIR),g' -e 's,@SYSCONFDIR@,$(SYSCONFDIR),g' \
+			-e 's,@SYSUSERSDIR@,$(SYSUSERSDIR),g' \
 			dist/systemd/$$u >$(DESTDIR)$(UNITDIR)/$$u && \
 		chmod 0644 $(DESTDIR)$(UNITDIR)/$$u || exit 1; done
 	install -m 0644 dist/modprobe.d/khttpd.conf $(DESTDIR)$(DOCDIR)/examples/modprobe.d/
 	[ -e $(DESTDIR)$(SYSCONFDIR)/ktcp-httpd.conf ] || install -m 0644 dist/ktcp-httpd.conf $(DESTDIR)$(SYSCONFDIR)/
 	install -m 0644 dist/logrotate/ktcp-httpd $(DESTDIR)$(SYSCONFDIR)/logrotate.d/
+	install -m 0644 dist/sysusers.d/ktcp-httpd.conf $(DESTDIR)$(SYSUSERSDIR)/
+	if [ -z "$(DESTDIR)" ] && [ "$(SYSUSERS)" = yes ] && [ "$$(id -u)" = 0 ] && \
+		command -v systemd-sysusers >/dev/null; then systemd-sysusers $(SYSUSERSDIR)/ktcp-httpd.conf; fi
 	install -m 0644 README.md LICENSE $(DESTDIR)$(DOCDIR)/
 uninstall:
 	rm -f $(INSTALL_BINS:%=$(DESTDIR)$(BINDIR)/%) $(INSTALL_BINS:%=$(DESTDIR)$(MANDIR)/man1/%.1) \
-		$(INSTALL_UNITS:%=$(DESTDIR)$(UNITDIR)/%) $(DESTDIR)$(SYSCONFDIR)/logrotate.d/ktcp-httpd
+		$(INSTALL_UNITS:%=$(DESTDIR)$(UNITDIR)/%) $(DESTDIR)$(SYSCONFDIR)/logrotate.d/ktcp-httpd \
+		$(DESTDIR)$(SYSUSERSDIR)/ktcp-httpd.conf
 	! cmp -s dist/ktcp-httpd.conf $(DESTDIR)$(SYSCONFDIR)/ktcp-httpd.conf || rm -f $(DESTDIR)$(SYSCONFDIR)/ktcp-httpd.conf
 	rm -rf $(DESTDIR)$(DOCDIR)
 

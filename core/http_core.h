@@ -2,6 +2,7 @@
 #ifndef KTCP_CORE_HTTP_CORE_H
 #define KTCP_CORE_HTTP_CORE_H
 
+#include "http_access.h"
 #include "http_buf.h"
 #include "http_conditional.h"
 #include "http_date.h"

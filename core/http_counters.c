@@ -42,6 +42,9 @@ static const struct counter_desc counters[HTTP_NCOUNTERS] = {
                                    "the listing budget."},
     [HTTP_CTR_LISTING_BYTES] = {"listing_bytes", true,
                                 "Bytes charged against the listing budget."},
+    [HTTP_CTR_DENIED] = {"denied", false,
+                         "Connections closed at accept by an address "
+                         "rule."},
 };
 
 static bool is_status(int i)

@@ -27,6 +27,7 @@ enum http_counter {
     HTTP_CTR_ERRORS,
     HTTP_CTR_LISTINGS_REFUSED,
     HTTP_CTR_LISTING_BYTES, /* a gauge */
+    HTTP_CTR_DENIED,        /* connections closed by an address rule */
     HTTP_NCOUNTERS
 };
 

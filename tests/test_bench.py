@@ -708,3 +708,46 @@ def test_experiment_profiles_run_only_in_the_vm(tmp_path):
                                                       if k != "KTCP_IN_VM"})
         assert r.returncode == 1 and "runs inside the VM" in r.stderr, r
         assert not (tmp_path / profile).exists()
+
+
+# ---------------------------------------------------------------- bench-floor
+
+def test_bench_floor_in_its_own_namespace(tmp_path):
+    """make bench-floor in miniature: the floor and ktcp-httpd-epoll, one
+    round of connection per request and one of 1 MiB, in a network
+    namespace of its own. The kernel's counters there see only this run:
+    every connection is one passive open, the floor's answer carries its
+    FIN and the request's ACK (7 segments a connection: SYN, SYN-ACK, ACK,
+    request, answer + FIN, the client's FIN, its ACK; a few more on a
+    loaded host), and the server
+    closes first (the TIME-WAIT sockets are the server's)."""
+    for b in ("ktcp-httpd", "floor", "htstress"):
+        if not os.access(os.path.join(TOP, "build", b), os.X_OK):
+            pytest.skip(f"build/{b} not built (run make)")
+    if os.geteuid() != 0 or not shutil.which("unshare"):
+        pytest.skip("a network namespace needs root and unshare")
+    r = subprocess.run([sys.executable, os.path.join(TOP, "tools", "bench", "floor_ab.py"),
+                        "--engines", "floor,ktcp-httpd-epoll", "--points",
+                        "small-close-100,1mib-10", "--rounds", "1", "--scale", "0.05",
+                        "--strace", "--out", str(tmp_path)],
+                       capture_output=True, text=True, timeout=120, cwd=TOP)
+    assert r.returncode == 0, r.stdout + r.stderr
+    with open(tmp_path / "floor.json") as f:
+        doc = json.load(f)
+    assert doc["conditions"]["netns"]
+    close = doc["summary"]["small-close-100"]
+    for name in ("floor", "ktcp-httpd-epoll"):
+        s = close[name]
+        assert s["rounds_ok"] == 1, s
+        assert s["TcpPassiveOpens"] == 1.0
+        # the start-up probe (wait_port) is the one connection its client closes
+        assert s["time_wait_server"] >= 250 and s["time_wait_client"] <= 1, s
+    # a request that comes after the delayed ACK's timer adds a bare ACK
+    assert 7.0 <= close["floor"]["TcpInSegs"] < 7.5
+    assert close["ktcp-httpd-epoll"]["cpu_x_floor"] > 0
+    big = doc["summary"]["1mib-10"]["ktcp-httpd-epoll"]
+    assert big["rps_x_floor"] > 0 and big["server_us"] > 0
+    calls = doc["strace"]["small-close-100"]["floor"]
+    assert calls["by_name"]["accept4"] == 1.0 and calls["by_name"]["close"] == 1.0
+    md = (tmp_path / "floor.md").read_text()
+    assert "| floor |" in md and "× floor" in md

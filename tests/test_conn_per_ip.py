@@ -32,7 +32,7 @@ class UserServed(Served):
     its own (Served's loads a module)."""
 
     def __init__(self, engine, tmp_path, bind="::ffff:127.0.0.1",
-                 host="127.0.0.1", **params):
+                 host="127.0.0.1", args=(), **params):
         prog, model = engine.rsplit("-", 1)
         self.name = prog
         self.port = free_port()
@@ -41,6 +41,7 @@ class UserServed(Served):
                "--model", model, "--threads", "2"]
         for k, v in params.items():  # max_conns=200 -> --max-conns 200
             cmd += ["--" + k.replace("_", "-"), str(v)]
+        cmd += list(args)  # repeatable flags, in order
         if prog == "ktcp-echo":
             cmd += ["--stats-file", self.stats]
         else:
@@ -64,12 +65,12 @@ class UserServed(Served):
             raise AssertionError(f"{self.name} did not exit after SIGTERM")
         assert rc == 0, f"{self.name} exited {rc}: {self.proc.stderr.read()}"
 
-    def counters(self):
+    def counters(self, source="127.0.0.9"):
         if self.name == "ktcp-echo":
             return stats_file_counters(self.proc, self.stats)
         else:
             # from ::1 (not listened on) or a fresh IPv4 source of its own
-            with self.connect("127.0.0.1", source="127.0.0.9") as s:
+            with self.connect("127.0.0.1", source=source) as s:
                 s.sendall(b"GET /-/status HTTP/1.1\r\nHost: x\r\n"
                           b"Connection: close\r\n\r\n")
                 got = b""

@@ -590,6 +590,118 @@ def test_unit_security_exposure_at_most_2(tmp_path):
     assert r.returncode == 0, r.stdout + r.stderr
 
 
+class Container:
+    """systemd 252 booted as PID 1 by systemd-nspawn (no machined, no host
+    systemd needed: --register=no --keep-unit) on a volatile copy of this
+    machine's /usr, with the shipped unit, its settings file, the build
+    directory and a site bound in; the host's network, so its port is
+    127.0.0.1's. Commands run inside through nsenter."""
+
+    def __init__(self, tmp_path, binds):
+        self.out = open(tmp_path / "nspawn.out", "wb")
+        argv = ["systemd-nspawn", "--quiet", "--volatile=yes", "--directory=/",
+                "--register=no", "--keep-unit", "--console=pipe",
+                f"--machine=ktcp-test-{os.getpid()}"]
+        argv += [f"--bind-ro={src}:{dst}" for src, dst in binds]
+        # the boot, its own services only: nothing of the host's is started
+        argv += ["--boot", "--", "systemd.mask=nginx.service", "systemd.mask=keepalived.service",
+                 "systemd.mask=postgresql.service", "systemd.mask=systemd-firstboot.service"]
+        self.proc = subprocess.Popen(argv, stdout=self.out, stderr=subprocess.STDOUT,
+                                     stdin=subprocess.DEVNULL)
+        self.leader = wait_for(self._leader, "the container's systemd", timeout=60)
+        wait_for(lambda: self.sh("systemctl", "is-system-running", check=False).stdout.strip()
+                 in ("running", "degraded"), "the container's boot", timeout=90)
+
+    def _leader(self):
+        assert self.proc.poll() is None, open(self.out.name).read()
+        r = subprocess.run(["pgrep", "-P", str(self.proc.pid), "-x", "systemd"],
+                           capture_output=True, text=True)
+        return int(r.stdout.split()[0]) if r.returncode == 0 and r.stdout.strip() else None
+
+    def sh(self, *argv, check=True, timeout=60):
+        r = subprocess.run(["nsenter", "-t", str(self.leader), "-a", *argv],
+                           capture_output=True, text=True, timeout=timeout)
+        assert not check or r.returncode == 0, f"{argv}: {r.returncode}\n{r.stdout}{r.stderr}"
+        return r
+
+    def show(self, unit, prop):
+        return self.sh("systemctl", "show", "-P", prop, unit).stdout.strip()
+
+    def close(self):
+        if self.proc.poll() is None:
+            self.proc.terminate()  # nspawn: the container's poweroff
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout=10)
+        self.out.close()
+
+
+def test_unit_under_systemd_notify_reload_stop(tmp_path, site):
+    """The shipped unit under a real systemd (PID 1 of a systemd-nspawn
+    container): systemctl start returns once the server said READY=1 and
+    it serves, as the system user of dist/sysusers.d (DynamicUser= made
+    openat2 fail with ENOSYS: the server refused to start); systemctl reload re-reads the settings file (the access log
+    moves to a new file) with the same main process; systemctl stop ends it
+    with status 0 and the unit inactive, not failed."""
+    need_root()
+    if not shutil.which("systemd-nspawn") or not os.path.exists("/lib/systemd/systemd"):
+        pytest.skip("systemd-nspawn is not installed (scripts/deps installs systemd-container)")
+    port = free_port()
+    unit = tmp_path / "ktcp-httpd.service"
+    unit.write_text(open(UNIT).read().replace("@BINDIR@", "/opt/ktcp")
+                    .replace("@SYSCONFDIR@", "/etc").replace("@SYSUSERSDIR@", "/etc/sysusers.d"))
+    conf = tmp_path / "ktcp-httpd.conf"
+    shipped = open(os.path.join(ROOT, "dist/ktcp-httpd.conf")).read()
+    assert "port 80\n" in shipped and "root /var/www/html\n" in shipped
+    conf.write_text(shipped.replace("port 80\n", f"port {port}\nbind 127.0.0.1\n")
+                    .replace("root /var/www/html\n", "root /srv/www\n"))
+    for p in (tmp_path, conf, unit):
+        p.chmod(0o755 if p.is_dir() else 0o644)
+    # a volatile /etc: the first boot enables the unit by its preset and
+    # starts it; it is stopped, then started by hand
+    c = Container(tmp_path, [(os.path.dirname(HTTPD_BIN), "/opt/ktcp"), (str(site), "/srv/www"),
+                             (str(unit), "/etc/systemd/system/ktcp-httpd.service"),
+                             (os.path.join(ROOT, "dist/sysusers.d/ktcp-httpd.conf"),
+                              "/etc/sysusers.d/ktcp-httpd.conf"),
+                             (str(conf), "/etc/ktcp-httpd.conf")])
+    try:
+        c.sh("systemctl", "stop", "ktcp-httpd.service")
+        assert c.show("ktcp-httpd", "ActiveState") == "inactive"
+        r = c.sh("systemctl", "start", "ktcp-httpd.service", check=False)  # returns at READY=1
+        assert r.returncode == 0, c.sh("journalctl", "-u", "ktcp-httpd", "--no-pager",
+                                       check=False).stdout
+        assert c.show("ktcp-httpd", "ActiveState") == "active"
+        assert c.show("ktcp-httpd", "Type") == "notify"
+        assert get(port) == (200, b"hello\n")
+        main = c.show("ktcp-httpd", "MainPID")
+        # as the unit's own system user, never root
+        status = c.sh("cat", f"/proc/{main}/status").stdout
+        uid = re.search(r"^Uid:\s+(\d+)", status, re.M).group(1)
+        assert uid != "0" and c.sh("id", "-u", "ktcp-httpd").stdout.strip() == uid
+        assert c.sh("ls", "/var/log/ktcp-httpd/").stdout.split() == ["access.log"]
+
+        conf.write_text(conf.read_text().replace("access.log", "reloaded.log"))
+        c.sh("systemctl", "reload", "ktcp-httpd.service")  # returns at READY=1 after RELOADING=1
+        assert c.show("ktcp-httpd", "MainPID") == main
+        assert c.show("ktcp-httpd", "ActiveState") == "active"
+        assert get(port) == (200, b"hello\n")
+        wait_for(lambda: "reloaded.log" in c.sh("ls", "/var/log/ktcp-httpd/").stdout,
+                 "the log of the reloaded settings")
+        journal = c.sh("journalctl", "-u", "ktcp-httpd", "--no-pager", "-o", "cat").stdout
+        assert "SIGHUP: reloaded" in journal, journal
+
+        t0 = time.monotonic()
+        c.sh("systemctl", "stop", "ktcp-httpd.service")
+        assert time.monotonic() - t0 < 15
+        assert c.show("ktcp-httpd", "ActiveState") == "inactive"
+        assert c.show("ktcp-httpd", "ExecMainStatus") == "0"
+        assert c.show("ktcp-httpd", "Result") == "success"
+    finally:
+        c.close()
+
+
 def test_shipped_config_is_taken(tmp_path, site):
     """dist/ktcp-httpd.conf parses; with its root and log pointed here it
     passes --test-config."""

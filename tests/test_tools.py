@@ -257,7 +257,8 @@ def echo_server():
 
 @pytest.mark.parametrize("binary,flags", [
     (HTSTRESS, ["--requests", "--duration", "--concurrency", "--threads", "--keep-alive", "--pipeline",
-                "--rate", "--header", "--timeout", "--json", "--progress", "--help"]),
+                "--rate", "--header", "--timeout", "--tls-version", "--tls-groups", "--json",
+                "--progress", "--help"]),
     (LAT, ["--size", "--count", "--duration", "--warmup", "--same-core", "--cross-core", "--timeout",
            "--json", "--help"]),
     (ECHO_BENCH, ["--host", "--port", "--clients", "--rounds", "--min-len", "--max-len", "--seed",
@@ -275,7 +276,7 @@ def test_help_lists_every_flag(binary, flags):
 @pytest.mark.parametrize("args,complaint", [
     (["-n", "abc", "http://127.0.0.1:1/"], "--requests"),
     (["-p", "4", "http://127.0.0.1:1/"], "--keep-alive"),
-    (["https://127.0.0.1:1/"], "http://"),
+    (["ftp://127.0.0.1:1/"], "http:// and https://"),
     (["-n", "5", "-d", "1", "http://127.0.0.1:1/"], "either"),
     (["--threads"], "requires an argument"),
 ])

@@ -4,9 +4,12 @@ command is stopped through QEMU's monitor after KTCP_VM_BOOT seconds (at
 once when its kernel reports BUG:, an Oops or a panic) and booted again,
 its console's end printed; three such boots fail the run;
 a run that hits the hard timeout says how far the guest got (heartbeat,
-output, kernel log, console)."""
+output, kernel log, console); with every guest slot of the machine taken a
+run waits for one."""
+import fcntl
 import os
 import subprocess
+import threading
 import sys
 import time
 
@@ -63,7 +66,7 @@ open(os.path.join(logdir, "rc"), "w").write("0\n")
 '''
 
 
-def run_vm(tmp_path, plan, timeout_arg="60", limit=120, boot_s="5"):
+def run_vm(tmp_path, plan, timeout_arg="60", limit=120, boot_s="5", extra_env=None):
     kver = subprocess.run([os.path.join(ROOT, "scripts/kernels"), "release", "6.1"],
                           capture_output=True, text=True)
     if kver.returncode != 0:
@@ -73,7 +76,7 @@ def run_vm(tmp_path, plan, timeout_arg="60", limit=120, boot_s="5"):
     fake.chmod(0o755)
     env = dict(os.environ, KTCP_VM_VNG=str(fake), KTCP_VM_KVM="0", KTCP_VM_BOOT=boot_s,
                FAKE_VNG_PLAN=plan, FAKE_VNG_COUNT=str(tmp_path / "count"),
-               TMPDIR=str(tmp_path))
+               TMPDIR=str(tmp_path), **(extra_env or {}))
     r = subprocess.run([os.path.join(ROOT, "scripts/vm"), "--kernel", "6.1", "--timeout", timeout_arg,
                         "--", "true"], env=env, capture_output=True, text=True, timeout=limit)
     boots = int((tmp_path / "count").read_text())
@@ -117,3 +120,27 @@ def test_timed_out_run_says_how_far_it_got(tmp_path):
     assert "the command had written 21 bytes" in r.stderr
     assert "fake kernel: last words" in r.stderr
     assert "fake console: boot 1 (stall)" in r.stderr
+
+
+def test_run_waits_for_a_free_guest_slot(tmp_path):
+    """KTCP_VM_SLOTS=1 and the one slot held (as a running guest holds it):
+    the run says it waits and boots only once the slot is let go."""
+    slot = open(tmp_path / "ktcp-vm-slot.0", "w")
+    fcntl.flock(slot, fcntl.LOCK_EX)
+    released = []
+
+    def release():
+        time.sleep(4)
+        released.append(time.time())
+        slot.close()
+
+    t = threading.Thread(target=release)
+    t.start()
+    r, boots = run_vm(tmp_path, "run", extra_env={"KTCP_VM_SLOTS": "1"})
+    t.join()
+    assert r.returncode == 0, r.stderr
+    assert boots == 1
+    assert "1 guests run here already; waiting for one to end" in r.stderr
+    assert "hello from the guest" in r.stdout
+    # the stand-in booted after the release: its count file is newer
+    assert os.stat(tmp_path / "count").st_mtime >= released[0]

@@ -6,6 +6,12 @@
  * kind. A connection that fails takes its claimed requests with it as
  * errors; one the server announced it would close hands the unanswered ones
  * back to the budget.
+ *
+ * Over https:// each connection runs a TLS handshake after its TCP connect
+ * (CONN_HANDSHAKE) with a new SSL object: nothing of an earlier session is
+ * kept, so every connection makes a full handshake. Its requests and
+ * responses then go through SSL_write and SSL_read (conn_send, conn_recv),
+ * which answer as send() and recv() do.
  */
 #include <errno.h>
 #include <netinet/in.h>
@@ -14,6 +20,9 @@
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <unistd.h>
+
+#include <openssl/err.h>
+#include <openssl/objects.h>
 
 #include "common.h"
 #include "htstress.h"
@@ -101,6 +110,10 @@ static void set_events(struct worker *w, struct conn *c, bool want_write)
 
 static void conn_close(struct conn *c)
 {
+    if (c->ssl) {
+        SSL_free(c->ssl); /* no close_notify: the socket closes next */
+        c->ssl = NULL;
+    }
     if (c->fd >= 0)
         close(c->fd); /* also removes it from the epoll set */
     c->fd = -1;
@@ -138,12 +151,64 @@ static enum error_kind kind_of_errno(int err, enum error_kind otherwise)
     return err == ECONNRESET || err == EPIPE ? ERR_RESET : otherwise;
 }
 
+/* SSL_get_error() of a failed SSL_read or SSL_write as errno: EAGAIN to
+ * wait (the socket's events then say for what), 0 for the peer's close
+ * (close_notify, or a FIN: SSL_OP_IGNORE_UNEXPECTED_EOF), else the
+ * socket's error or EPROTO for a TLS one. */
+static int tls_errno(SSL *ssl, int r)
+{
+    int saved = errno;
+    switch (SSL_get_error(ssl, r)) {
+    case SSL_ERROR_WANT_READ:
+    case SSL_ERROR_WANT_WRITE:
+        return EAGAIN;
+    case SSL_ERROR_ZERO_RETURN:
+        return 0;
+    case SSL_ERROR_SYSCALL:
+        return saved ? saved : ECONNRESET;
+    default:
+        return EPROTO;
+    }
+}
+
+/* send() of the connection: through its TLS session when it has one. */
+static ssize_t conn_send(struct conn *c, const char *buf, size_t len)
+{
+    if (!c->ssl)
+        return send(c->fd, buf, len, MSG_NOSIGNAL);
+    ERR_clear_error();
+    errno = 0;
+    int r = SSL_write(c->ssl, buf, len > INT32_MAX ? INT32_MAX : (int) len);
+    if (r > 0)
+        return r;
+    int err = tls_errno(c->ssl, r);
+    errno = err ? err : EPIPE;
+    return -1;
+}
+
+/* recv() of the connection: 0 at the peer's close, -1 and errno else. */
+static ssize_t conn_recv(struct conn *c, char *buf, size_t len)
+{
+    if (!c->ssl)
+        return recv(c->fd, buf, len, 0);
+    ERR_clear_error();
+    errno = 0;
+    int r = SSL_read(c->ssl, buf, len > INT32_MAX ? INT32_MAX : (int) len);
+    if (r > 0)
+        return r;
+    int err = tls_errno(c->ssl, r);
+    if (!err)
+        return 0;
+    errno = err;
+    return -1;
+}
+
 /* Send what is pending; false if the connection failed. */
 static bool conn_flush(struct worker *w, struct conn *c)
 {
     while (c->write_off < c->write_len) {
-        ssize_t n = send(c->fd, request_batch + c->write_off,
-                         c->write_len - c->write_off, MSG_NOSIGNAL);
+        ssize_t n = conn_send(c, request_batch + c->write_off,
+                              c->write_len - c->write_off);
         if (n < 0) {
             if (errno == EINTR)
                 continue;
@@ -187,6 +252,61 @@ static bool conn_refill(struct worker *w, struct conn *c, uint64_t now)
     return conn_send_reserved(w, c);
 }
 
+/* Drive the TLS handshake; false if the connection failed. Once done, the
+ * reserved requests go out. */
+static bool tls_handshake(struct worker *w, struct conn *c)
+{
+    ERR_clear_error();
+    int r = SSL_do_handshake(c->ssl);
+    if (r != 1) {
+        switch (SSL_get_error(c->ssl, r)) {
+        case SSL_ERROR_WANT_READ:
+            set_events(w, c, false);
+            return true;
+        case SSL_ERROR_WANT_WRITE:
+            set_events(w, c, true);
+            return true;
+        default:
+            conn_fail(w, c, ERR_CONNECT);
+            return false;
+        }
+    }
+    c->state = CONN_OPEN;
+    w->stats.handshakes++;
+    if (SSL_session_reused(c->ssl))
+        w->stats.resumed++;
+    if (!w->tls_version) {
+        int group = SSL_get_negotiated_group(c->ssl);
+        w->tls_version = SSL_get_version(c->ssl);
+        w->tls_cipher = SSL_get_cipher_name(c->ssl);
+        w->tls_group = group ? OBJ_nid2sn(group) : "";
+    }
+    if (!conn_send_reserved(w, c))
+        return false;
+    if (!c->write_len)
+        set_events(w, c, false);
+    return true;
+}
+
+/* The TCP connection is up: count it, then start its TLS handshake or
+ * send its requests. False if it failed. */
+static bool conn_established(struct worker *w, struct conn *c)
+{
+    w->stats.connects++;
+    if (!tls_ctx)
+        return conn_send_reserved(w, c);
+    c->ssl = SSL_new(tls_ctx);
+    if (!c->ssl || !SSL_set_fd(c->ssl, c->fd)) {
+        conn_fail(w, c, ERR_CONNECT);
+        return false;
+    }
+    SSL_set_connect_state(c->ssl);
+    if (opt.tls_sni)
+        SSL_set_tlsext_host_name(c->ssl, opt.host);
+    c->state = CONN_HANDSHAKE;
+    return tls_handshake(w, c);
+}
+
 /* Open a connection for the next request(s); leaves it idle when no request
  * may start now. */
 static void conn_start(struct worker *w, struct conn *c, uint64_t now)
@@ -224,10 +344,8 @@ static void conn_start(struct worker *w, struct conn *c, uint64_t now)
         conn_fail(w, c, ERR_CONNECT);
         return;
     }
-    if (c->state == CONN_OPEN) {
-        w->stats.connects++;
-        conn_send_reserved(w, c);
-    }
+    if (c->state == CONN_OPEN)
+        conn_established(w, c);
 }
 
 static void record_response(struct worker *w, struct conn *c, uint64_t now)
@@ -260,7 +378,7 @@ static void conn_recycle(struct worker *w, struct conn *c, uint64_t now)
 /* Read once (level-triggered) and parse; false if the socket is gone. */
 static bool conn_read(struct worker *w, struct conn *c, bool hup, uint64_t now)
 {
-    ssize_t n = recv(c->fd, w->readbuf, READ_BUFFER_SIZE, 0);
+    ssize_t n = conn_recv(c, w->readbuf, READ_BUFFER_SIZE);
     if (n < 0) {
         if (errno == EAGAIN || errno == EINTR)
             return true;
@@ -336,11 +454,19 @@ static void handle_event(struct worker *w,
         if (!(events & EPOLLOUT))
             return;
         c->state = CONN_OPEN;
-        w->stats.connects++;
-        if (!conn_send_reserved(w, c))
+        if (!conn_established(w, c))
             return;
-        if (!c->write_len)
+        if (c->state == CONN_OPEN && !c->write_len)
             set_events(w, c, false);
+        return;
+    }
+    if (c->state == CONN_HANDSHAKE) {
+        if (!tls_handshake(w, c) || c->state == CONN_OPEN)
+            return;
+        /* Still waiting, but the server has closed or failed: no more of
+         * the handshake can come. */
+        if (events & (EPOLLERR | EPOLLHUP | EPOLLRDHUP))
+            conn_fail(w, c, ERR_CONNECT);
         return;
     }
     if (events & EPOLLERR) {

@@ -6,7 +6,13 @@
  * their share of the connections; every counter and histogram is per thread
  * and merged here at the end. Nothing is fatal to the run except set-up
  * failures.
+ *
+ * https:// URLs speak TLS (OpenSSL) with no session resumption: each
+ * connection makes a full handshake, by default TLS 1.2 or 1.3 over X25519
+ * with AES-128-GCM offered first, ALPN http/1.1, the certificate not
+ * verified (a load generator, as wrk and h2load).
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <getopt.h>
 #include <pthread.h>
@@ -16,6 +22,9 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <unistd.h>
+
+#include <openssl/err.h>
+#include <openssl/ssl.h>
 
 #include "common.h"
 #include "htstress.h"
@@ -37,14 +46,15 @@ size_t request_len;
 uint64_t run_start_ns;
 uint64_t run_deadline_ns; /* 0: no deadline */
 volatile sig_atomic_t interrupted;
+SSL_CTX *tls_ctx;
 
 static void usage(FILE *out)
 {
     fprintf(
         out,
         "usage: htstress [options] URL\n"
-        "HTTP load generator. URL is http://HOST[:PORT][/PATH], HOST an IPv4 "
-        "address,\n"
+        "HTTP load generator. URL is http[s]://HOST[:PORT][/PATH], HOST an "
+        "IPv4 address,\n"
         "a name or [IPv6]. Runs for -n requests or -d seconds, whichever is "
         "given.\n"
         "\n"
@@ -67,6 +77,15 @@ static void usage(FILE *out)
         "      --timeout MS      a request without a complete response after "
         "MS ms is a\n"
         "                        timeout error (default 5000)\n"
+        "      --tls-version V   https://: 1.2 or 1.3 only (default: either, "
+        "the server's\n"
+        "                        choice)\n"
+        "      --tls-groups L    https://: groups offered, OpenSSL's colon "
+        "list; the key\n"
+        "                        share is the first's (default X25519:P-256: "
+        "P-256 for\n"
+        "                        a TLS 1.2 server's ECDSA P-256 "
+        "certificate)\n"
         "      --json            print one JSON object on stdout instead of "
         "the summary\n"
         "      --progress        live progress line on stderr even when it is "
@@ -80,6 +99,11 @@ static void usage(FILE *out)
         "Good responses are 2xx/3xx, bad ones anything else; socket errors are "
         "counted\n"
         "per request lost, by kind, and never stop the run.\n"
+        "https:// makes a full TLS handshake on every connection (no session "
+        "cache,\n"
+        "no tickets kept), offers AES-128-GCM first and ALPN http/1.1, and "
+        "does not\n"
+        "verify the certificate; a failed handshake is a connect error.\n"
         "Exit status: 0 the run completed (see the counts), 2 bad usage,\n"
         "3 set-up failed (address, threads, memory).\n");
 }
@@ -106,8 +130,15 @@ static bool add_header(const char *h)
 static bool parse_url(const char *url)
 {
     const char *prefix = "http://";
-    if (strncmp(url, prefix, strlen(prefix))) {
-        fprintf(stderr, "htstress: URL '%s': only http:// URLs are supported\n",
+    const char *default_port = "80";
+    if (!strncmp(url, "https://", 8)) {
+        prefix = "https://";
+        default_port = "443";
+        opt.tls = true;
+    } else if (strncmp(url, prefix, strlen(prefix))) {
+        fprintf(stderr,
+                "htstress: URL '%s': only http:// and https:// URLs are "
+                "supported\n",
                 url);
         return false;
     }
@@ -121,9 +152,9 @@ static bool parse_url(const char *url)
     hostport[auth_len] = '\0';
     if (!split_host_port(hostport, opt.host, sizeof(opt.host), opt.port,
                          sizeof(opt.port))) {
-        /* No port given: 80. */
+        /* No port given: 80 (443 for https). */
         char with_port[310];
-        snprintf(with_port, sizeof(with_port), "%s:80", hostport);
+        snprintf(with_port, sizeof(with_port), "%s:%s", hostport, default_port);
         if (!split_host_port(with_port, opt.host, sizeof(opt.host), opt.port,
                              sizeof(opt.port)))
             goto bad;
@@ -132,10 +163,14 @@ static bool parse_url(const char *url)
     if (strlen(path) >= sizeof(opt.path) || strpbrk(path, " \r\n"))
         goto bad;
     strcpy(opt.path, path);
+    /* SNI names a host, never an address (RFC 6066). */
+    unsigned char a[16];
+    opt.tls_sni = inet_pton(AF_INET, opt.host, a) != 1 &&
+                  inet_pton(AF_INET6, opt.host, a) != 1;
     return true;
 bad:
-    fprintf(stderr, "htstress: URL '%s': expected http://HOST[:PORT][/PATH]\n",
-            url);
+    fprintf(stderr,
+            "htstress: URL '%s': expected http[s]://HOST[:PORT][/PATH]\n", url);
     return false;
 }
 
@@ -164,6 +199,52 @@ static bool build_request(void)
     return true;
 }
 
+/* The client context of https://: a full handshake on every connection
+ * (no session cache, no ticket asked for or kept), AEAD suites with
+ * AES-128-GCM first, the groups of --tls-groups, ALPN http/1.1, no
+ * certificate verification. */
+static bool tls_setup(void)
+{
+    static const unsigned char alpn[] = "\x08http/1.1";
+    tls_ctx = SSL_CTX_new(TLS_client_method());
+    if (!tls_ctx)
+        goto fail;
+    int min = opt.tls_version == 13 ? TLS1_3_VERSION : TLS1_2_VERSION;
+    int max = opt.tls_version == 12 ? TLS1_2_VERSION : TLS1_3_VERSION;
+    SSL_CTX_set_session_cache_mode(tls_ctx, SSL_SESS_CACHE_OFF);
+    SSL_CTX_set_options(tls_ctx,
+                        SSL_OP_NO_TICKET | SSL_OP_IGNORE_UNEXPECTED_EOF);
+    SSL_CTX_set_mode(tls_ctx, SSL_MODE_ENABLE_PARTIAL_WRITE |
+                                  SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+    SSL_CTX_set_verify(tls_ctx, SSL_VERIFY_NONE, NULL);
+    if (!SSL_CTX_set_min_proto_version(tls_ctx, min) ||
+        !SSL_CTX_set_max_proto_version(tls_ctx, max) ||
+        !SSL_CTX_set_ciphersuites(tls_ctx,
+                                  "TLS_AES_128_GCM_SHA256:"
+                                  "TLS_AES_256_GCM_SHA384:"
+                                  "TLS_CHACHA20_POLY1305_SHA256") ||
+        !SSL_CTX_set_cipher_list(tls_ctx,
+                                 "ECDHE-ECDSA-AES128-GCM-SHA256:"
+                                 "ECDHE-RSA-AES128-GCM-SHA256:"
+                                 "ECDHE-ECDSA-AES256-GCM-SHA384:"
+                                 "ECDHE-RSA-AES256-GCM-SHA384:"
+                                 "ECDHE-ECDSA-CHACHA20-POLY1305:"
+                                 "ECDHE-RSA-CHACHA20-POLY1305") ||
+        SSL_CTX_set_alpn_protos(tls_ctx, alpn, sizeof(alpn) - 1))
+        goto fail;
+    if (!SSL_CTX_set1_groups_list(
+            tls_ctx, opt.tls_groups ? opt.tls_groups : "X25519:P-256")) {
+        fprintf(stderr, "htstress: --tls-groups '%s': not a group list\n",
+                opt.tls_groups);
+        return false;
+    }
+    return true;
+fail:
+    fprintf(stderr, "htstress: cannot set up TLS: %s\n",
+            ERR_error_string(ERR_get_error(), NULL));
+    return false;
+}
+
 static void on_interrupt(int sig)
 {
     (void) sig;
@@ -186,6 +267,7 @@ static void print_progress(struct worker *workers, uint64_t now, bool final)
 }
 
 static void print_summary(const struct stats *s,
+                          const struct worker *tls,
                           const struct hist *h,
                           double secs,
                           uint64_t done)
@@ -215,6 +297,11 @@ static void print_summary(const struct stats *s,
     printf("connections: %llu established, %llu bytes read\n",
            (unsigned long long) s->connects,
            (unsigned long long) s->bytes_read);
+    if (tls)
+        printf("tls:         %llu full handshakes, %llu resumed; %s %s %s\n",
+               (unsigned long long) (s->handshakes - s->resumed),
+               (unsigned long long) s->resumed, tls->tls_version,
+               tls->tls_cipher, tls->tls_group);
     printf(
         "latency us:  min %.1f  p50 %.1f  p90 %.1f  p99 %.1f  p99.9 %.1f  max "
         "%.1f  mean %.1f\n",
@@ -227,6 +314,7 @@ static void print_summary(const struct stats *s,
 }
 
 static void print_json(const struct stats *s,
+                       const struct worker *tls,
                        const struct hist *h,
                        double secs,
                        uint64_t done)
@@ -261,6 +349,17 @@ static void print_json(const struct stats *s,
     printf("},\"connects\":%llu,\"bytes_read\":%llu,",
            (unsigned long long) s->connects,
            (unsigned long long) s->bytes_read);
+    if (tls) {
+        printf("\"tls\":{\"handshakes\":%llu,\"resumed\":%llu,\"version\":",
+               (unsigned long long) s->handshakes,
+               (unsigned long long) s->resumed);
+        json_write_string(stdout, tls->tls_version);
+        printf(",\"cipher\":");
+        json_write_string(stdout, tls->tls_cipher);
+        printf(",\"group\":");
+        json_write_string(stdout, tls->tls_group);
+        printf("},");
+    }
     printf(
         "\"latency_us\":{\"count\":%llu,\"min\":%.3f,\"mean\":%.3f,"
         "\"p50\":%.3f,\"p90\":%.3f,\"p99\":%.3f,\"p99_9\":%.3f,\"max\":%.3f}}"
@@ -285,6 +384,8 @@ static bool parse_options(int argc, char **argv)
         {"header", required_argument, NULL, 'H'},
         {"timeout", required_argument, NULL, 'T'},
         {"json", no_argument, NULL, 'J'},
+        {"tls-version", required_argument, NULL, 'L'},
+        {"tls-groups", required_argument, NULL, 'G'},
         {"progress", no_argument, NULL, 'P'},
         {"version", no_argument, NULL, 'V'},
         {"help", no_argument, NULL, 'h'},
@@ -337,6 +438,21 @@ static bool parse_options(int argc, char **argv)
         case 'J':
             opt.json = true;
             break;
+        case 'L':
+            if (!strcmp(optarg, "1.2")) {
+                opt.tls_version = 12;
+            } else if (!strcmp(optarg, "1.3")) {
+                opt.tls_version = 13;
+            } else {
+                fprintf(stderr,
+                        "htstress: --tls-version '%s': expected 1.2 or 1.3\n",
+                        optarg);
+                return false;
+            }
+            break;
+        case 'G':
+            opt.tls_groups = optarg;
+            break;
         case 'P':
             progress_forced = true;
             break;
@@ -373,7 +489,15 @@ static bool parse_options(int argc, char **argv)
     if (opt.threads > opt.concurrency)
         opt.threads = opt.concurrency; /* a thread without a connection idles */
     opt.progress = !opt.json && (progress_forced || isatty(STDERR_FILENO));
-    return parse_url(opt.url);
+    if (!parse_url(opt.url))
+        return false;
+    if (!opt.tls && (opt.tls_version || opt.tls_groups)) {
+        fprintf(stderr,
+                "htstress: --tls-version and --tls-groups need an "
+                "https:// URL\n");
+        return false;
+    }
+    return true;
 }
 
 int main(int argc, char **argv)
@@ -381,6 +505,8 @@ int main(int argc, char **argv)
     if (!parse_options(argc, argv))
         return EXIT_USAGE;
     if (!resolve_tcp_address(opt.host, opt.port, &opt.addr, &opt.addr_len))
+        return EXIT_SETUP;
+    if (opt.tls && !tls_setup())
         return EXIT_SETUP;
     if (!build_request()) {
         fprintf(stderr, "htstress: cannot build the request: out of memory\n");
@@ -459,6 +585,9 @@ int main(int argc, char **argv)
     static struct hist merged;
     hist_init(&merged);
     uint64_t end_ns = run_start_ns;
+    static const struct worker no_handshake = {
+        .tls_version = "", .tls_cipher = "", .tls_group = ""};
+    const struct worker *tls = NULL; /* the negotiated version, suite, group */
     for (uint64_t i = 0; i < started; i++) {
         struct worker *w = &workers[i];
         pthread_join(w->thread, NULL);
@@ -470,6 +599,10 @@ int main(int argc, char **argv)
             total.errors[k] += w->stats.errors[k];
         total.connects += w->stats.connects;
         total.bytes_read += w->stats.bytes_read;
+        total.handshakes += w->stats.handshakes;
+        total.resumed += w->stats.resumed;
+        if (!tls && w->tls_version)
+            tls = w;
         hist_merge(&merged, &w->hist);
         if (w->finished_ns > end_ns)
             end_ns = w->finished_ns;
@@ -481,9 +614,11 @@ int main(int argc, char **argv)
 
     double secs = (double) (end_ns - run_start_ns) / 1e9;
     uint64_t done = total.good + total.bad + error_total(&total);
+    if (opt.tls && !tls)
+        tls = &no_handshake;
     if (opt.json)
-        print_json(&total, &merged, secs, done);
+        print_json(&total, tls, &merged, secs, done);
     else
-        print_summary(&total, &merged, secs, done);
+        print_summary(&total, tls, &merged, secs, done);
     return EXIT_OK;
 }

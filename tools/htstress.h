@@ -10,6 +10,8 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
+#include <openssl/ssl.h>
+
 #include "hist.h"
 #include "http-response.h"
 
@@ -47,7 +49,11 @@ struct htstress_options {
     uint64_t timeout_ms;
     bool json;
     bool progress;
-    char *extra_headers; /* "Name: value\r\n" lines */
+    bool tls;               /* https:// */
+    int tls_version;        /* --tls-version: 0 (1.2 or 1.3), 12 or 13 */
+    const char *tls_groups; /* --tls-groups (default X25519:P-256) */
+    bool tls_sni;           /* the host is a name: sent as SNI */
+    char *extra_headers;    /* "Name: value\r\n" lines */
     size_t extra_headers_len;
 };
 
@@ -59,17 +65,20 @@ extern size_t request_len;
 extern uint64_t run_start_ns;
 extern uint64_t run_deadline_ns; /* 0: no deadline */
 extern volatile sig_atomic_t interrupted;
+extern SSL_CTX *tls_ctx; /* https://: the client context, else NULL */
 
 struct stats {
     uint64_t good;
     uint64_t bad;
     uint64_t status_class[6]; /* [1..5] = 1xx..5xx, [0] = anything else */
     uint64_t errors[ERR_KINDS];
-    uint64_t connects; /* connections established */
-    uint64_t bytes_read;
+    uint64_t connects;   /* connections established */
+    uint64_t bytes_read; /* of the responses (decrypted over TLS) */
+    uint64_t handshakes; /* TLS handshakes completed */
+    uint64_t resumed;    /* of them, resumed sessions (never expected) */
 };
 
-enum conn_state { CONN_IDLE, CONN_CONNECTING, CONN_OPEN };
+enum conn_state { CONN_IDLE, CONN_CONNECTING, CONN_HANDSHAKE, CONN_OPEN };
 
 struct conn {
     int fd;
@@ -83,6 +92,7 @@ struct conn {
     uint64_t *issued_at;         /* ring of opt.pipeline issue times */
     uint32_t ring_head;
     struct http_response_parser parser;
+    SSL *ssl; /* https://: this connection's TLS session, new for each */
 };
 
 struct worker {
@@ -104,6 +114,8 @@ struct worker {
     struct stats stats;
     struct hist hist;
     uint64_t finished_ns;
+    /* What the first completed TLS handshake negotiated (static strings). */
+    const char *tls_version, *tls_cipher, *tls_group;
     /* Read by the progress line without locks (relaxed atomics). */
     uint64_t published_done;
     uint64_t published_errors;

@@ -1,7 +1,8 @@
 # Load generators: htstress (HTTP), lat (round-trip floors), echo-bench,
 # msg-bench (the length-prefixed message servers, docs/kcm.md); floor, the
 # least HTTP server, the bench's reference.
-# libc + pthreads only; the shared pieces are small objects linked into each.
+# libc + pthreads only (htstress: OpenSSL too, for https://); the shared
+# pieces are small objects linked into each.
 
 TOOLS_CFLAGS := $(CFLAGS) -Itools -Iuser/common
 
@@ -10,7 +11,7 @@ $(BUILD)/tools/%.o: tools/%.c tools/*.h $(FLAGS_STAMP) | $(BUILD)
 	$(CC) $(TOOLS_CFLAGS) -c -o $@ $<
 
 $(BUILD)/htstress: $(addprefix $(BUILD)/tools/,htstress.o htstress-worker.o http-response.o hist.o common.o) $(KTCP_VERSION_OBJ)
-	$(CC) $(LDFLAGS) -o $@ $^
+	$(CC) $(LDFLAGS) -o $@ $^ -lssl -lcrypto
 
 $(BUILD)/lat: $(addprefix $(BUILD)/tools/,lat.o hist.o common.o) $(KTCP_VERSION_OBJ)
 	$(CC) $(LDFLAGS) -o $@ $^

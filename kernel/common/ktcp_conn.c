@@ -175,13 +175,8 @@ unsigned long ktcp_conn_idle_deadline(struct ktcp_conn *c, unsigned long idle)
 
 /* ---- the registry: live connections and their count per address ---- */
 
-/*
- * The address @sock is counted under: IPv4 as IPv4-mapped IPv6 (the same
- * client either way), IPv6 cut to its first @prefix bits (a client given
- * a /64 has 2^64 addresses to walk around a per-address count).
- */
-static void ktcp_peer_addr(struct socket *sock, struct in6_addr *addr,
-			   unsigned int prefix)
+/* @sock's peer, IPv4 as IPv4-mapped IPv6; :: when it has none. */
+static void ktcp_peer_addr(struct socket *sock, struct in6_addr *addr)
 {
 	struct sockaddr_storage ss = {};
 
@@ -193,14 +188,22 @@ static void ktcp_peer_addr(struct socket *sock, struct in6_addr *addr,
 
 		ipv6_addr_set_v4mapped(sin->sin_addr.s_addr, addr);
 	} else if (ss.ss_family == AF_INET6) {
-		const struct in6_addr *a =
-			&((struct sockaddr_in6 *)&ss)->sin6_addr;
-
-		if (ipv6_addr_v4mapped(a))
-			*addr = *a;
-		else
-			ipv6_addr_prefix(addr, a, prefix);
+		*addr = ((struct sockaddr_in6 *)&ss)->sin6_addr;
 	}
+}
+
+/*
+ * The key @addr is counted under: IPv4 whole (the same client either way),
+ * IPv6 cut to its first @prefix bits (a client given a /64 has 2^64
+ * addresses to walk around a per-address count).
+ */
+static void ktcp_peer_key(struct in6_addr *key, const struct in6_addr *addr,
+			  unsigned int prefix)
+{
+	if (ipv6_addr_v4mapped(addr))
+		*key = *addr;
+	else
+		ipv6_addr_prefix(key, addr, prefix);
 }
 
 static u32 ktcp_peer_hash(const struct ktcp_server *srv,
@@ -366,13 +369,14 @@ int ktcp_conn_start(struct ktcp_server *srv, struct socket *sock,
 		    struct file *file)
 {
 	struct ktcp_peer *spare = NULL;
-	struct in6_addr addr = {};
+	struct in6_addr addr, key = {};
 	struct ktcp_conn *c;
 	void *outer;
 	int err;
 
+	ktcp_peer_addr(sock, &addr);
 	if (srv->p.max_conns_per_ip) {
-		ktcp_peer_addr(sock, &addr, srv->p.per_ip_v6_prefix);
+		ktcp_peer_key(&key, &addr, srv->p.per_ip_v6_prefix);
 		spare = kmalloc(sizeof(*spare), GFP_KERNEL);
 		if (!spare)
 			return -ENOMEM;
@@ -386,6 +390,7 @@ int ktcp_conn_start(struct ktcp_server *srv, struct socket *sock,
 	c->srv = srv;
 	c->sock = sock;
 	c->file = file;
+	c->addr = addr;
 	c->last_active = jiffies;
 	c->acked = READ_ONCE(tcp_sk(sock->sk)->snd_una);
 	INIT_WORK(&c->work, ktcp_work_fn);
@@ -414,7 +419,7 @@ int ktcp_conn_start(struct ktcp_server *srv, struct socket *sock,
 	 * ktcp_conn_free() unlists it under this lock before freeing it.
 	 */
 	spin_lock(&srv->lock);
-	if (!ktcp_register(srv, c, &addr, &spare)) {
+	if (!ktcp_register(srv, c, &key, &spare)) {
 		spin_unlock(&srv->lock);
 		err = -EDQUOT;
 		goto out_thread;

@@ -61,6 +61,13 @@ struct ktcp_conn {
 	struct timer_list timer; /* the step's next deadline */
 	struct list_head node; /* in srv->conns, under srv->lock */
 	struct ktcp_peer *peer; /* its address's count (max_conns_per_ip) */
+	/*
+	 * The client's address, IPv4 as IPv4-mapped IPv6, read at accept
+	 * (before ops->init); a PROXY protocol header, once read, replaces it
+	 * with the address it carries. What a module decides per client
+	 * (khttpd's address rules and request rates) reads this field.
+	 */
+	struct in6_addr addr;
 	struct ktcp_sock_callbacks saved;
 	/* Below: the step's alone. */
 	unsigned long last_active; /* jiffies of the last progress */
@@ -71,7 +78,11 @@ struct ktcp_server_ops {
 	const char *cache_name; /* the connections' slab cache */
 	size_t conn_size; /* the module's connection */
 	size_t conn_offset; /* offsetof its struct ktcp_conn */
-	/* Optional: the module's part of a new connection, 0 or -errno. */
+	/*
+	 * Optional: the module's part of a new connection, 0 or -errno;
+	 * -EACCES turns the client away (the module counts it): the socket
+	 * is closed at once, not counted as an error.
+	 */
 	int (*init)(struct ktcp_conn *c);
 	/* Run on every kick: read, answer, send without blocking; close with
 	 * ktcp_conn_close(), wait with ktcp_conn_wait().

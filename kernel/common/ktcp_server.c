@@ -337,7 +337,9 @@ static void ktcp_accept_one(struct ktcp_server *srv, struct socket *sock)
 		ktcp_conn_refuse(srv, sock);
 		return;
 	}
-	ktcp_server_count(srv, errors, 1);
+	/* -EACCES: the module turned the client away and counted it */
+	if (err != -EACCES)
+		ktcp_server_count(srv, errors, 1);
 	sock_release(sock);
 }
 

@@ -597,9 +597,27 @@ static void khttpd_conn_destroy(struct ktcp_conn *c)
 	khttpd_req_put(container_of(c, struct khttpd_conn, c));
 }
 
+/*
+ * The address rules (acl=) against the client's address, c->addr: true
+ * if it is served; a denial is counted. Run at accept (khttpd_conn_init);
+ * where a PROXY protocol header carries the client's address, it is the
+ * header's address that is checked, once read into c->addr.
+ */
+static bool khttpd_client_allowed(struct ktcp_conn *c)
+{
+	if (!khttpd_access.n ||
+	    http_access_allowed(&khttpd_access, c->addr.s6_addr))
+		return true;
+	khttpd_count(denied, 1);
+	return false;
+}
+
 static int khttpd_conn_init(struct ktcp_conn *c)
 {
 	struct khttpd_conn *conn = container_of(c, struct khttpd_conn, c);
+
+	if (!khttpd_client_allowed(c))
+		return -EACCES;
 
 	/* No request buffer yet: khttpd_rbuf_for_read() takes one. */
 	conn->state = KHTTPD_READ_HEAD;

@@ -38,6 +38,7 @@ extern size_t khttpd_fallback_len; /* 0: no fallback */
 extern ulong khttpd_listing_bytes; /* listings' buffers and builds; 0: any */
 extern uint khttpd_listing_max; /* listings in flight; 0: any */
 extern struct path khttpd_root; /* the served directory, referenced */
+extern struct http_access khttpd_access; /* acl=; n 0: every client */
 /* Check every parameter and take the root: 0, or -errno (nothing held).
  * p: the server's parameters; uid, gid: the server's user.
  */
@@ -79,6 +80,7 @@ struct khttpd_stats {
 	u64 cache_misses;
 	u64 cache_evictions;
 	u64 listings_refused; /* 503: beyond listing_max or listing_bytes */
+	u64 denied; /* connections closed at accept by an address rule */
 	u64 tls_adopted; /* kTLS sockets taken over from an agent */
 	u64 tls_nondata; /* kTLS connections ended by a non-data record */
 };

@@ -105,8 +105,14 @@ uint khttpd_listing_max = 1024;
 module_param_named(listing_max, khttpd_listing_max, uint, 0444);
 MODULE_PARM_DESC(listing_max,
 		 "directory listings in flight at once; the next gets 503 with Retry-After; 0 = no limit (default 1024)");
+
+static char *acl;
+module_param(acl, charp, 0444);
+MODULE_PARM_DESC(acl,
+		 "address rules, the first matching a client decides, none matching: served; a client denied is closed at accept: \"allow:10.0.0.0/8,allow:::1,deny:all\", at most 256 (default none: every client served)");
 /* clang-format on */
 
+struct http_access khttpd_access;
 bool khttpd_dotfiles;
 static struct http_index_files khttpd_index_files;
 const struct http_index_files *khttpd_index; /* NULL: index.html */
@@ -202,6 +208,15 @@ static int khttpd_check_params(enum khttpd_mode *m, kuid_t *kuid, kgid_t *kgid)
 			return -EINVAL;
 		}
 	}
+	if (acl && acl[0]) {
+		const char *why = NULL;
+
+		if (http_access_parse(&khttpd_access, acl, strlen(acl), &why) <
+		    0) {
+			pr_err("acl=%s: %s\n", acl, why);
+			return -EINVAL;
+		}
+	}
 	if (!strcmp(dotfiles, "deny")) {
 		khttpd_dotfiles = false;
 	} else if (!strcmp(dotfiles, "allow")) {
@@ -269,9 +284,9 @@ int khttpd_params_load(struct ktcp_server_params *p, kuid_t *kuid, kgid_t *kgid)
 
 void khttpd_params_log(void)
 {
-	pr_info("serving %s on %s port %u as uid %u gid %u (mode=%s, idle_timeout_ms=%u, dotfiles=%s)\n",
+	pr_info("serving %s on %s port %u as uid %u gid %u (mode=%s, idle_timeout_ms=%u, dotfiles=%s, %u address rules)\n",
 		root, bind && *bind ? bind : "*", port, uid, gid, mode,
-		idle_timeout_ms, dotfiles);
+		idle_timeout_ms, dotfiles, khttpd_access.n);
 }
 
 void khttpd_params_put(void)

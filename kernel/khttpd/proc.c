@@ -45,6 +45,7 @@ static void khttpd_counters_get(u64 v[HTTP_NCOUNTERS],
 	v[HTTP_CTR_ERRORS] = conns.errors;
 	v[HTTP_CTR_LISTINGS_REFUSED] = sum.listings_refused;
 	v[HTTP_CTR_LISTING_BYTES] = listing_bytes;
+	v[HTTP_CTR_DENIED] = sum.denied;
 	*sum_out = sum;
 }
 

@@ -36,6 +36,7 @@ void khttpd_stats_sum(struct khttpd_stats *sum)
 		sum->tls_adopted += READ_ONCE(s->tls_adopted);
 		sum->tls_nondata += READ_ONCE(s->tls_nondata);
 		sum->listings_refused += READ_ONCE(s->listings_refused);
+		sum->denied += READ_ONCE(s->denied);
 	}
 }
 

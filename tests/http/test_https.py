@@ -21,6 +21,7 @@ import pytest
 
 from engines import HTTPD_MODELS, UserHttpd, free_port, in_vm, raise_nofile, tlscert
 from rawhttp import Conn, get
+from sclient import SClient
 from testlib import require_kind, tls_stat
 
 OPENSSL_TIMEOUT = 20
@@ -92,6 +93,28 @@ def test_openssl_s_client_tls13_alpn(https):
     assert "New, TLSv1.3, Cipher is TLS_" in out, out[-2000:]
     assert "Verify return code: 0 (ok)" in out
     assert "\r\n\r\nhello\n" in out
+
+
+def test_tls13_key_update_mid_keep_alive(https):
+    """A client's TLS 1.3 KeyUpdate between requests of one keep-alive
+    connection (openssl s_client's k, then K: update_requested, so the
+    server must update its sending keys too): OpenSSL writes and reads
+    the records here, takes the client's new keys and sends its own, and
+    every response comes, whole and in order. (Where the kernel writes
+    the records, tests/http/test_http_ktls.py.)"""
+    if has_tls_ulp():
+        pytest.skip("the kernel writes the records here: test_http_ktls.py's KeyUpdate test")
+    req = "GET /a.txt HTTP/1.1\nHost: x\n\n"
+    with SClient(https.port, tlscert.TLS_PORTS[https.port], "-tls1_3") as c:
+        c.send(req)
+        assert c.wait_for("\r\n\r\nhello\n", 1), c.output[-2000:]
+        for n, cmd in ((2, "k"), (3, "K"), (4, None)):
+            if cmd:
+                c.command(cmd)
+            c.send(req)
+            assert c.wait_for("\r\n\r\nhello\n", n), (cmd, c.output[-2000:])
+        assert c.output.count("KEYUPDATE") == 2
+        assert c.p.poll() is None, "the connection ended"
 
 
 def test_python_ssl_tls12_and_tls13_aead(https):

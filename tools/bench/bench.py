@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """ktcp bench: every engine beside nginx on the same workloads, in one run.
 
-    tools/bench/bench.py [--profile full|quick|smoke] [--out DIR] [--no-vm] [--no-host]
+    tools/bench/bench.py [--profile full|quick|https|smoke] [--out DIR] [--no-vm] [--no-host]
     tools/bench/bench.py --publish results/<ts> [--docs-dir DIR] [--bench-md FILE]
     tools/bench/bench.py --profile echo|kcm [--out DIR]
 
@@ -11,6 +11,13 @@ inside with --phase vm (khttpd.ko in each mode, kecho.ko in each mode,
 the user-space engines and nginx, all inside the guest). Each phase writes
 <out>/<env>.json; the host then merges them into results.json, results.md
 and the PNG plots (tools/bench/report.py).
+
+The HTTPS points (suite https; the https profile alone: make bench-https)
+run htstress over TLS (https://: a full handshake per connection, no
+session kept) against nginx with its records written by OpenSSL
+(nginx-tls, the peer), nginx handing them to kTLS (nginx-ktls, in the
+guest: the host has no tls ULP), ktcp-httpd epoll and mn over TLS (kTLS
+in the guest), and khttpd behind its agent ktcp-tlsd (in the guest).
 
 Each HTTP and echo point runs the profile's rounds (full, quick: 3), the
 engines alternating within each round and the order rotated by one from
@@ -82,6 +89,11 @@ def start_engine(e, port, ctx):
     set, given ctx.start_timeout_s (default 10 s) to listen. A module left
     loaded by an earlier run is unloaded first."""
     o = dict(BENCH_OPTIONS.get(e.family, {}))
+    if getattr(ctx, "long_idle", False):
+        # the idle-memory check opens its connections for longer than the
+        # bench's 60 s keep-alive
+        o["idle_timeout_ms" if e.family != "nginx" else "keepalive_s"] = 600000 \
+            if e.family != "nginx" else 600
     if e.kernel:
         e.unload_stale()
     else:
@@ -156,6 +168,38 @@ def conditions(env, vm_mode=None):
 
 
 # ---------------------------------------------------------------- docroot
+
+def https_engines(env):
+    """The HTTPS points' engines: nginx over TLS first (the peer), nginx
+    with kTLS and khttpd behind ktcp-tlsd in the guest only."""
+    engines = [eng.Nginx(tls="user")]
+    if env == "vm":
+        engines.append(eng.Nginx(tls="ktls"))
+    engines += [eng.UserHttpd(m, tls=True) for m in ("epoll", "mn")]
+    if env == "vm" and hasattr(eng, "KernelHttpdTls"):
+        engines.append(eng.KernelHttpdTls("unbound"))
+    return engines
+
+
+def check_https(e, path, docroot):
+    """None when the TLS engine e serves path byte for byte, checked against
+    the test CA, else why not."""
+    import ssl
+    from engines import tlscert
+    ctx = tlscert.client_context(e.certs["ca"])
+    if plan.HTTPS_TLS_MAX.get(e.name) == "1.2":
+        ctx.maximum_version = ssl.TLSVersion.TLSv1_2
+    try:
+        with urllib.request.urlopen(f"https://127.0.0.1:{e.port}{path}", timeout=20,
+                                    context=ctx) as r:
+            body, status = r.read(), r.status
+    except Exception as ex:  # noqa: BLE001 - any failure is the reason
+        return f"GET {path} over TLS: {ex}"
+    want = open(os.path.join(docroot, path.lstrip("/")), "rb").read()
+    if status != 200 or body != want:
+        return f"GET {path} over TLS: status {status}, {len(body)} bytes (want {len(want)})"
+    return None
+
 
 def make_docroot(root):
     os.makedirs(os.path.join(root, "dir"), exist_ok=True)
@@ -302,7 +346,11 @@ def run_http(run, port):
         argv.append("-k")
     for h in run["headers"]:
         argv += ["-H", h]
-    argv.append(f"http://127.0.0.1:{port}{run['path']}")
+    scheme = "http"
+    if run.get("tls_version"):
+        argv += ["--tls-version", run["tls_version"]]
+        scheme = "https"
+    argv.append(f"{scheme}://127.0.0.1:{port}{run['path']}")
     raw, err, _ = run_tool(argv, run["duration"] + run["timeout_ms"] / 1000 + 20)
     if raw is None:
         return {"status": "failed", "reason": err}
@@ -310,9 +358,14 @@ def run_http(run, port):
            "latency_us": raw["latency_us"], "errors": raw["errors"]["total"],
            "mib_per_s": raw["bytes_read"] / raw["seconds"] / 2 ** 20 if raw["seconds"] else 0,
            "bytes_per_response": raw["bytes_read"] / raw["good"] if raw["good"] else 0}
+    if "tls" in raw:
+        rec["tls"] = raw["tls"]
     if raw["good"] == 0:
         rec.update(status="failed", reason=f"no good response ({raw['errors']['total']} errors, "
                                            f"{raw['bad']} bad)")
+    elif raw.get("tls", {}).get("resumed"):
+        rec.update(status="failed", reason=f"{raw['tls']['resumed']} TLS sessions resumed: "
+                                           "not full handshakes")
     elif raw["bad"] or raw["errors"]["total"] > raw["requests"] / 10:
         rec.update(status="ok", note=f"{raw['bad']} bad, {raw['errors']['total']} errors "
                                      f"of {raw['requests']}")
@@ -368,12 +421,36 @@ def run_memory(run, engine, ctx):
             "failed", "aim_mib": 64}
 
 
+def run_https_memory(run, engine):
+    """Idle TLS sessions: the server's RSS and the kernel's slab growth per
+    connection held (the slab is the whole machine's: on a shared host it
+    moves with others' work too)."""
+    import ssl
+    from engines import tlscert
+    tls = tlscert.client_context(engine.certs["ca"])
+    tls.maximum_version = ssl.TLSVersion.TLSv1_2
+    rec = memcheck.measure(engine, run["concurrency"], budget_s=run["planned_s"] + 60,
+                           kernel=True, tls=tls)
+    return {"raw": rec, "value": rec["total_per_conn_kib"], "unit": "KiB/conn RSS+slab",
+            "errors": sum(rec["failed"].values()),
+            "status": "ok" if rec["connections_idle"] else "failed"}
+
+
 # ---------------------------------------------------------------- phase
 
 def run_one(run, rec, e, env, ctx, samples_dir, ports, ensure):
     """One run against a started engine e; fills rec."""
     name = run["engine"]
-    if run["suite"] == "http":
+    if run["suite"] == "https":
+        why = check_https(e, run["path"], ctx.docroot) if e.kernel \
+            else ctx.checks.get(name, {}).get(run["path"])
+        if why:
+            rec.update(status="failed", reason=f"wrong answer: {why}")
+        else:
+            if env == "host" and not run["keep_alive"]:
+                rec["time_wait_before"] = host_wait_time_wait(e.port)
+            rec.update(run_http(run, e.port))
+    elif run["suite"] == "http":
         why = check_workload(e.port, run["workload"], ctx.docroot) if e.kernel \
             else ctx.checks.get(name, {}).get(run["workload"])
         if why:
@@ -388,6 +465,20 @@ def run_one(run, rec, e, env, ctx, samples_dir, ports, ensure):
         rec.update(run_echo(run, e.port, path))
     elif run["suite"] == "lat":
         rec.update(run_lat(run, e.port if e else None))
+    elif run["suite"] == "https-memory":
+        e.stop(check=False)
+        ports.pop(name, None)
+        ctx.long_idle = True
+        try:
+            e, err = ensure(name)
+        finally:
+            ctx.long_idle = False
+        if e is None:
+            rec.update(status="failed", reason=err)
+        else:
+            rec.update(run_https_memory(run, e))
+            e.stop(check=False)
+            ports.pop(name, None)
     elif run["suite"] == "memory":
         # a fresh instance: VmHWM must not remember the load runs
         e.stop(check=False)
@@ -422,7 +513,8 @@ def run_phase(env, profile, out, budget_s):
 
     skipped = []
     by_name = {}
-    for e in eng.http_engines(env) + eng.echo_engines(env):
+    tls_engines = https_engines(env)
+    for e in eng.http_engines(env) + eng.echo_engines(env) + tls_engines:
         why = e.unavailable()
         if why:
             skipped.append({"engine": e.name, "reason": why})
@@ -430,12 +522,13 @@ def run_phase(env, profile, out, budget_s):
             by_name[e.name] = e
     http_names = [e.name for e in eng.http_engines(env) if e.name in by_name]
     echo_names = [e.name for e in eng.echo_engines(env) if e.name in by_name]
+    https_names = [e.name for e in tls_engines if e.name in by_name]
     if env == "vm":
         r = subprocess.run(["insmod", eng.DROP_KO], capture_output=True, text=True, timeout=30)
         if r.returncode and "File exists" not in r.stderr:
             log(f"bench: vm: drop_tcp_socket.ko did not load ({r.stderr.strip()}); "
                 "TIME-WAIT sockets stay")
-    runs = plan.build(profile, env, http_names, echo_names)
+    runs = plan.build(profile, env, http_names, echo_names, https_names)
     samples_dir = os.path.join(out, "samples")
     os.makedirs(samples_dir, exist_ok=True)
 
@@ -453,7 +546,12 @@ def run_phase(env, profile, out, budget_s):
                 port = eng.free_port()
                 start_engine(e, port, ctx)
                 ports[name] = port
-                if e.proto == "http" and not e.kernel:
+                if name in https_names and not e.kernel:
+                    for path in sorted({w[0] for w in plan.HTTPS_WORKLOADS.values()}):
+                        why = check_https(e, path, ctx.docroot)
+                        if why:
+                            ctx.checks.setdefault(name, {})[path] = why
+                elif e.proto == "http" and not e.kernel:
                     for wl in (w for w in plan.HTTP_WORKLOADS if plan.serves(name, w)):
                         why = check_workload(port, wl, ctx.docroot)
                         if why:

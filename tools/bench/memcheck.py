@@ -4,6 +4,10 @@ while they are held; with kernel=True (the VM, where kernel modules serve)
 also the kernel's slab memory (/proc/meminfo Slab, /proc/slabinfo), since a
 kernel server's connections live there and in nobody's RSS.
 
+Over TLS (tls: an ssl.SSLContext) each connection completes its handshake
+first, without blocking (many in flight at once), then sends its GET
+through TLS: what the server holds is then an idle TLS session too.
+
 Each connection sends one keep-alive GET and reads the whole response (an
 echo connection: one message and its echo), so what the server holds is a
 served, idle connection (no request in progress). Every step is bounded by
@@ -12,6 +16,7 @@ for forever."""
 import os
 import selectors
 import socket
+import ssl
 import time
 
 REQUEST = b"GET /small.txt HTTP/1.1\r\nHost: bench\r\n\r\n"
@@ -94,12 +99,37 @@ def _response_complete(buf, echo=False):
     return len(buf) >= head_end + 4 + length
 
 
-def open_idle(port, count, deadline, batch=500, echo=False):
+def _tls_step(sel, s, state, tls):
+    """The next step of a TLS connection whose socket is ready: wrap it
+    once connected, drive its handshake, then send the request. Returns
+    the socket (a new object once wrapped, registered in sel) and whether
+    it is still going."""
+    if not isinstance(s, ssl.SSLSocket):
+        sel.unregister(s)
+        s = tls.wrap_socket(s, server_hostname="localhost", do_handshake_on_connect=False)
+        sel.register(s, selectors.EVENT_WRITE)
+    try:
+        s.do_handshake()
+    except ssl.SSLWantReadError:
+        sel.modify(s, selectors.EVENT_READ)
+        return s, True
+    except ssl.SSLWantWriteError:
+        sel.modify(s, selectors.EVENT_WRITE)
+        return s, True
+    except (ssl.SSLError, OSError):
+        return s, False
+    s.send(REQUEST)
+    state[1] = True
+    sel.modify(s, selectors.EVENT_READ)
+    return s, True
+
+
+def open_idle(port, count, deadline, batch=500, echo=False, tls=None):
     """Open `count` keep-alive connections, one request (echo: one message)
-    each; returns (sockets that completed their response, failures by
-    kind)."""
+    each, over TLS with the context tls when given; returns (sockets that
+    completed their response, failures by kind)."""
     sel = selectors.DefaultSelector()
-    done, failed = [], {"connect": 0, "closed": 0, "timeout": 0}
+    done, failed = [], {"connect": 0, "handshake": 0, "closed": 0, "timeout": 0}
     opened = 0
     while opened < count and time.monotonic() < deadline:
         pending = {}
@@ -118,6 +148,23 @@ def open_idle(port, count, deadline, batch=500, echo=False):
             for key, ev in sel.select(timeout=0.5):
                 s = key.fileobj
                 state = pending[s]
+                if tls is not None and not state[1]:
+                    if not isinstance(s, ssl.SSLSocket) and \
+                            s.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR):
+                        failed["connect"] += 1
+                        sel.unregister(s)
+                        s.close()
+                        del pending[s]
+                        continue
+                    t, going = _tls_step(sel, s, state, tls)
+                    del pending[s]
+                    if going:
+                        pending[t] = state
+                    else:
+                        failed["handshake"] += 1
+                        sel.unregister(t)
+                        t.close()
+                    continue
                 if ev & selectors.EVENT_WRITE and not state[1]:
                     if s.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR):
                         failed["connect"] += 1
@@ -131,6 +178,8 @@ def open_idle(port, count, deadline, batch=500, echo=False):
                     continue
                 try:
                     data = s.recv(4096)
+                except ssl.SSLWantReadError:
+                    continue  # a record not whole yet, or no data in it
                 except OSError:
                     data = b""
                 if not data:
@@ -162,17 +211,17 @@ def still_open(socks):
     return len(socks) - readable
 
 
-def measure(engine, count, budget_s, settle_s=1.0, kernel=False, echo=False):
+def measure(engine, count, budget_s, settle_s=1.0, kernel=False, echo=False, tls=None):
     """Returns the record for one engine (already started). kernel: the
     slab growth too, and the kernel's and the processes' growth per
-    connection together."""
+    connection together. tls: an ssl.SSLContext, the connections' TLS."""
     deadline = time.monotonic() + budget_s
     pids = engine.pids()
     time.sleep(settle_s if kernel else 0)
     base_rss, _, base_pss = memory_kib(pids)
     base_slab, base_objs = meminfo_slab_kib(), slabinfo_kib()
     t0 = time.monotonic()
-    socks, failed = open_idle(engine.port, count, deadline, echo=echo)
+    socks, failed = open_idle(engine.port, count, deadline, echo=echo, tls=tls)
     open_s = time.monotonic() - t0
     time.sleep(settle_s)
     pids = engine.pids()

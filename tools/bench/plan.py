@@ -1,7 +1,7 @@
 """What each profile measures: workloads, concurrencies, durations, counts,
 rounds.
 
-A run is a dict: suite (http | echo | lat | memory), workload, engine name,
+A run is a dict: suite (http | https | https-memory | echo | lat | memory), workload, engine name,
 concurrency, and what the runner needs. Every run is bounded: HTTP runs by
 duration (plus one request timeout for what is in flight), echo runs by
 clients x rounds, lat runs by count and duration, the memory check by a
@@ -30,6 +30,25 @@ HTTP_WORKLOADS = {
              "gzip: 64 KiB HTML, Accept-Encoding: gzip, keep-alive"),
 }
 
+# HTTPS workload -> (URL path, keep-alive, file size, TLS version, label).
+# Keep-alive and 1 MiB run TLS 1.2: the version whose keys Debian 12's
+# OpenSSL 3.0 moves into the kernel both ways (a TLS 1.3 session gets kTLS
+# TX only), so in the guests every kTLS engine reads and writes its records
+# in the kernel; it is also the ceiling of khttpd's agent ktcp-tlsd. New
+# connections run TLS 1.3, a full handshake each (htstress keeps no session)
+# over X25519; khttpd's agent is measured at its TLS 1.2 (HTTPS_TLS_MAX).
+HTTPS_WORKLOADS = {
+    "https-small-keepalive": ("/small.txt", True, len(SMALL_BODY), "1.2",
+                              "HTTPS 13-byte file, keep-alive, TLS 1.2"),
+    "https-1mib": ("/big.bin", True, BIG_SIZE, "1.2", "HTTPS 1 MiB file, keep-alive, TLS 1.2"),
+    "https-handshake": ("/small.txt", False, len(SMALL_BODY), "1.3",
+                        "HTTPS new connection per request: TLS 1.3 full handshake (X25519), "
+                        "one 13-byte GET"),
+}
+# engine -> the highest TLS version it speaks, where below the workload's
+HTTPS_TLS_MAX = {"khttpd-unbound-tls": "1.2", "khttpd-bound-tls": "1.2",
+                 "khttpd-kthread-tls": "1.2"}
+
 # Each profile, per environment. "engines" None = every available engine.
 PROFILES = {
     # Host: 11 HTTP points x 5 engines (lwan given) x 3 rounds x 1.5 s, 250 s
@@ -43,6 +62,7 @@ PROFILES = {
             "echo_clients": [1, 10, 100, 1000], "echo_total": 60000,
             "lat_count": 20000, "lat_duration": 2.0,
             "memory_conns": 10000, "engines": None, "budget_s": 400,
+            "https_sweep": [1, 100], "https_single_c": 10, "https_close_c": 10,
         },
         "vm": {
             "rounds": 3,
@@ -51,6 +71,7 @@ PROFILES = {
             "echo_clients": [1, 100, 1000], "echo_total": 300,
             "lat_count": 1000, "lat_duration": 1.5,
             "memory_conns": 10000, "engines": None,
+            "https_sweep": [1, 100], "https_single_c": 10, "https_close_c": 10,
         },
         "total_budget_s": 900,
     },
@@ -105,6 +126,30 @@ PROFILES = {
         },
         "total_budget_s": 600,
     },
+    # The HTTPS points alone (make bench-https): keep-alive at 1 and 100
+    # connections, 1 MiB, new TLS 1.3 connections, on the host (records by
+    # OpenSSL) and in the guest (kTLS), three rounds.
+    "https": {
+        "host": {
+            "rounds": 3, "duration": 1.5, "timeout_ms": 5000, "budget_s": 400,
+            "https_sweep": [1, 100], "https_single_c": 10, "https_close_c": 10,
+            "https_memory_conns": 10000,
+            "sweep": [], "close_sweep": [], "single_c": None, "workloads": [],
+            "echo_clients": [], "echo_total": 0, "lat_count": 0, "lat_duration": 0,
+            "memory_conns": 0, "engines": None,
+        },
+        "vm": {
+            "rounds": 3, "duration": 1.0, "timeout_ms": 10000,
+            "https_sweep": [1, 100], "https_single_c": 10, "https_close_c": 10,
+            # a full handshake each, under emulation: 10,000 would take
+            # minutes per server
+            "https_memory_conns": 2000,
+            "sweep": [], "close_sweep": [], "single_c": None, "workloads": [],
+            "echo_clients": [], "echo_total": 0, "lat_count": 0, "lat_duration": 0,
+            "memory_conns": 0, "engines": None,
+        },
+        "total_budget_s": 900,
+    },
     # For tests/test_bench.py: host only, one engine beside nginx, two
     # rounds, seconds.
     "smoke": {
@@ -117,9 +162,25 @@ PROFILES = {
         },
         "total_budget_s": 60,
     },
+    # For tests/test_bench.py: the HTTPS points, host only, ktcp-httpd-epoll
+    # beside nginx over TLS, keep-alive and new connections, two rounds.
+    "smoke-https": {
+        "host": {
+            "rounds": 2, "duration": 0.3, "timeout_ms": 2000, "budget_s": 30,
+            "https_sweep": [4], "https_single_c": None, "https_close_c": 4,
+            "https_memory_conns": 100,
+            "sweep": [], "close_sweep": [], "single_c": None, "workloads": [],
+            "echo_clients": [], "echo_total": 0, "lat_count": 0, "lat_duration": 0,
+            "memory_conns": 0, "engines": ["nginx-tls", "ktcp-httpd-epoll-tls"],
+        },
+        "total_budget_s": 60,
+    },
 }
 
-PEERS = {"http": "nginx", "memory": "nginx", "echo": "ktcp-echo", "lat": "tcp-loopback"}
+PEERS = {"http": "nginx", "https": "nginx-tls", "https-memory": "nginx-tls", "memory": "nginx",
+         "echo": "ktcp-echo", "lat": "tcp-loopback"}
+# The HTTPS points' second reference: nginx handing its records to kTLS
+HTTPS_KTLS_PEER = "nginx-ktls"
 # The second reference of the HTTP points: the floor server (tools/floor.c),
 # which runs only the workloads it serves.
 FLOOR = "floor"
@@ -140,7 +201,7 @@ def rotated(names, k):
     return names[k:] + names[:k]
 
 
-def build(profile, env, http_names, echo_names):
+def build(profile, env, http_names, echo_names, https_names=()):
     """The ordered run list. At each point the engines run back to back,
     alternating round by round (rotated()), so a ratio compares figures
     taken seconds apart on this noisy machine, not minutes, and each
@@ -154,6 +215,7 @@ def build(profile, env, http_names, echo_names):
         return [n for n in names if wanted is None or n in wanted]
 
     http_names, echo_names = keep(http_names), keep(echo_names)
+    https_names = keep(list(https_names))
     runs = []
     if p["memory_conns"] and env == "vm":
         # First, on a fresh guest: kernel and user servers side by side, the
@@ -187,6 +249,33 @@ def build(profile, env, http_names, echo_names):
                                  "duration": p["duration"], "timeout_ms": p["timeout_ms"],
                                  "planned_s": p["duration"], "round": k + 1,
                                  "rounds_planned": nrounds})
+    for wl, (path, ka, size, version, label) in HTTPS_WORKLOADS.items():
+        if wl == "https-small-keepalive":
+            levels = p.get("https_sweep", [])
+        elif wl == "https-1mib":
+            levels = [p["https_single_c"]] if p.get("https_single_c") else []
+        else:
+            levels = [p["https_close_c"]] if p.get("https_close_c") else []
+        for c in levels:
+            for k in range(nrounds):
+                for name in rotated(https_names, k):
+                    runs.append({"suite": "https", "workload": wl, "engine": name,
+                                 "concurrency": c, "keep_alive": ka, "path": path,
+                                 "file_size": size, "headers": [], "label": label,
+                                 "tls_version": min(version, HTTPS_TLS_MAX.get(name, version)),
+                                 "duration": p["duration"], "timeout_ms": p["timeout_ms"],
+                                 "planned_s": p["duration"], "round": k + 1,
+                                 "rounds_planned": nrounds})
+    if p.get("https_memory_conns"):
+        # idle TLS sessions (TLS 1.2: both directions in kTLS in the guest),
+        # each engine once on a fresh instance: its RSS and the kernel's
+        # slab growth per connection; in the guest beside nginx with kTLS
+        n = p["https_memory_conns"]
+        for name in [x for x in https_names if env == "host" or x != "nginx-tls"]:
+            runs.append({"suite": "https-memory", "workload": "idle-tls", "engine": name,
+                         "concurrency": n, "tls_version": "1.2",
+                         "label": f"{n} idle TLS 1.2 keep-alive connections",
+                         "planned_s": 5.0 + n / (200 if env == "host" else 40)})
     for c in p["echo_clients"]:
         rounds = max(1, p["echo_total"] // c)
         for k in range(nrounds):

@@ -35,8 +35,10 @@ def _pyplot():
     return plt
 
 ENV_ORDER = ("host", "vm")
-ENGINE_ORDER = ["nginx", "floor", "lwan", "ktcp-httpd-threads", "ktcp-httpd-epoll", "ktcp-httpd-mn",
-                "khttpd-unbound", "khttpd-bound", "khttpd-kthread", "ktcp-echo",
+ENGINE_ORDER = ["nginx", "nginx-tls", "nginx-ktls", "floor", "lwan", "ktcp-httpd-threads",
+                "ktcp-httpd-epoll", "ktcp-httpd-epoll-tls", "ktcp-httpd-mn", "ktcp-httpd-mn-tls",
+                "khttpd-unbound", "khttpd-unbound-tls", "khttpd-bound", "khttpd-kthread",
+                "ktcp-echo",
                 "kecho-unbound", "kecho-bound", "kecho-highpri", "kecho-cpu_intensive",
                 "pipe", "unix", "tcp-loopback"]
 COLORS = {"nginx": "black", "floor": "tab:green", "lwan": "grey", "ktcp-httpd-threads": "tab:olive",
@@ -60,7 +62,7 @@ def point(r):
 # What a round's record holds beside the run's plan (kept per round).
 ROUND_KEYS = ("status", "reason", "note", "value", "unit", "raw", "latency_us", "errors",
               "mib_per_s", "bytes_per_response", "samples", "time_wait_before",
-              "time_wait_dropped", "elapsed_s", "aim_mib")
+              "time_wait_dropped", "elapsed_s", "aim_mib", "tls")
 
 
 def merge_rounds(records):
@@ -294,6 +296,7 @@ def markdown(result, docs, runs, plots):
         L.append(f"## {env}")
         L.append("")
         L += http_tables(er, tag)
+        L += https_table(er, tag)
         L += echo_table(er, tag)
         L += lat_table(er, tag)
         L += memory_table(er, tag)
@@ -392,6 +395,132 @@ def http_tables(er, tag):
                 cells.append(s)
             L.append(f"| {name} | " + " | ".join(cells) + " |")
         L.append("")
+    return L
+
+
+def _https_ratio(r, ref):
+    """' ×1.23 nginx-ktls': r's median over ref's median at the same point."""
+    if not r or not ref or r.get("status") != "ok" or ref.get("status") != "ok" or \
+            r["engine"] == ref["engine"] or not ref["value"]:
+        return ""
+    return f"×{r['value'] / ref['value']:.2f} {ref['engine']}"
+
+
+# (what is compared, engines, workloads, the reference, the target ratio):
+# the HTTPS targets, each checked at every point where both were measured
+HTTPS_TARGETS = (
+    ("ktcp-httpd on keep-alive", ("ktcp-httpd-epoll-tls", "ktcp-httpd-mn-tls"),
+     ("https-small-keepalive",), "nginx-tls", 1.2),
+    ("ktcp-httpd on 1 MiB", ("ktcp-httpd-epoll-tls", "ktcp-httpd-mn-tls"),
+     ("https-1mib",), "nginx-ktls", 1.0),
+    ("ktcp-httpd on new connections", ("ktcp-httpd-epoll-tls", "ktcp-httpd-mn-tls"),
+     ("https-handshake",), "nginx-tls", 1.0),
+    ("khttpd on keep-alive", ("khttpd-unbound-tls",), ("https-small-keepalive",),
+     "nginx-ktls", 1.3),
+)
+# (what, engines, the references, first found): KiB per idle TLS
+# connection, at most the reference's (lower is better)
+HTTPS_MEMORY_TARGETS = (
+    ("ktcp-httpd idle TLS memory", ("ktcp-httpd-epoll-tls", "ktcp-httpd-mn-tls"),
+     ("nginx-ktls", "nginx-tls")),
+)
+
+
+def https_targets(rs):
+    """The HTTPS targets at each point: 'holds' or 'misses', with the ratio.
+    Where the guest's nginx-ktls is absent (the host: no tls ULP, every
+    record OpenSSL's) nginx-tls stands in for it."""
+    L = []
+    for what, names, wls, ref_name, want in HTTPS_TARGETS:
+        for wl in wls:
+            for r in [x for x in rs if x["workload"] == wl and x["engine"] in names]:
+                pts = [x for x in rs if x["workload"] == wl and
+                       x["concurrency"] == r["concurrency"]]
+                ref = next((x for x in pts if x["engine"] == ref_name), None) or \
+                    next((x for x in pts if x["engine"] == "nginx-tls"), None)
+                if not ref or r.get("status") != "ok" or ref.get("status") != "ok":
+                    continue
+                ratio = r["value"] / ref["value"]
+                L.append(f"- {what}, {r['engine']} at {r['concurrency']} conn.: "
+                         f"×{ratio:.2f} {ref['engine']} (target ≥ {want}): "
+                         f"**{'holds' if ratio >= want else 'misses'}**")
+    mem = [x for x in rs if x["suite"] == "https-memory" and x.get("status") == "ok"]
+    for what, names, ref_names in HTTPS_MEMORY_TARGETS:
+        ref = next((x for n in ref_names for x in mem if x["engine"] == n), None)
+        for r in (x for x in mem if x["engine"] in names and ref):
+            # the host's slab is the whole shared machine's: RSS alone there
+            key = "rss_per_conn_kib" if r["env"] == "host" else "total_per_conn_kib"
+            v, rv = r["raw"][key], ref["raw"][key]
+            L.append(f"- {what}, {r['engine']}: {v:.1f} KiB/conn against {rv:.1f} of "
+                     f"{ref['engine']} ({'RSS' if r['env'] == 'host' else 'RSS + slab'}; "
+                     f"target ≤): **{'holds' if v <= rv else 'misses'}**")
+    return L
+
+
+def https_table(er, tag):
+    """The HTTPS points: one row per engine, one column per point, each a
+    median ± spread with its ratio to nginx-tls (records by OpenSSL) and,
+    in the guest, to nginx-ktls (records by the kernel); then the targets."""
+    rs = [r for r in er if r["suite"] == "https"]
+    if not rs and not any(r["suite"] == "https-memory" for r in er):
+        return []
+    cols = [(w, c) for w in plan.HTTPS_WORKLOADS
+            for c in sorted({r["concurrency"] for r in rs if r["workload"] == w})]
+    tls = next((x["tls"] for r in rs if r["workload"] == "https-handshake"
+                for x in r.get("by_round", []) if x.get("tls", {}).get("version")), None)
+    L = [f"### HTTPS: req/s (× nginx over TLS) — {tag}, "
+         f"{rs[0]['duration'] if rs else '-'} s per run{rounds_of(rs) if rs else ''}", ""]
+    heads = {"https-small-keepalive": "13 B keep-alive, {c} conn.",
+             "https-1mib": "1 MiB keep-alive, {c} conn.",
+             "https-handshake": "new connections/s (full handshake), {c} conn."}
+    L.append("| engine | " + " | ".join(heads[w].format(c=c) for w, c in cols) + " |")
+    L.append("|---|" + "---|" * len(cols))
+    for name in engines_of(rs):
+        cells = []
+        for w, c in cols:
+            pts = [r for r in rs if r["workload"] == w and r["concurrency"] == c]
+            r = next((x for x in pts if x["engine"] == name), None)
+            s = cell(r, with_ratio=False)
+            if r and r.get("status") == "ok":
+                ratios = [ratio_text(r) + f" {r['peer']}"] \
+                    if r.get("ratio") is not None and r["engine"] != r["peer"] else []
+                kt = _https_ratio(r, next((x for x in pts
+                                           if x["engine"] == plan.HTTPS_KTLS_PEER), None))
+                ratios += [kt] if kt else []
+                s += f" ({'; '.join(ratios)})" if ratios else ""
+            if r and r.get("status") == "ok" and w == "https-1mib":
+                s += f"; {r['mib_per_s']:.0f} MiB/s"
+            if r and r.get("status") == "ok" and r.get("tls_version") != \
+                    plan.HTTPS_WORKLOADS[w][3]:
+                s += f"; TLS {r['tls_version']}"
+            cells.append(s)
+        L.append(f"| {name} | " + " | ".join(cells) + " |")
+    L.append("")
+    if tls:
+        L.append(f"New connections: {tls['version']}, {tls['cipher']}, key exchange "
+                 f"{tls['group']}, no session resumed (htstress counts them: 0). Keep-alive "
+                 f"and 1 MiB: TLS 1.2 (both directions in kTLS where the kernel has it).")
+        L.append("")
+    mem = [r for r in er if r["suite"] == "https-memory"]
+    if mem:
+        n = mem[0]["concurrency"]
+        L.append(f"Idle TLS 1.2 keep-alive connections, {n:,} per server, KiB per connection "
+                 f"(the server's RSS growth + the kernel's slab growth, over {n:,}):")
+        L.append("")
+        L.append("| engine | RSS | slab | together (× nginx-tls) | held idle |")
+        L.append("|---|---|---|---|---|")
+        for name in engines_of(mem):
+            r = next(x for x in mem if x["engine"] == name)
+            if r.get("status") != "ok":
+                L.append(f"| {name} | {status_text(r)} | | | |")
+                continue
+            m = r["raw"]
+            L.append(f"| {name} | {m['rss_per_conn_kib']:.1f} | {m['slab_per_conn_kib']:.1f} | "
+                     f"{cell(r)} | {m['connections_idle']:,} |")
+        L.append("")
+    targets = https_targets(rs + mem)
+    if targets:
+        L += ["HTTPS targets (median of the rounds):", ""] + targets + [""]
     return L
 
 
@@ -708,7 +837,7 @@ POINT_KEYS = ("env", "kernel", "suite", "workload", "label", "engine", "concurre
               "reason", "note", "rounds_planned", "rounds_ok", "values", "value", "min", "max",
               "spread_pct", "peer", "peer_value", "ratio", "ratio_rounds", "ratio_min",
               "ratio_max", "floor_ratio", "errors", "mib_per_s", "bytes_per_response",
-              "elapsed_s", "aim_mib")
+              "elapsed_s", "aim_mib", "tls_version")
 LATENCY_KEYS = ("min", "p50", "p90", "p99", "p99_9", "max")
 
 
@@ -727,11 +856,11 @@ def slim(r, kernel):
     median, spread and ratio, without the tools' output."""
     p = {k: r[k] for k in POINT_KEYS if k in r}
     p["kernel"] = kernel
-    p["by_round"] = [{k: x[k] for k in ("round", "status", "value", "reason") if k in x}
+    p["by_round"] = [{k: x[k] for k in ("round", "status", "value", "reason", "tls") if k in x}
                      for x in r.get("by_round", [])]
     if r.get("latency_us"):
         p["latency_us"] = {k: r["latency_us"][k] for k in LATENCY_KEYS if k in r["latency_us"]}
-    if r["suite"] in ("memory", "lat") and r.get("raw"):
+    if r["suite"] in ("memory", "https-memory", "lat") and r.get("raw"):
         p["raw"] = r["raw"]
     return _round(p)
 
@@ -755,13 +884,67 @@ def published_docs(docs_dir):
     return docs
 
 
-def bench_section(docs):
+# The profiles of the HTTPS points alone: published beside the full run's
+# documents, not over them, one per environment and guest kernel
+HTTPS_PROFILES = ("https", "smoke-https")
+
+
+def https_doc_name(env, kernel):
+    """https-host.json, https-vm-6.1.json: a guest's by its kernel series."""
+    if env == "host":
+        return "https-host.json"
+    return f"https-{env}-{'.'.join(kernel.split('.')[:2])}.json"
+
+
+def published_https_docs(docs_dir):
+    """name -> document of every published HTTPS run, the host's first."""
+    docs = {}
+    names = sorted((n for n in os.listdir(docs_dir) if n.startswith("https-") and
+                    n.endswith(".json")) if os.path.isdir(docs_dir) else [],
+                   key=lambda n: (n != "https-host.json", n))
+    for name in names:
+        with open(os.path.join(docs_dir, name)) as f:
+            docs[name] = json.load(f)
+    return docs
+
+
+def https_section(docs):
+    """The HTTPS tables of BENCHMARKS.md: one per published HTTPS run."""
+    L = []
+    for name, d in docs.items():
+        c, m = d["conditions"], d["meta"]
+        where = c["where"] + (f", {c['vm_mode']}" if c.get("vm_mode") else "")
+        load = f"load average {c['loadavg_start']} → {c.get('loadavg_end', '?')}"
+        if c.get("host_loadavg_start"):
+            load += (f" (host {c['host_loadavg_start']} → "
+                     f"{c.get('host_loadavg_end', '?')})")
+        tag = f"{d['env']}, kernel {c['kernel']}, {c['cores']} cores"
+        L += https_table(d["points"], tag)
+        L.append(f"Run `results/{d['source']}` (git `{m.get('git', '?')}`, {m['started']}, "
+                 f"profile {m['profile']}): {where}; {c['cpu']}; {load}; {c.get('nginx', '?')}.")
+        L.append("")
+        notok = [r for r in d["points"] if r.get("status") != "ok"]
+        skipped = d.get("skipped_engines") or []
+        for sk in skipped:
+            if sk["engine"].endswith("-tls") or sk["engine"].endswith("-ktls"):
+                L.append(f"- **{sk['engine']}** skipped: {sk['reason']}")
+        for r in notok:
+            why = " ".join(str(r.get("reason", "")).split())
+            L.append(f"- {r['workload']} c={r['concurrency']} **{r['engine']}**: "
+                     f"{r['status']}" + (f": {why[:200]}" if why else ""))
+        if notok or skipped:
+            L.append("")
+    return L
+
+
+def bench_section(docs, https_docs=None):
     """The tables of BENCHMARKS.md's make-bench section, from the published
-    documents (env -> bench-<env>.json)."""
+    documents (env -> bench-<env>.json) and the HTTPS runs' (https-*.json,
+    which replace the HTTPS points of a full run)."""
     L = [BEGIN,
          "<!-- Generated by tools/bench/bench.py --publish (make bench-publish) from "
          "docs/bench/bench-<env>.json; edit the prose outside the bench markers. -->", ""]
-    if not docs:
+    if not docs and not https_docs:
         L += ["No run published yet: `make bench`, then "
               "`make bench-publish RESULTS=results/<timestamp>`.", "", END]
         return "\n".join(L)
@@ -786,6 +969,8 @@ def bench_section(docs):
         er = d["points"]
         tag = f"{env}, kernel {c['kernel']}, {c['cores']} cores"
         L += http_tables(er, tag)
+        if not https_docs:
+            L += https_table(er, tag)
         L += echo_table(er, tag)
         L += lat_table(er, tag)
         L += memory_table(er, tag)
@@ -806,6 +991,7 @@ def bench_section(docs):
                 L.append(f"- **{name}** does not serve `{wl}` correctly, its runs are not "
                          f"counted: {why}")
             L.append("")
+    L += https_section(https_docs or {})
     L.append(END)
     return "\n".join(L)
 
@@ -844,7 +1030,8 @@ def publish(results_dir, docs_dir, bench_md):
                "checks": result["conditions"][env].get("checks") or {},
                "skipped_engines": result.get("skipped_engines", {}).get(env, []),
                "points": [slim(r, cond["kernel"]) for r in runs if r["env"] == env]}
-        path = os.path.join(docs_dir, f"bench-{env}.json")
+        path = os.path.join(docs_dir, https_doc_name(env, cond["kernel"])
+                            if meta.get("profile") in HTTPS_PROFILES else f"bench-{env}.json")
         with open(path, "w") as f:
             f.write(dump_published(doc))
         written.append(path)
@@ -853,7 +1040,8 @@ def publish(results_dir, docs_dir, bench_md):
         if os.path.exists(src):
             shutil.copy(src, os.path.join(docs_dir, name))
             written.append(os.path.join(docs_dir, name))
-    fill_markers(bench_md, bench_section(published_docs(docs_dir)))
+    fill_markers(bench_md, bench_section(published_docs(docs_dir),
+                                         published_https_docs(docs_dir)))
     written.append(bench_md)
     return written
 

@@ -7,12 +7,15 @@ and wait for, on the host or in the VM (kernel modules only in the VM).
 
 SUITE names the engines each conformance suite runs (its fixture ids);
 http_engines() and echo_engines() those the bench compares."""
+import os
+
 from .base import (BUILD, TOP, Engine, EngineError, KernelModule, Unsupported, exit_reason,
                    free_port, in_vm, module_path, parse_counters, raise_nofile, run,
                    stats_file_counters, wait_port)
 from .echo import ECHO_BIN, KECHO_MODES, KernelEcho, UserEcho
-from .httpd import (FLOOR_BIN, FLOOR_WORKLOADS, HTTPD_BIN, HTTPD_MODELS, KHTTPD_MODES, Floor,
-                    KernelHttpd, Lwan, Nginx, UserHttpd, lwan_path, nginx_path)
+from .httpd import (FLOOR_BIN, FLOOR_WORKLOADS, HTTPD_BIN, HTTPD_MODELS, KHTTPD_MODES, TLSD_BIN,
+                    Floor, KernelHttpd, KernelHttpdTls, Lwan, Nginx, UserHttpd, UserHttpdKtls,
+                    lwan_path, nginx_path)
 from .msg import KCM_BIN, MSG_BIN, KcmServer, MsgServer
 
 DROP_KO = module_path("drop_tcp_socket")
@@ -28,6 +31,13 @@ SUITE = {
         "user-epoll-tls": lambda d: UserHttpd("epoll", d, tls=True),
         "user-mn-tls": lambda d: UserHttpd("mn", d, tls=True),
         "khttpd": lambda d: KernelHttpd(),
+        # HTTPS in the VM, the records the kernel's (kTLS): khttpd behind
+        # ktcp-tlsd, ktcp-httpd with kTLS TX and RX; one variant of each
+        # per kernel (VM_KERNEL)
+        "khttpd-unbound-tls": lambda d: KernelHttpdTls("unbound", d),
+        "khttpd-kthread-tls": lambda d: KernelHttpdTls("kthread", d),
+        "user-epoll-ktls": lambda d: UserHttpdKtls("epoll", d),
+        "user-mn-ktls": lambda d: UserHttpdKtls("mn", d),
     },
     "echo": {
         "user": lambda d: UserEcho(d),
@@ -41,6 +51,30 @@ SUITE = {
         "kcm": lambda d: KcmServer(d),
     },
 }
+
+
+# HTTPS over kTLS in the guests: khttpd behind ktcp-tlsd and ktcp-httpd
+# with kTLS TX and RX, each engine in one guest kernel only (the series its
+# release starts with): the whole suite a variant costs minutes, so khttpd
+# unbound and ktcp-httpd epoll on 6.12, khttpd kthread and ktcp-httpd mn on
+# 6.1. Not yet in make check-vm: KTCP_VM_HTTPS=1 adds them (docs/tls.md).
+VM_KERNEL = {
+    "khttpd-unbound-tls": "6.12",
+    "user-epoll-ktls": "6.12",
+    "khttpd-kthread-tls": "6.1",
+    "user-mn-ktls": "6.1",
+}
+
+
+def runs_here(name):
+    """Whether the suite engine name runs in this run: a VM_KERNEL engine
+    only with KTCP_VM_HTTPS=1 and, in a guest, on its own series."""
+    series = VM_KERNEL.get(name)
+    if not series:
+        return True
+    if os.environ.get("KTCP_VM_HTTPS") != "1":
+        return False
+    return not in_vm() or os.uname().release.startswith(series + ".")
 
 
 def http_engines(where="host"):

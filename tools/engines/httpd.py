@@ -37,7 +37,10 @@ parameters (cache_size is its cache_bytes):
 A TLS engine (UserHttpd(model, tls=True)) serves HTTPS on self.port, the
 port the tests talk to (their clients wrap sockets to it in ssl: see
 tlscert.py), and plain HTTP on self.plain_port; its certificate is a test
-CA's (tlscert.make_ca), made at start.
+CA's (tlscert.make_ca), made at start. In the VM, where the kernel has
+the tls ULP: UserHttpdKtls (ktcp-httpd whose records the kernel writes and
+reads) and KernelHttpdTls (khttpd behind the agent ktcp-tlsd, which hands
+it each handshaken socket); both have ktls set.
 """
 import http.client
 import os
@@ -48,10 +51,15 @@ import signal
 import tempfile
 
 from . import tlscert
-from .base import BUILD, Engine, KernelModule, Unsupported, free_port, parse_counters
+import subprocess
+import time
+
+from .base import (BUILD, Engine, EngineError, KernelModule, Unsupported, free_port,
+                   parse_counters)
 
 # KTCP_HTTPD_BIN runs the suite against another build (sanitizers, ...).
 HTTPD_BIN = os.environ.get("KTCP_HTTPD_BIN", os.path.join(BUILD, "ktcp-httpd"))
+TLSD_BIN = os.path.join(BUILD, "ktcp-tlsd")
 HTTPD_MODELS = ("threads", "epoll", "mn")
 FLOOR_BIN = os.path.join(BUILD, "floor")
 # what the floor serves: fixed bytes (keep-alive, close) and sendfile
@@ -152,6 +160,31 @@ class UserHttpd(Engine):
         return parse_counters(body.decode())
 
 
+class UserHttpdKtls(UserHttpd):
+    """ktcp-httpd over HTTPS in the VM, where the kernel has the tls ULP: the
+    kernel writes and reads the records (kTLS TX and RX). Its clients speak
+    TLS 1.2 (tlscert.TLS_MAX), the version whose receive keys Debian 12's
+    OpenSSL 3.0 moves into the kernel (a TLS 1.3 session gets kTLS TX
+    only), so both directions are the kernel's. A user-space server, but
+    selected with the kernel engines (KTCP_ENGINES=kernel: the VM runs)."""
+    select = "kernel"
+    ktls = True
+
+    def __init__(self, model, logdir=None):
+        super().__init__(model, logdir, tls=True)
+        self.name = f"ktcp-httpd-{model}-ktls"
+
+    def launch(self, o):
+        tlscert.TLS_MAX[self.port] = "1.2"
+        super().launch(o)
+
+    def stop(self, check=True):
+        try:
+            super().stop(check)
+        finally:
+            tlscert.TLS_MAX.pop(self.port, None)
+
+
 class KernelHttpd(KernelModule):
     """khttpd.ko, loaded inside the project VM. One instance at a time."""
     family = module = "khttpd"
@@ -197,6 +230,79 @@ class KernelHttpd(KernelModule):
         return args
 
 
+class KernelHttpdTls(KernelHttpd):
+    """khttpd over HTTPS in the VM: khttpd.ko on a plain port
+    (self.plain_port) and the agent ktcp-tlsd on self.port, the port the
+    tests talk to. The agent does each handshake (TLS 1.2: its ceiling on
+    OpenSSL 3.0), turns kTLS on both ways and hands the socket to khttpd,
+    which reads and writes the records in the kernel (docs/tls.md).
+    Option tls_handshake_timeout_ms: the agent's --handshake-timeout-ms."""
+    ktls = True
+    tls = True
+
+    def __init__(self, mode, logdir=None):
+        super().__init__(mode)
+        self.name = f"khttpd-{mode}-tls"
+        self.logdir = logdir
+        self.plain_port = None
+        self.certs = None
+        self.agent = None
+        self.agent_log = None
+
+    def unavailable(self):
+        if not os.access(TLSD_BIN, os.X_OK):
+            return f"{os.path.relpath(TLSD_BIN, os.getcwd())} not built (run make)"
+        return super().unavailable()
+
+    def start(self, root=None, port=None, **options):
+        if not os.access(TLSD_BIN, os.X_OK):
+            raise EngineError(f"{TLSD_BIN} is not built (run make)")
+        hs = options.pop("tls_handshake_timeout_ms", None)
+        self.certs = tlscert.make_ca()
+        tls_port = port or free_port()
+        super().start(root, free_port(), **options)
+        self.plain_port, self.port = self.port, tls_port
+        logdir = self.logdir or tempfile.gettempdir()
+        self.agent_log = os.path.join(logdir, f"{self.name}-tlsd-{tls_port}.log")
+        argv = [TLSD_BIN, "--port", str(tls_port), "--bind", "127.0.0.1",
+                "--cert", self.certs["cert"], "--key", self.certs["key"]]
+        if hs:
+            argv += ["--handshake-timeout-ms", str(hs)]
+        with open(self.agent_log, "ab") as log:
+            self.agent = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT,
+                                          stdin=subprocess.DEVNULL)
+        # its start line, not a probe connection (a failed handshake)
+        deadline = time.monotonic() + 20
+        while "ktcp-tlsd: port" not in self._agent_text():
+            if self.agent.poll() is not None or time.monotonic() > deadline:
+                text = self._agent_text()
+                self.stop(check=False)
+                raise EngineError(f"{self.name}: ktcp-tlsd did not start: {text[-400:]}")
+            time.sleep(0.02)
+        tlscert.TLS_PORTS[tls_port] = self.certs["ca"]
+        return self
+
+    def _agent_text(self):
+        with open(self.agent_log, errors="replace") as f:
+            return f.read()
+
+    def stop(self, check=True):
+        tlscert.TLS_PORTS.pop(self.port, None)
+        agent, self.agent = self.agent, None
+        if agent is not None:
+            if agent.poll() is None:
+                agent.terminate()
+            try:
+                rc = agent.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                agent.kill()
+                agent.wait()
+                rc = "killed: no exit within 15 s of SIGTERM"
+            if check:
+                assert rc == 0, f"ktcp-tlsd exited {rc}: {self._agent_text()[-2000:]}"
+        return super().stop(check)
+
+
 def nginx_path():
     return shutil.which("nginx", path=os.environ.get("PATH", "") + ":/usr/sbin")
 
@@ -210,20 +316,59 @@ class Nginx(Engine):
 
     Options: threads (1: no master, the one process serves, for the cost
     bench; else one worker per core), gzip_static (send page.html.gz when it
-    exists: the cost bench's cached gzip)."""
-    family = name = "nginx"
-    defaults = {"threads": None, "gzip_static": False}
+    exists: the cost bench's cached gzip), keepalive_s (keepalive_timeout,
+    default 60).
 
-    def __init__(self, logdir=None):
-        super().__init__("nginx", logdir)
+    Nginx(tls="user") serves HTTPS instead (`listen ... ssl`, the test CA's
+    certificate from tlscert.make_ca, TLS 1.2 and 1.3, nginx's defaults
+    otherwise: session tickets on), its records written by OpenSSL;
+    Nginx(tls="ktls") hands them to the kernel where it has the tls ULP
+    (`ssl_conf_command Options KTLS;`, with sendfile on: nginx >= 1.21.4 on
+    OpenSSL 3)."""
+    family = name = "nginx"
+    defaults = {"threads": None, "gzip_static": False, "keepalive_s": 60}
+
+    def __init__(self, logdir=None, tls=None):
+        assert tls in (None, "user", "ktls"), tls
+        super().__init__({None: "nginx", "user": "nginx-tls", "ktls": "nginx-ktls"}[tls],
+                         logdir)
         self.prefix = None
+        self.tls = tls
+        self.certs = None
+
+    def start(self, root=None, port=None, **options):
+        if self.tls:
+            self.certs = tlscert.make_ca()
+        return super().start(root, port, **options)
+
+    def launch(self, o):
+        if self.tls:
+            tlscert.TLS_PORTS[self.port] = self.certs["ca"]
+        super().launch(o)
+
+    def stop(self, check=True):
+        try:
+            return super().stop(check)
+        finally:
+            if self.tls:
+                tlscert.TLS_PORTS.pop(self.port, None)
+
+    def listen(self, port):
+        """The server block's listener and, over TLS, its settings."""
+        if not self.tls:
+            return f"listen 127.0.0.1:{port} reuseport;"
+        ktls = "\n        ssl_conf_command Options KTLS;" if self.tls == "ktls" else ""
+        return f"""listen 127.0.0.1:{port} ssl reuseport;
+        ssl_certificate {self.certs["cert"]};
+        ssl_certificate_key {self.certs["key"]};
+        ssl_protocols TLSv1.2 TLSv1.3;{ktls}"""
 
     def unavailable(self):
         if not nginx_path():
             return "nginx not installed (scripts/deps installs it)"
         return None
 
-    def config(self, port, docroot, prefix, single=False, gzip_static=False):
+    def config(self, port, docroot, prefix, single=False, gzip_static=False, keepalive_s=60):
         user = "user root;" if os.geteuid() == 0 else ""
         temps = "\n".join(f"    {k}_temp_path {prefix}/{k};"
                           for k in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi"))
@@ -242,7 +387,7 @@ http {{
     access_log off;
     sendfile on;
     tcp_nopush on;
-    keepalive_timeout 60s;
+    keepalive_timeout {keepalive_s}s;
     keepalive_requests 1000000000;
     open_file_cache max=10000 inactive=60s;
     autoindex on;
@@ -254,7 +399,7 @@ http {{
 {static}    types {{ text/html html; text/plain txt; application/octet-stream bin; }}
 {temps}
     server {{
-        listen 127.0.0.1:{port} reuseport;
+        {self.listen(port)}
         root {docroot};
     }}
 }}
@@ -265,7 +410,8 @@ http {{
         conf = os.path.join(self.prefix, "nginx.conf")
         with open(conf, "w") as f:
             f.write(self.config(port, o["root"], self.prefix, single=o.get("threads") == 1,
-                                gzip_static=o.get("gzip_static")))
+                                gzip_static=o.get("gzip_static"),
+                                keepalive_s=o.get("keepalive_s") or 60))
         return [nginx_path(), "-c", conf, "-p", self.prefix, "-e", self.prefix + "/error.log",
                 "-g", "daemon off;"]
 

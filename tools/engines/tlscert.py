@@ -14,6 +14,9 @@ _lock = threading.Lock()
 _made = {}
 # port -> the CA file its server's certificate chains to
 TLS_PORTS = {}
+# port -> "1.2": the clients of that port speak TLS 1.2 at most (a server
+# in the VM whose kTLS reads only TLS 1.2 records: see UserHttpdKtls)
+TLS_MAX = {}
 
 
 def _openssl(*args, cwd):
@@ -51,10 +54,13 @@ def make_ca(folder=None, name="server"):
         return out
 
 
-def client_context(ca):
-    """A client context trusting only the test CA (TLS 1.2 at least)."""
+def client_context(ca, tls12=False):
+    """A client context trusting only the test CA (TLS 1.2 at least; with
+    tls12, exactly)."""
     ctx = ssl.create_default_context(cafile=ca)
     ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+    if tls12:
+        ctx.maximum_version = ssl.TLSVersion.TLSv1_2
     ctx.set_alpn_protocols(["http/1.1"])
     return ctx
 
@@ -62,7 +68,7 @@ def client_context(ca):
 def context_for(port):
     """The client context for a TLS port, or None for a plain one."""
     ca = TLS_PORTS.get(port)
-    return client_context(ca) if ca else None
+    return client_context(ca, TLS_MAX.get(port) == "1.2") if ca else None
 
 
 def wrap(sock, port):
@@ -84,4 +90,6 @@ def url(port, path):
 
 def curl_args(port):
     """What curl needs to trust the engine at port (--cacert for TLS)."""
-    return ["--cacert", TLS_PORTS[port]] if port in TLS_PORTS else []
+    if port not in TLS_PORTS:
+        return []
+    return ["--cacert", TLS_PORTS[port]] + (["--tls-max", "1.2"] if port in TLS_MAX else [])

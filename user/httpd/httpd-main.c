@@ -94,6 +94,31 @@ static void reload_site(const struct settings *n)
     retired = old == &httpd_first_site ? NULL : (struct httpd_site *) old;
 }
 
+/* --allow and --deny: the rules are read at each accept, briefly, so the
+ * list a reload replaces is freed at the reload after. Same rules: kept.
+ * At the start (retire false) nothing is replaced. */
+static void publish_access(const struct http_access *want, bool retire)
+{
+    static struct http_access *retired;
+    const struct http_access *cur = atomic_load(&httpd_cfg.access);
+    size_t used =
+        offsetof(struct http_access, rule) + want->n * sizeof(want->rule[0]);
+    if (cur ? cur->n == want->n && memcmp(cur, want, used) == 0 : !want->n)
+        return;
+    struct http_access *copy = NULL;
+    if (want->n && !(copy = malloc(sizeof(*copy)))) {
+        fprintf(stderr, "ktcp-httpd: --allow and --deny kept: out of memory\n");
+        return;
+    }
+    if (copy)
+        memcpy(copy, want, sizeof(*copy));
+    const struct http_access *old = atomic_exchange(&httpd_cfg.access, copy);
+    if (retire) {
+        free(retired);
+        retired = (struct http_access *) old;
+    }
+}
+
 /* SIGHUP: read the settings again; apply gzip and the access log, which
  * workers read atomically, and say which other changes wait for a
  * restart. Connections and listeners are not touched. What else a reload
@@ -181,6 +206,7 @@ static void reload(int argc, char **argv, struct settings *running)
     atomic_store(&httpd_cfg.listings, n.listings);
     running->listings = n.listings;
     reload_site(&n);
+    publish_access(&n.access, true);
     /* read by the signal loop, on this thread, when a stop begins */
     running->rt.shutdown_timeout_s = n.rt.shutdown_timeout_s;
     /* the same path too: a reload also reopens the log, as SIGUSR1 does */
@@ -191,9 +217,11 @@ static void reload(int argc, char **argv, struct settings *running)
     running->access_log = n.access_log;
     fprintf(stderr,
             "ktcp-httpd: SIGHUP: reloaded (gzip %s, access log %s, "
-            "gzip-static %s, expires %u, listings %s)\n",
+            "gzip-static %s, expires %u, listings %s, %u address "
+            "rule%s)\n",
             n.gzip ? "on" : "off", n.access_log ? n.access_log : "off",
-            n.gzip_static ? "on" : "off", n.expires, n.listings ? "on" : "off");
+            n.gzip_static ? "on" : "off", n.expires, n.listings ? "on" : "off",
+            n.access.n, n.access.n == 1 ? "" : "s");
     httpd_settings_release(&last);
     last.owned = n.owned;
     last.owned_n = n.owned_n;
@@ -651,6 +679,7 @@ int main(int argc, char **argv)
     httpd_cfg.error_pages_n = s.error_pages_n;
     site_from(&s, &httpd_first_site);
     httpd_cfg.site = &httpd_first_site;
+    publish_access(&s.access, false);
     if (!load_mime_types(&s))
         return 2;
     httpd_cfg.dotfiles = s.dotfiles;
@@ -718,6 +747,7 @@ int main(int argc, char **argv)
     s.rt.name = "ktcp-httpd";
     s.rt.handler = httpd_serve;
     s.rt.refuse = httpd_conn_refuse;
+    s.rt.admit = httpd_client_allowed;
     s.rt.worker_data_size = sizeof(struct httpd_worker);
     s.rt.worker_flush = httpd_worker_flush;
     s.rt.worker_exit = httpd_worker_exit;

@@ -39,6 +39,8 @@ enum {
     OPT_LISTING_BYTES,
     OPT_INDEX,
     OPT_FALLBACK,
+    OPT_ALLOW,
+    OPT_DENY,
 };
 
 #define DEFAULT_TLS_HS_TIMEOUT_MS 10000
@@ -122,12 +124,22 @@ static const struct rt_cli_opt opts[] = {
      "memory of the listings in flight (their name\n"
      "tables and buffers); a listing beyond gets 503\n"
      "with Retry-After; 0 = no limit (default: 64M)"},
+    {"allow", OPT_ALLOW, "CIDR",
+     "serve clients of CIDR (IPv4 or IPv6 network, an\n"
+     "address, or 'all'); with --deny, repeatable, the\n"
+     "first rule matching a client decides, in the\n"
+     "order given; none matching: served, at most 256\n"
+     "rules (default: every client served)"},
+    {"deny", OPT_DENY, "CIDR",
+     "close connections from CIDR at accept, counted\n"
+     "as denied (see --allow)"},
     {"config", OPT_CONFIG, "FILE",
      "read flags from FILE first, one per line without\n"
      "the dashes ('gzip', 'access-log /var/log/x.log');\n"
      "flags given here win; SIGHUP reads it again and\n"
      "applies gzip, gzip-static, expires, listings,\n"
-     "index, fallback, access-log and shutdown-timeout\n"
+     "index, fallback, allow, deny, access-log and\n"
+     "shutdown-timeout\n"
      "(default: none)"},
     {"test-config", 't', NULL,
      "check the settings and exit: 0 when ktcp-httpd\n"
@@ -252,6 +264,13 @@ static bool option(void *data, int key, const char *arg, bool from_file)
         if (arg[0] && http_fallback_parse(arg, strlen(arg), s->fallback,
                                           &s->fallback_len, &why) < 0)
             return rt_cli_bad("--fallback", arg, why);
+        return true;
+    case OPT_ALLOW:
+    case OPT_DENY:
+        if (http_access_add(&s->access, key == OPT_ALLOW, arg, strlen(arg),
+                            &why) < 0)
+            return rt_cli_bad(key == OPT_ALLOW ? "--allow" : "--deny", arg,
+                              why);
         return true;
     case 't': /* --test-config */
         if (from_file)

@@ -36,7 +36,8 @@ struct settings {
     size_t fallback_len;                     /* 0: none */
     unsigned listing_max;
     size_t listing_bytes;
-    bool test_config; /* --test-config: check, say so, exit */
+    bool test_config;          /* --test-config: check, say so, exit */
+    struct http_access access; /* --allow, --deny, in their order */
     /* --config's strings, which the fields above may point into:
      * owned[1..owned_n) (httpd_settings_release frees them) */
     char **owned;

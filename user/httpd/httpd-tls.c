@@ -5,8 +5,10 @@
  * then served by httpd-conn.c as any other, its rt_read/rt_sendv/
  * rt_sendfile going through the TLS layer (user/tls: records by the
  * kernel when kTLS is on, by OpenSSL otherwise). Between requests the
- * connection keeps its TLS state and its coroutine, waiting for the next
- * record until --idle-timeout-ms. */
+ * connection keeps its TLS state but not its coroutine stack: it goes idle
+ * (RT_IDLE) with the transport attached, as a plain keep-alive connection
+ * does, and the runtime frees the TLS state (rt_io.release) if it closes
+ * it idle. */
 #include <errno.h>
 #include <poll.h>
 #include <stdio.h>
@@ -85,6 +87,22 @@ static void refuse_plain(struct rt_conn *c)
     linger(c);
 }
 
+/* The requests of a connection whose TLS transport is attached: RT_IDLE
+ * when nothing is buffered, in OpenSSL either (the last read saw the
+ * socket empty), the session kept for the next record; else the session
+ * ends here. */
+static enum rt_verdict tls_requests(struct rt_conn *c)
+{
+    struct ktcp_tls_conn *t = c->io_data;
+    if (httpd_conn_serve(c) == RT_IDLE) {
+        ktcp_tls_conn_trim(t);
+        return RT_IDLE;
+    }
+    ktcp_tls_rt_detach(c);
+    ktcp_tls_conn_free(t);
+    return RT_CLOSE;
+}
+
 static enum rt_verdict tls_serve(struct rt_conn *c)
 {
     uint64_t deadline =
@@ -118,25 +136,12 @@ static enum rt_verdict tls_serve(struct rt_conn *c)
     if (ktcp_tls_ktls_rx(t))
         rt_count(HTTPD_C_TLS_KTLS_RX, 1);
     ktcp_tls_rt_attach(t, c);
-    while (httpd_conn_serve(c) == RT_IDLE) {
-        /* nothing buffered, in OpenSSL either (the last read saw the
-         * socket empty): wait for the next record */
-        r = rt_wait(c, POLLIN,
-                    rt_loop_now_ms() + (uint64_t) httpd_cfg.idle_timeout_ms,
-                    true);
-        if (r == -ETIMEDOUT)
-            rt_count(RT_C_TIMEOUTS, 1);
-        if (r < 0)
-            break;
-    }
-    ktcp_tls_rt_detach(c);
-    ktcp_tls_conn_free(t);
-    return RT_CLOSE;
+    return tls_requests(c);
 }
 
 enum rt_verdict httpd_serve(struct rt_conn *c)
 {
     if (c->listener == 1 && httpd_cfg.tls)
-        return tls_serve(c);
+        return c->io ? tls_requests(c) : tls_serve(c);
     return httpd_conn_serve(c);
 }

@@ -50,6 +50,9 @@ struct httpd_config {
     _Atomic bool listings; /* --listings: directories without an index */
     /* --index and --fallback, replaced whole by a SIGHUP */
     const struct httpd_site *_Atomic site;
+    /* --allow and --deny in their order, replaced whole by a SIGHUP;
+     * NULL: none (every address served) */
+    const struct http_access *_Atomic access;
     /* --tls-port's context (user/tls), NULL: no HTTPS; a reload swaps
      * its certificate inside it */
     struct ktcp_tls_ctx *tls;
@@ -72,6 +75,7 @@ extern struct httpd_config httpd_cfg;
  *             httpd-cache-gz.c gzip copies of cached files
  *   listing   httpd-listing.c  a directory streamed as its body
  *   log       httpd-log.c      Date, counters, access log
+ *   access    httpd-access.c   address rules, request rates
  *   status    httpd-status.c   the counters as a page (--status-path)
  *   respond   httpd-respond.c  core's planner run for one request, its
  *                              plan carried out
@@ -264,6 +268,7 @@ enum httpd_counter {
     HTTPD_C_TLS_KTLS_RX,
     HTTPD_C_LISTINGS_REFUSED,
     HTTPD_C_LOG_REOPEN_FAILED, /* a reopen of the access log failed */
+    HTTPD_C_DENIED,            /* connections closed by an address rule */
     HTTPD_C_END
 };
 _Static_assert(HTTPD_C_END <= RT_NCOUNTERS, "more counters than rt.h has");
@@ -298,6 +303,19 @@ void httpd_log_request(struct httpd_req *r);
  * descriptor workers write to changes atomically (dup2), so a rename and a
  * reopen lose no line. Main thread only. 0 or -errno. */
 int httpd_log_open(const char *path);
+
+/* ---- address rules and request rates (httpd-access.c) ---- */
+/* The client address every check reads is the connection's peer_family
+ * and peer_addr (rt.h), set at accept; a PROXY protocol header replaces
+ * them with the address it carries, before the checks below run for it.
+ *
+ * The runtime's admit hook: false (counted as denied) when the first
+ * --allow/--deny rule matching c's address denies it; the connection is
+ * then closed at accept, before any byte is read. On a listener whose
+ * clients arrive through a PROXY header the address at accept is the
+ * balancer's: the rules are then checked (with this function) once the
+ * header has set the client's address, and a denied client closed. */
+bool httpd_client_allowed(const struct rt_conn *c);
 
 /* ---- status page (httpd-status.c) ---- */
 /* Is r a request for --status-path (or its /metrics)? */

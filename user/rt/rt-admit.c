@@ -217,6 +217,8 @@ static void peer_put(const struct rt_conn *c)
 
 bool rt_conn_admit(const struct rt_conn *c)
 {
+    if (rt_g.cfg->admit && !rt_g.cfg->admit(c))
+        return false;
     long n = atomic_fetch_add(&live_conns, 1);
     if ((rt_g.cfg->max_conns > 0 && n >= rt_g.cfg->max_conns) || !peer_get(c)) {
         atomic_fetch_sub(&live_conns, 1);

@@ -99,6 +99,16 @@ struct rt_coro {
     struct rt_coro *dead_next; /* chain freed after one grace period */
 } __attribute__((aligned(64)));
 
+/* The runtime closes a connection: a transport the handler left set
+ * (an idle one's, rt_io.release) is freed first. */
+static inline void rt_conn_io_release(struct rt_conn *c)
+{
+    if (c->io && c->io->release)
+        c->io->release(c);
+    c->io = NULL;
+    c->io_data = NULL;
+}
+
 struct rt_coro *rt_coro_new(int fd);
 /* The stack of the last handler this thread saw return, kept with its
  * frame (rt-coro.c's coro_main, switched out after the handler returned)
@@ -407,8 +417,9 @@ void rt_worker_data_exit(struct rt_worker *w);
 
 /* Admission (rt-admit.c): the live connections against --max-conns and
  * each client address's against --max-conns-per-ip. c has its fd and its
- * peer (rt_conn_set_peer); false (and cfg->refuse called) when it must be
- * refused, and the caller then closes c->fd. Every admitted connection is
+ * peer (rt_conn_set_peer); false when cfg->admit turns it away, or (and
+ * cfg->refuse called) when it must be refused; the caller then closes
+ * c->fd. Every admitted connection is
  * released once, with the same peer. */
 int rt_admit_init(const struct rt_config *cfg);
 bool rt_conn_admit(const struct rt_conn *c);

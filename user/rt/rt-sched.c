@@ -337,6 +337,7 @@ static void coro_close(struct rt_worker *w, struct rt_coro *co)
     atomic_store(&co->wstate, RT_ST_DEAD);
     rt_coro_release_stack(co);
     timer_cancel(w, co);
+    rt_conn_io_release(&co->conn);
     close(co->conn.fd); /* also leaves the epoll set */
     rt_conn_release(&co->conn);
     rt_coro_put(co);

@@ -108,6 +108,7 @@ static void serve_conn(struct handoff *h, struct rt_worker *w)
         if (r < 0)
             break;
     }
+    rt_conn_io_release(&c);
     close(c.fd);
     rt_worker_flush(w);
     rt_conn_release(&c);

@@ -42,8 +42,11 @@ struct rt_conn;
  * rt_read, rt_read_nowait, rt_send, rt_sendv, rt_sendfile and
  * rt_shutdown_write go through it, with the same contracts (bytes or
  * -errno; the waiting ones wait through rt_wait), instead of the socket's
- * calls. The runtime never sets it and never frees io_data: whoever set it
- * clears it before the connection ends. */
+ * calls. The runtime never sets it; whoever set it clears it before the
+ * handler returns RT_CLOSE. A handler may return RT_IDLE with io still set:
+ * the connection then keeps its transport (not its stack) while idle, and
+ * if the runtime closes it meanwhile (idle timeout, stop) it calls release
+ * first, which frees io_data. */
 struct rt_io {
     ssize_t (*read_nowait)(struct rt_conn *c, void *buf, size_t len);
     ssize_t (*read)(struct rt_conn *c,
@@ -62,6 +65,7 @@ struct rt_io {
                         size_t count,
                         int timeout_ms);
     void (*shutdown_write)(struct rt_conn *c);
+    void (*release)(struct rt_conn *c);
 };
 
 /* One accepted connection. In the coroutine models it lives inside the
@@ -123,6 +127,11 @@ struct rt_config {
     /* answer a connection of the port over max_conns; NULL: close (the
      * second port's are always closed) */
     void (*refuse)(int fd);
+    /* the application's own look at a new connection's address (its
+     * address rules), before it is counted or served: false closes it at
+     * once, uncounted by the runtime (the application counts it); NULL:
+     * every address */
+    bool (*admit)(const struct rt_conn *c);
     /* A stop also ends sends waiting for a slow reader (-ESHUTDOWN), as
      * kecho's unload does; false: in-flight responses finish (HTTP). */
     bool stop_cuts_sends;
@@ -174,7 +183,7 @@ enum rt_counter {
     RT_C_BYTES_OUT,
     RT_C_APP,
 };
-#define RT_APP_COUNTERS 16
+#define RT_APP_COUNTERS 24
 #define RT_NCOUNTERS (RT_C_APP + RT_APP_COUNTERS)
 void rt_count(int which, uint64_t n);
 /* Two counts at once: one look at the calling thread's counters. */

@@ -46,6 +46,15 @@ void ktcp_tls_conn_free(struct ktcp_tls_conn *t)
     free(t);
 }
 
+void ktcp_tls_conn_trim(struct ktcp_tls_conn *t)
+{
+    if (!t || !t->buf || t->buf_done < t->buf_len)
+        return;
+    free(t->buf);
+    t->buf = NULL;
+    t->buf_len = t->buf_done = 0;
+}
+
 int ktcp_tls_conn_release(struct ktcp_tls_conn *t)
 {
     if (!ktcp_tls_ktls_tx(t) || !ktcp_tls_ktls_rx(t) ||

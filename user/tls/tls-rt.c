@@ -177,12 +177,23 @@ static void io_shutdown_write(struct rt_conn *c)
     ktcp_tls_shutdown(c->io_data);
 }
 
+/* The runtime closes an idle connection (its timeout, a stop): the TLS
+ * state goes with it, no close_notify (as a timed-out plain connection
+ * gets no answer either). */
+static void io_release(struct rt_conn *c)
+{
+    struct ktcp_tls_conn *t = c->io_data;
+    ktcp_tls_rt_detach(c);
+    ktcp_tls_conn_free(t);
+}
+
 static const struct rt_io tls_io = {
     .read_nowait = io_read_nowait,
     .read = io_read,
     .sendv = io_sendv,
     .sendfile = io_sendfile,
     .shutdown_write = io_shutdown_write,
+    .release = io_release,
 };
 
 void ktcp_tls_rt_attach(struct ktcp_tls_conn *t, struct rt_conn *c)

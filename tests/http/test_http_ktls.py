@@ -1,0 +1,59 @@
+"""The HTTPS engines of the VM (engines.VM_KERNEL: khttpd behind ktcp-tlsd,
+ktcp-httpd over kTLS) run the whole suite with the kernel writing and
+reading the records: this checks that they do, one connection at a time,
+through the kernel's own kTLS counters."""
+import pytest
+
+from engines import tlscert
+from rawhttp import Conn
+from sclient import SClient
+from testlib import tls_stat
+
+
+def test_records_written_and_read_by_the_kernel(http_engine, docroot):
+    if not getattr(http_engine.engine, "ktls", False):
+        pytest.skip("an HTTPS engine whose records the kernel writes and reads (kTLS, in the VM)")
+    before = tls_stat()
+    with Conn(http_engine.port) as c:
+        for _ in range(2):  # keep-alive: a request read from a record, twice
+            c.send(b"GET /a.txt HTTP/1.1\r\nHost: x\r\n\r\n")
+            r = c.read_response()
+            assert r.status == 200 and r.body == docroot.read("a.txt")
+    after = tls_stat()
+    # one more session each way: the connection's keys went into the kernel
+    assert after.get("TlsTxSw", 0) > before.get("TlsTxSw", 0), (before, after)
+    assert after.get("TlsRxSw", 0) > before.get("TlsRxSw", 0), (before, after)
+
+
+def test_tls13_key_update_over_ktls(http_engine):
+    """A client's TLS 1.3 KeyUpdate mid keep-alive where the kernel writes
+    the records (ktcp-httpd in the VM: Debian 12's OpenSSL 3.0 gives a TLS
+    1.3 session kTLS TX, and reads its records itself). "k" (the client's
+    new sending keys: OpenSSL reads them) is served on. "K" also asks the
+    server for new sending keys, which the kernel holds: the connection
+    either goes on with the next response whole, or ends without a byte
+    the client cannot decrypt, within its bound; never garbage, never a
+    hang. khttpd behind ktcp-tlsd speaks TLS 1.2, which has no KeyUpdate
+    (tests/test_khttpd_tls.py hands khttpd a TLS 1.3 KeyUpdate record)."""
+    engine = http_engine.engine
+    if not getattr(engine, "ktls", False):
+        pytest.skip("an HTTPS engine whose records the kernel writes (kTLS, in the VM)")
+    if engine.kind == "kernel":
+        pytest.skip("ktcp-tlsd negotiates TLS 1.2 (OpenSSL 3.0): no KeyUpdate")
+    req = "GET /a.txt HTTP/1.1\nHost: x\n\n"
+    with SClient(http_engine.port, tlscert.TLS_PORTS[http_engine.port], "-tls1_3") as c:
+        c.send(req)
+        assert c.wait_for("\r\n\r\nhello\n", 1), c.output[-2000:]
+        c.command("k")
+        c.send(req)
+        assert c.wait_for("\r\n\r\nhello\n", 2), c.output[-2000:]
+        c.command("K")
+        c.send(req)
+        served = c.wait_for("\r\n\r\nhello\n", 3, timeout=10)
+        out = c.output
+        print(f"K over kTLS TX: {'served' if served else 'ended'}; s_client: {out[-600:]!r}")
+        if not served:
+            assert c.exited_within(15), "neither served nor closed: " + out[-2000:]
+            out = c.output
+        for bad in ("bad record mac", "decryption failed", "decrypt error", "wrong version"):
+            assert bad not in out.lower(), out[-2000:]

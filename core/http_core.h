@@ -17,6 +17,7 @@
 #include "http_plan.h"
 #include "http_proxy.h"
 #include "http_range.h"
+#include "http_rate.h"
 #include "http_response.h"
 #include "http_vhost.h"
 

@@ -5,8 +5,10 @@
 #include "http_access.h"
 #include "http_buf.h"
 #include "http_conditional.h"
+#include "http_conf.h"
 #include "http_date.h"
 #include "http_encoding.h"
+#include "http_headers.h"
 #include "http_limits.h"
 #include "http_listing.h"
 #include "http_mime.h"
@@ -15,5 +17,6 @@
 #include "http_plan.h"
 #include "http_range.h"
 #include "http_response.h"
+#include "http_vhost.h"
 
 #endif /* KTCP_CORE_HTTP_CORE_H */

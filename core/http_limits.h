@@ -4,6 +4,7 @@
 #ifndef KTCP_CORE_HTTP_LIMITS_H
 #define KTCP_CORE_HTTP_LIMITS_H
 
+#include "http_headers.h"
 #include "http_parser.h"
 
 /* Files up to this size keep their body in the cache and leave with the
@@ -45,7 +46,9 @@
  * every planned head fits; tests/unit/test_http_plan.c builds the
  * largest. An engine that still fails to build one answers the plan's
  * 500 instead (http_plan_head_failed), never a silent close. */
-#define HTTP_SERVER_HEAD_BUF 2048
+/* The head the planner makes is under 2048 bytes; the operator's fields
+ * (http_headers.h) add at most HTTP_HEADERS_HEAD_MAX. */
+#define HTTP_SERVER_HEAD_BUF (2048 + HTTP_HEADERS_HEAD_MAX)
 /* nginx's "expires": the longest max-age accepted (ten years). */
 #define HTTP_SERVER_EXPIRES_MAX (10 * 365 * 24 * 3600)
 /* Custom error pages (nginx's "error_page"): at most this many, each a

@@ -571,6 +571,9 @@ enum field_id {
     F_ACCEPT_ENCODING,
     F_IF_MODIFIED_SINCE,
     F_TRANSFER_ENCODING,
+    F_ORIGIN,
+    F_ACR_METHOD,
+    F_ACR_HEADERS,
     F_PASSIVE, /* known, nothing to do: Accept, User-Agent, ... */
 };
 
@@ -626,6 +629,17 @@ static enum field_id known_field(const char *s, size_t avail, size_t *name_len)
         FIELD("accept:", F_PASSIVE);
         FIELD("accept-encoding:", F_ACCEPT_ENCODING);
         FIELD("accept-language:", F_PASSIVE);
+        /* longer than word_match takes: its common prefix, then the rest */
+        if (avail >= 30 && word_match(s, "access-control-request-", 23)) {
+            if (word_match(s + 23, "method:", 7)) {
+                *name_len = 29;
+                return F_ACR_METHOD;
+            }
+            if (avail >= 31 && word_match(s + 23, "headers:", 8)) {
+                *name_len = 30;
+                return F_ACR_HEADERS;
+            }
+        }
         break;
     case 'c':
         FIELD("connection:", F_CONNECTION);
@@ -646,6 +660,9 @@ static enum field_id known_field(const char *s, size_t avail, size_t *name_len)
         break;
     case 'k':
         FIELD("keep-alive:", F_KEEP_ALIVE);
+        break;
+    case 'o':
+        FIELD("origin:", F_ORIGIN);
         break;
     case 'r':
         FIELD("range:", F_RANGE);
@@ -732,6 +749,15 @@ static int act_on_header(struct http_parser *p,
         store_first(r, &r->transfer_encoding, HTTP_SEEN_TRANSFER_ENCODING,
                     value);
         return parse_transfer_encoding(p, v, val_len);
+    case F_ORIGIN:
+        store_first(r, &r->origin, HTTP_SEEN_ORIGIN, value);
+        break;
+    case F_ACR_METHOD:
+        store_first(r, &r->acr_method, HTTP_SEEN_ACR_METHOD, value);
+        break;
+    case F_ACR_HEADERS:
+        store_first(r, &r->acr_headers, HTTP_SEEN_ACR_HEADERS, value);
+        break;
     default:
         break;
     }

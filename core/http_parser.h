@@ -135,6 +135,9 @@ enum http_seen {
     HTTP_SEEN_TRANSFER_ENCODING = 1u << 8,
     HTTP_SEEN_EXPECT = 1u << 9,
     HTTP_SEEN_IF_RANGE = 1u << 10,
+    HTTP_SEEN_ORIGIN = 1u << 11,
+    HTTP_SEEN_ACR_METHOD = 1u << 12,  /* Access-Control-Request-Method */
+    HTTP_SEEN_ACR_HEADERS = 1u << 13, /* Access-Control-Request-Headers */
 };
 
 /* Bits of http_request.repeated: list-valued fields sent in more than one
@@ -160,6 +163,11 @@ struct http_request {
     struct http_slice range;
     struct http_slice expect;
     struct http_slice transfer_encoding;
+    /* CORS: Origin, Access-Control-Request-Method and -Headers (a
+     * preflight) */
+    struct http_slice origin;
+    struct http_slice acr_method;
+    struct http_slice acr_headers;
     uint32_t seen;
     uint32_t repeated;
 

@@ -94,6 +94,8 @@ static void head_fill(struct http_plan *p, int status)
      * parser splits at CR and LF); an engine's is scanned */
     p->head.content_type_safe = true;
     p->head.keep_alive = p->keep_alive;
+    p->head.add = p->add;
+    p->head.add_mask = p->add_mask;
     p->memo_kind = HTTP_HEAD_MEMO_NONE;
     p->status = status;
     p->body = HTTP_PLAN_BODY_NONE;
@@ -241,6 +243,9 @@ void http_plan_no_request(struct http_plan *p,
     p->head.date = in->date;
     p->head.date_len = in->date ? HTTP_DATE_LEN : 0;
     p->head.now_seconds = in->now;
+    /* no path: the fields of every response */
+    p->add = in->headers;
+    p->add_mask = in->headers ? in->headers->every : 0;
     p->keep_alive = false;
     p->more = true; /* the close follows: the FIN pushes the end */
     http_plan_error(p, status);
@@ -293,6 +298,41 @@ static void plan_connection(struct http_plan *p,
     p->linger = has_body || in->buffered > after;
 }
 
+/* Is s[0..len) a list of field names ("content-type, x-token"), short
+ * enough to echo? */
+static bool field_names(const char *s, size_t len)
+{
+    size_t i;
+
+    if (!len || len > HTTP_CORS_ALLOW_HEADERS_MAX)
+        return false;
+    for (i = 0; i < len; i++) {
+        unsigned char c = (unsigned char) s[i];
+
+        if (!http_is_tchar(c) && c != ',' && c != ' ' && c != '\t')
+            return false;
+    }
+    return true;
+}
+
+/* A CORS preflight: 204 with the methods the server takes, the fields the
+ * browser asked to send (any: the server reads none of them) and how
+ * long the answer holds; Access-Control-Allow-Origin comes with the
+ * table's line. */
+static enum http_plan_step plan_preflight(struct http_plan *p)
+{
+    const struct http_request *req = p->req;
+
+    head_init(p, 204);
+    p->head.cors_preflight = true;
+    if ((req->seen & HTTP_SEEN_ACR_HEADERS) &&
+        field_names(p->buf + req->acr_headers.off, req->acr_headers.len)) {
+        p->head.cors_allow_headers = p->buf + req->acr_headers.off;
+        p->head.cors_allow_headers_len = (uint16_t) req->acr_headers.len;
+    }
+    return HTTP_PLAN_RESPOND;
+}
+
 enum http_plan_step http_plan_start(struct http_plan *p,
                                     const struct http_plan_input *in,
                                     struct http_plan_work *w)
@@ -316,6 +356,9 @@ enum http_plan_step http_plan_start(struct http_plan *p,
     p->error_pages_n = in->error_pages_n;
     p->mime = in->mime;
     p->random = in->random;
+    p->add = in->headers && (in->headers->n || in->headers->cors) ? in->headers
+                                                                  : NULL;
+    p->add_mask = p->add ? p->add->every : 0;
     p->head.date = in->date;
     p->head.date_len = in->date ? HTTP_DATE_LEN : 0;
     p->head.now_seconds = in->now;
@@ -324,8 +367,21 @@ enum http_plan_step http_plan_start(struct http_plan *p,
     head_fill(p, 200); /* the head is zeroed with the plan */
     p->stage = STAGE_TARGET;
 
+    pr = w ? http_path_normalize(in->buf + req->path.off, req->path.len,
+                                 w->path, HTTP_SERVER_PATH_MAX, &p->info)
+           : HTTP_PATH_ERR_TOO_LONG;
+    /* the fields of the path's prefixes, whatever the answer */
+    if (p->add && pr == HTTP_PATH_OK) {
+        p->add_mask =
+            http_headers_match(p->add, w->path, p->info.len, p->info.is_root,
+                               p->info.trailing_slash);
+        p->head.add_mask = p->add_mask;
+    }
     if (req->expect_unknown)
         return plan_error(p, 417);
+    if (req->method == HTTP_METHOD_OPTIONS && p->add && p->add->cors &&
+        (req->seen & HTTP_SEEN_ORIGIN) && (req->seen & HTTP_SEEN_ACR_METHOD))
+        return plan_preflight(p);
     if (req->method == HTTP_METHOD_OTHER)
         return plan_error(p, 501);
     if (req->method != HTTP_METHOD_GET && req->method != HTTP_METHOD_HEAD)
@@ -334,8 +390,6 @@ enum http_plan_step http_plan_start(struct http_plan *p,
         http_plan_error(p, 500); /* the engine had no memory for paths */
         return HTTP_PLAN_RESPOND;
     }
-    pr = http_path_normalize(in->buf + req->path.off, req->path.len, w->path,
-                             HTTP_SERVER_PATH_MAX, &p->info);
     if (pr != HTTP_PATH_OK)
         return plan_error(p, http_path_error_status(pr));
     /* ".env", ".git/config": never looked up, so neither their existence
@@ -558,8 +612,10 @@ static void plan_expires(struct http_plan *p)
  * kept heads patch. */
 static enum http_plan_step plan_memo(struct http_plan *p, int kind)
 {
+    /* a head with the operator's fields is built every time: they may be
+     * longer than a kept head, and a reload replaces them */
     if (!p->head.has_max_age && p->head.date &&
-        p->head.date_len == HTTP_DATE_LEN)
+        p->head.date_len == HTTP_DATE_LEN && !p->add)
         p->memo_kind = (int8_t) kind;
     return HTTP_PLAN_RESPOND;
 }

@@ -26,6 +26,7 @@
 #include "compat.h"
 #include "http_conditional.h"
 #include "http_date.h"
+#include "http_headers.h"
 #include "http_limits.h"
 #include "http_mime.h"
 #include "http_parser.h"
@@ -210,6 +211,10 @@ struct http_plan_input {
     const struct http_error_page *error_pages; /* error_page */
     size_t error_pages_n;
     const struct http_mime_table *mime; /* read from mime.types, or NULL */
+    /* fields added to responses, and CORS (a preflight, OPTIONS with
+     * Origin and Access-Control-Request-Method, is answered 204 when the
+     * table has CORS on), or NULL */
+    const struct http_headers *headers;
     uint64_t random; /* random bits for a multipart boundary: the engine
                         fills them for a request with a Range field */
 };
@@ -270,6 +275,8 @@ struct http_plan {
     const struct http_request *req;
     const char *buf;
     struct http_plan_work *work;
+    const struct http_headers *add; /* in->headers */
+    uint32_t add_mask;              /* which of its fields this path gets */
     bool gzip;
     bool gzip_static;
     bool no_listings;
@@ -295,7 +302,8 @@ struct http_plan {
 
 /* Dispatch a parsed request (in->req): method, expectations, connection
  * disposition, path. Returns HTTP_PLAN_LOOKUP (plan.path) or
- * HTTP_PLAN_RESPOND (an error: 417, 501, 405, 400/403/414 for the path,
+ * HTTP_PLAN_RESPOND (a CORS preflight's 204; an error: 417, 501, 405,
+ * 400/403/414 for the path,
  * 404 for a hidden path (http_path_hidden) unless in->dotfiles, 500 when
  * w is NULL: the engine could not allocate it). An error with a custom
  * page is a HTTP_PLAN_LOOKUP of the page too (plan.error_page). */

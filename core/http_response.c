@@ -270,6 +270,20 @@ int http_response_build(struct http_buf *b, const struct http_response_head *h)
         }
         APPEND_LIT(b, "\r\n");
     }
+    if (h->add)
+        http_headers_append(b, h->add, h->add_mask);
+    if (h->cors_preflight) {
+        APPEND_LIT(b, "Access-Control-Allow-Methods: GET, HEAD\r\n");
+        if (h->cors_allow_headers_len) {
+            APPEND_LIT(b, "Access-Control-Allow-Headers: ");
+            http_buf_append(b, h->cors_allow_headers,
+                            h->cors_allow_headers_len);
+            APPEND_LIT(b, "\r\n");
+        }
+        APPEND_LIT(b, "Access-Control-Max-Age: ");
+        http_buf_append_u64(b, HTTP_CORS_MAX_AGE);
+        APPEND_LIT(b, "\r\n");
+    }
     APPEND_LIT(b, "\r\n");
     return b->overflow ? -1 : (int) b->len;
 }

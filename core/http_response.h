@@ -5,6 +5,7 @@
 
 #include "compat.h"
 #include "http_buf.h"
+#include "http_headers.h"
 
 /* Reason phrase of every status the servers send; "Unknown" otherwise. */
 const char *http_status_reason(int status);
@@ -66,6 +67,15 @@ struct http_response_head {
     bool keep_alive;      /* Connection: keep-alive, else close */
     uint32_t keep_alive_timeout_seconds; /* > 0: Keep-Alive: timeout=N */
     uint32_t keep_alive_max;             /* > 0: ..., max=N */
+    /* the operator's fields (http_headers.h): those of add_mask, then the
+     * CORS line if the table has one; checked when the table was made */
+    const struct http_headers *add;
+    uint32_t add_mask;
+    /* a CORS preflight's answer: Access-Control-Allow-Methods, -Max-Age
+     * and, when set, -Headers (cors_allow_headers: vetted by the planner) */
+    bool cors_preflight;
+    uint16_t cors_allow_headers_len;
+    const char *cors_allow_headers;
 };
 
 /* Returns the head length, or -1 if it did not fit (or a value was

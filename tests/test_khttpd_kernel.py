@@ -1205,3 +1205,184 @@ def test_listing_table_built_once_follows_changes(crowd_root, tmp_path):
             (crowd_root / "small" / "0-new.txt").unlink()
         names, _ = listing_names(get(k.port, "/small/"))
         assert names == ["../", "a.txt", "b.txt", "c.txt"]
+
+
+# ------------------------------------------- lookups raced by renames, held bytes
+
+RENAMER = """
+import os, sys, time
+spin, deadline = sys.argv[1], time.monotonic() + float(sys.argv[2])
+a, b = os.path.join(spin, "a"), os.path.join(spin, "b")
+n = 0
+while time.monotonic() < deadline and n < 5000000:
+    os.rename(a, b)
+    os.rename(b, a)
+    n += 2
+print(n, flush=True)
+"""
+
+
+@pytest.fixture
+def eagain_probe():
+    """A kretprobe on vfs_path_lookup keeping the returns of -EAGAIN
+    (what LOOKUP_BENEATH answers when a rename or mount ran during the
+    walk); yields a function that counts them so far."""
+    if not os.path.isdir(f"{TRACING}/events"):
+        run(["mount", "-t", "tracefs", "nodev", TRACING])
+    tracefs_write("kprobe_events", "r:kdef/vpl vfs_path_lookup ret=$retval:s32\n")
+    fd = os.open(f"{TRACING}/events/kdef/vpl/filter", os.O_WRONLY | os.O_TRUNC)
+    try:
+        os.write(fd, b"ret == -11")
+    finally:
+        os.close(fd)
+    fd = os.open(f"{TRACING}/trace", os.O_WRONLY | os.O_TRUNC)  # empty the buffer
+    os.close(fd)
+    tracefs_write("events/kdef/vpl/enable", "1")
+
+    def count():
+        with open(f"{TRACING}/trace") as f:
+            return sum(1 for line in f if " vpl:" in line and "ret=-11" in line)
+    try:
+        yield count
+    finally:
+        tracefs_write("events/kdef/vpl/enable", "0")
+        tracefs_write("kprobe_events", "-:kdef/vpl\n")
+
+
+def test_lookup_raced_by_renames_is_retried(tmp_path, eagain_probe):
+    """Two directories renamed back and forth in a loop while a client GETs
+    a file (through a symlink whose target climbs with '..', where
+    LOOKUP_BENEATH checks for a concurrent rename) that exists throughout:
+    the lookups do meet -EAGAIN (the kretprobe counts them), and the bounded
+    retry turns most into a 206: never a 500, a 503 with Retry-After only
+    when every try met a rename, far fewer 503s than -EAGAINs met, and no
+    request held for long. (The race is met a few times a run under
+    emulation, 3 to 155 in the runs so far; a run that meets none says so
+    as a skip.)"""
+    root = tmp_path / "www"
+    # one symlink whose target walks 800 directories down and 800 back up:
+    # a long walk, each '..' step checked for a rename since it began
+    depth = 800
+    (root / ("a/" * depth)).mkdir(parents=True)
+    for spin in ("spin0", "spin1"):
+        (root / spin / "a").mkdir(parents=True)
+    for p in [tmp_path, root, root / "spin0", root / "spin1", root / "spin0" / "a",
+              root / "spin1" / "a"]:
+        p.chmod(0o755)
+    d = root
+    for _ in range(depth):
+        d = d / "a"
+        d.chmod(0o755)
+    (root / "f.bin").write_bytes(os.urandom(100_000))  # past the body cache: opened per GET
+    (root / "up.bin").symlink_to("a/" * depth + "../" * depth + "f.bin")
+    request = b"GET /up.bin HTTP/1.1\r\nHost: x\r\nRange: bytes=0-9\r\n\r\n"
+    statuses, slowest, eagains = {}, 0.0, 0
+    with Khttpd(root) as k:
+        renamers = [subprocess.Popen(["/usr/bin/python3", "-c", RENAMER, str(root / spin), "40"],
+                                     stdout=subprocess.PIPE, text=True)
+                    for spin in ("spin0", "spin1")]
+        try:
+            deadline = time.monotonic() + 25
+            with socket.create_connection(("127.0.0.1", k.port), timeout=10) as s:
+                f = s.makefile("rb")
+                n = 0
+                while n < 20000 and time.monotonic() < deadline:
+                    t0 = time.monotonic()
+                    s.sendall(request)
+                    status = f.readline().split()[1].decode()
+                    head, length = [], 0
+                    while (line := f.readline()) not in (b"\r\n", b""):
+                        head.append(line)
+                        if line.lower().startswith(b"content-length:"):
+                            length = int(line.split(b":")[1])
+                    f.read(length)
+                    slowest = max(slowest, time.monotonic() - t0)
+                    statuses[status] = statuses.get(status, 0) + 1
+                    if status == "503":
+                        assert b"Retry-After: 1\r\n" in head, head
+                    n += 1
+                    if n % 200 == 0:
+                        eagains = eagain_probe()
+                        if eagains >= 10 and n >= 400:
+                            break
+        finally:
+            renamed = []
+            for r in renamers:
+                r.kill()
+                renamed.append(r.communicate()[0])
+    eagains = eagain_probe()
+    record(f"lookups raced by renames: {statuses} in {n} GETs, {eagains} -EAGAIN met, "
+           f"slowest {slowest * 1000:.0f} ms")
+    assert set(statuses) <= {"206", "503"}, statuses
+    # most raced lookups recovered: 96.5 % 206s measured with 155 -EAGAINs
+    assert statuses.get("206", 0) >= 0.5 * n, statuses
+    # bounded: a retry loop that spun would hold a GET for the whole run
+    assert slowest < 5.0, f"a GET took {slowest:.2f} s"
+    if not eagains:  # how often the race is met depends on the machine
+        pytest.skip(f"no lookup met a rename in {n} GETs: the retry was not exercised")
+    assert 3 * statuses.get("503", 0) < eagains, (statuses, eagains)
+
+
+def test_held_bytes_leave_the_cache_working(tmp_path):
+    """Slow readers hold gzip copies of 1 MiB files that eviction took out
+    of the cache, more bytes than cache_bytes: the cache counts them
+    (cache_bytes above the bound) but eviction aims at what it can free, so
+    small files still stay cached (their second round hits) and a new
+    gzip copy is still made. Before, held bytes counted as the cache's: each
+    insert emptied the whole LRU list, nothing hit and gzip stopped."""
+    root = tmp_path / "www"
+    root.mkdir()
+    tmp_path.chmod(0o755)
+    root.chmod(0o755)
+    bound = 2 << 20
+    nbig, nsmall = 5, 40
+    import base64
+    for i in range(nbig):  # base64: a gzip copy of about 3/4 of the file
+        (root / f"big{i}.txt").write_bytes(base64.encodebytes(os.urandom(768 * 1024)))
+    for i in range(nsmall):
+        (root / f"s{i}.txt").write_bytes(b"%d\n" % i * 100)
+    (root / "page.html").write_bytes(b"<p>compressible</p>\n" * 1000)  # gzipped on the spot
+    accept = "Accept-Encoding: gzip\r\n"
+
+    def gzipped(path):
+        resp = get(k.port, path, accept)
+        assert resp.startswith(b"HTTP/1.1 200 "), resp[:80]
+        return b"\r\nContent-Encoding: gzip\r\n" in resp.split(b"\r\n\r\n")[0]
+
+    held = []
+    with SmallSendBuffers(), Khttpd(root, cache_bytes=bound, idle_timeout_ms=300000) as k:
+        try:
+            for i in range(nbig):
+                deadline = time.monotonic() + 60
+                while not gzipped(f"/big{i}.txt"):  # built off the request path
+                    assert time.monotonic() < deadline, f"no gzip copy of big{i}.txt"
+                    time.sleep(0.2)
+                s = socket.socket()
+                s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+                s.settimeout(30)
+                s.connect(("127.0.0.1", k.port))
+                s.sendall(f"GET /big{i}.txt HTTP/1.1\r\nHost: x\r\n{accept}\r\n".encode())
+                head = s.recv(1024, socket.MSG_PEEK)
+                assert b"\r\nContent-Encoding: gzip\r\n" in head, head[:300]
+                held.append(s)  # reads no more: its gzip copy stays in flight
+            st = stats()
+            assert st["cache_bytes"] > bound, st  # held copies beyond the bound
+            assert st["cache_evictions"] >= 2, st
+            before = stats()
+            for rnd in range(2):
+                for i in range(nsmall):
+                    assert split(get(k.port, f"/s{i}.txt"))[1] == b"%d\n" % i * 100
+            after = stats()
+            hits = after["cache_hits"] - before["cache_hits"]
+            deadline = time.monotonic() + 30
+            while not gzipped("/page.html"):
+                assert time.monotonic() < deadline, "no gzip copy of page.html"
+                time.sleep(0.2)
+            still = stats()["cache_bytes"]
+        finally:
+            for s in held:
+                s.close()
+    record(f"{nbig} held gzip copies, cache_bytes {bound}: {still} counted, "
+           f"{hits} hits of {nsmall} in the second round of small files")
+    assert still > bound, "the readers let go before the small files were served"
+    assert hits >= nsmall - 2, (hits, before, after)

@@ -35,6 +35,8 @@ extern bool khttpd_listings; /* list directories without an index */
 extern const struct http_index_files *khttpd_index; /* NULL: index.html */
 extern char khttpd_fallback[HTTP_ERROR_PAGE_PATH_MAX]; /* relative */
 extern size_t khttpd_fallback_len; /* 0: no fallback */
+/* site= and cors=: the fields added to responses, and CORS */
+extern struct http_headers khttpd_headers;
 extern ulong khttpd_listing_bytes; /* listings' buffers and builds; 0: any */
 extern uint khttpd_listing_max; /* listings in flight; 0: any */
 extern struct path khttpd_root; /* the served directory, referenced */

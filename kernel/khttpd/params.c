@@ -9,11 +9,13 @@
 
 #include <linux/module.h>
 #include <linux/fs_struct.h>
+#include <linux/fs.h>
 #include <linux/namei.h>
 #include <linux/path.h>
 #include <linux/string.h>
 #include <linux/uidgid.h>
 #include <linux/user_namespace.h>
+#include <linux/mm.h>
 #include <linux/workqueue.h>
 
 #include "khttpd.h"
@@ -96,6 +98,16 @@ module_param(fallback, charp, 0444);
 MODULE_PARM_DESC(fallback,
 		 "a missing path (not a dotfile, not under /.well-known/) is answered 200 with this file beneath the root, as a single-page application needs: \"/index.html\" (default none: 404)");
 
+static char *site;
+module_param(site, charp, 0444);
+MODULE_PARM_DESC(site,
+		 "a file of settings read at load, one a line as ktcp-httpd's --config: add-header [/PREFIX ]NAME: VALUE (at most 32), cors ORIGIN|*; a bad line fails the load (default none)");
+
+static char *cors;
+module_param(cors, charp, 0444);
+MODULE_PARM_DESC(cors,
+		 "Access-Control-Allow-Origin: ORIGIN (with Vary: Origin) or * on every response, and CORS preflights answered 204 (default off)");
+
 ulong khttpd_listing_bytes = 64UL << 20;
 module_param_named(listing_bytes, khttpd_listing_bytes, ulong, 0444);
 MODULE_PARM_DESC(listing_bytes,
@@ -114,6 +126,7 @@ MODULE_PARM_DESC(acl,
 
 struct http_access khttpd_access;
 bool khttpd_dotfiles;
+struct http_headers khttpd_headers;
 static struct http_index_files khttpd_index_files;
 const struct http_index_files *khttpd_index; /* NULL: index.html */
 char khttpd_fallback[HTTP_ERROR_PAGE_PATH_MAX];
@@ -140,6 +153,78 @@ static bool khttpd_root_is_fs_root(void)
 	same = path_equal(&khttpd_root, &fs_root);
 	path_put(&fs_root);
 	return same;
+}
+
+/* One line of the site= file, into the settings. */
+static int khttpd_site_line(const struct http_conf_line *l)
+{
+	const char *why = "unknown setting (add-header or cors)";
+	int err = -1;
+
+	if (l->name_len == 10 && !memcmp(l->name, "add-header", 10))
+		err = http_headers_add(&khttpd_headers, l->value, l->value_len,
+				       &why);
+	else if (l->name_len == 4 && !memcmp(l->name, "cors", 4))
+		err = http_headers_cors(&khttpd_headers, l->value, l->value_len,
+					&why);
+	if (err < 0) {
+		pr_err("site=%s: line %u: %.*s: %s\n", site, l->number,
+		       (int)l->name_len, l->name, why);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/*
+ * site=: the file read whole (at most HTTP_CONF_FILE_MAX bytes) with
+ * kernel_read(): kernel_read_file() would name it to the LSMs as an
+ * unknown kind of file, which some (IPE) warn about.
+ */
+static int khttpd_site_load(void)
+{
+	struct http_conf_line l = {};
+	struct file *f;
+	char *text;
+	loff_t pos = 0;
+	size_t at = 0, cur = 0;
+	ssize_t n = 0;
+	int err = 0;
+
+	f = filp_open(site, O_RDONLY, 0);
+	if (IS_ERR(f)) {
+		pr_err("site=%s: cannot be opened (%ld)\n", site, PTR_ERR(f));
+		return PTR_ERR(f);
+	}
+	if (!S_ISREG(file_inode(f)->i_mode) ||
+	    i_size_read(file_inode(f)) > HTTP_CONF_FILE_MAX) {
+		pr_err("site=%s: not a regular file of at most 64 KiB\n", site);
+		filp_close(f, NULL);
+		return -EINVAL;
+	}
+	text = kvmalloc(HTTP_CONF_FILE_MAX + 1, GFP_KERNEL);
+	if (!text) {
+		filp_close(f, NULL);
+		return -ENOMEM;
+	}
+	/* bounded: the buffer fills, or the file ends or fails */
+	while (at <= HTTP_CONF_FILE_MAX) {
+		n = kernel_read(f, text + at, HTTP_CONF_FILE_MAX + 1 - at,
+				&pos);
+		if (n <= 0)
+			break;
+		at += n;
+	}
+	filp_close(f, NULL);
+	if (n < 0 || at > HTTP_CONF_FILE_MAX) {
+		pr_err("site=%s: cannot be read (%zd)\n", site,
+		       n < 0 ? n : (ssize_t)-EFBIG);
+		kvfree(text);
+		return n < 0 ? n : -EFBIG;
+	}
+	while (!err && http_conf_next(text, at, &cur, &l))
+		err = khttpd_site_line(&l);
+	kvfree(text);
+	return err;
 }
 
 /* Parameters are checked before anything is allocated. */
@@ -205,6 +290,20 @@ static int khttpd_check_params(enum khttpd_mode *m, kuid_t *kuid, kgid_t *kgid)
 					khttpd_fallback, &khttpd_fallback_len,
 					&why) < 0) {
 			pr_err("fallback=%s: %s\n", fallback, why);
+			return -EINVAL;
+		}
+	}
+	if (site && site[0]) {
+		err = khttpd_site_load();
+		if (err < 0)
+			return err;
+	}
+	if (cors && cors[0]) {
+		const char *why = NULL;
+
+		if (http_headers_cors(&khttpd_headers, cors, strlen(cors),
+				      &why) < 0) {
+			pr_err("cors=%s: %s\n", cors, why);
 			return -EINVAL;
 		}
 	}

@@ -141,6 +141,7 @@ static void khttpd_add_settings(struct http_plan_input *in)
 	in->index = khttpd_index;
 	in->fallback = khttpd_fallback_len ? khttpd_fallback : NULL;
 	in->fallback_len = khttpd_fallback_len;
+	in->headers = &khttpd_headers;
 }
 
 /*

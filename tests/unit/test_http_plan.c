@@ -126,6 +126,7 @@ static struct run *plan_ex(const char *req, int64_t gz_len, bool with_work)
     r.in.fallback = settings.fallback;
     r.in.fallback_len = settings.fallback_len;
     r.in.date = settings.date;
+    r.in.headers = settings.headers;
 
     enum http_plan_step step =
         http_plan_start(&r.plan, &r.in, with_work ? &r.work : NULL);
@@ -1195,7 +1196,7 @@ static void test_long_location(void)
     snprintf(req + n, sizeof(req) - n, " HTTP/1.1\r\nHost: x\r\n\r\n");
     r = plan(req);
     CHECK_INT(r->plan.status, 301);
-    CHECK(r->head_len > 1000 && r->head_len < HTTP_SERVER_HEAD_BUF);
+    CHECK(r->head_len > 1000 && r->head_len < 2048);
     CHECK(strstr(r->head, "Location: /long") != NULL);
 
     n = (size_t) snprintf(req, sizeof(req), "GET /long");
@@ -1206,6 +1207,150 @@ static void test_long_location(void)
     CHECK_INT(r->plan.status, 414);
     CHECK(r->head[0] && !has(r, "Location"));
     CHECK_MEM(r->plan.text, r->plan.body_len, "414 URI Too Long\n");
+}
+
+#define X512                                                                   \
+    "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx" \
+    "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx" \
+    "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx" \
+    "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx" \
+    "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx" \
+    "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx" \
+    "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx" \
+    "xxxxxxxx"
+
+/* The operator's fields: checked when added, on every response or a
+ * path's, with CORS and its preflight. */
+#define PREFLIGHT(path, acrh)                               \
+    "OPTIONS " path                                         \
+    " HTTP/1.1\r\nHost: x\r\nOrigin: https://o.example\r\n" \
+    "Access-Control-Request-Method: GET\r\n" acrh "\r\n"
+
+static void test_add_headers(void)
+{
+    static struct http_headers t;
+    const char *why = NULL;
+    char line[64];
+
+#define ADD(s) http_headers_add(&t, s, strlen(s), &why)
+    memset(&t, 0, sizeof(t)); /* an empty table */
+    CHECK_INT(ADD("X-Frame-Options: DENY"), 0);
+    CHECK_INT(ADD("  /dir/  Cache-Control:  public, max-age=60  "), 0);
+    CHECK_INT(ADD("/a.txt X-A: 1"), 0);
+    CHECK_INT(ADD("/ X-Root: every"), 0);
+    /* refused, the table unchanged */
+    CHECK_INT(ADD("X-Bad: a\r\nSet-Cookie: x=1"), -1);
+    CHECK(strstr(why, "CR or LF") != NULL);
+    CHECK_INT(ADD("X-Bad: a\nb"), -1);
+    CHECK_INT(ADD("X-Bad: a\001b"), -1);
+    CHECK_INT(ADD("Bad Name: x"), -1);
+    CHECK_INT(ADD("X-Empty:   "), -1);
+    CHECK_INT(ADD("no colon"), -1);
+    CHECK_INT(ADD("content-length: 5"), -1);
+    CHECK(strstr(why, "server sets") != NULL);
+    CHECK_INT(ADD("Connection: close"), -1);
+    CHECK_INT(ADD("/../x X-A: 1"), -1);
+    CHECK_INT(ADD("/a?b X-A: 1"), -1);
+    CHECK_INT(t.n, 4);
+    CHECK_INT(t.prefixes_used, (int) strlen("/dir/") + (int) strlen("/a.txt"));
+    settings.headers = &t;
+
+    struct run *r = plan(GET("/a.txt", ""));
+    CHECK_INT(r->plan.status, 200);
+    CHECK(has(r, "\r\nX-Frame-Options: DENY\r\n"));
+    CHECK(has(r, "\r\nX-A: 1\r\n"));
+    CHECK(has(r, "\r\nX-Root: every\r\n"));
+    CHECK(!has(r, "Cache-Control"));
+    CHECK_INT(http_head_memo_kind(&r->plan), HTTP_HEAD_MEMO_NONE);
+    r = plan(GET("/dir/", ""));
+    CHECK(has(r, "\r\nCache-Control: public, max-age=60\r\n"));
+    CHECK(!has(r, "X-A:"));
+    r = plan(GET("/%64ir/index.html", "")); /* decoded before matching */
+    CHECK(has(r, "Cache-Control: public"));
+    r = plan(GET("/dir", "")); /* the 301: not beneath /dir/ */
+    CHECK_INT(r->plan.status, 301);
+    CHECK(!has(r, "Cache-Control") && has(r, "X-Frame-Options: DENY"));
+    r = plan(GET("/missing", ""));
+    CHECK_INT(r->plan.status, 404);
+    CHECK(has(r, "X-Frame-Options: DENY"));
+    r = plan("POST /a.txt HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n");
+    CHECK_INT(r->plan.status, 405);
+    CHECK(has(r, "X-A: 1"));
+
+    /* CORS off: OPTIONS stays 405, even a preflight */
+    r = plan(PREFLIGHT("/a.txt", ""));
+    CHECK_INT(r->plan.status, 405);
+    CHECK(!has(r, "Access-Control"));
+
+    CHECK_INT(http_headers_cors(&t, "https://app.example", 19, &why), 0);
+    r = plan(GET("/a.txt", ""));
+    CHECK(has(r,
+              "\r\nAccess-Control-Allow-Origin: https://app.example\r\n"
+              "Vary: Origin\r\n"));
+    r = plan(
+        "OPTIONS /a.txt HTTP/1.1\r\nHost: x\r\nOrigin: https://o.example"
+        "\r\naccess-control-request-method: PUT\r\n"
+        "Access-Control-Request-Headers: content-type, x-token\r\n\r\n");
+    CHECK_INT(r->plan.status, 204);
+    CHECK(r->plan.keep_alive);
+    CHECK(!has(r, "Content-Length") && !has(r, "Content-Type"));
+    CHECK(has(r, "\r\nAccess-Control-Allow-Methods: GET, HEAD\r\n"));
+    CHECK(
+        has(r, "\r\nAccess-Control-Allow-Headers: content-type, x-token\r\n"));
+    CHECK(has(r, "\r\nAccess-Control-Max-Age: 86400\r\n"));
+    CHECK(has(r, "Access-Control-Allow-Origin: https://app.example"));
+    CHECK(has(r, "X-A: 1"));
+    /* not a preflight: OPTIONS as before */
+    r = plan(
+        "OPTIONS /a.txt HTTP/1.1\r\nHost: x\r\nOrigin: https://o.example"
+        "\r\n\r\n");
+    CHECK_INT(r->plan.status, 405);
+    r = plan("OPTIONS * HTTP/1.1\r\nHost: x\r\n\r\n");
+    CHECK_INT(r->plan.status, 405);
+    /* Allow-Headers only for names */
+    r = plan(PREFLIGHT("/", "Access-Control-Request-Headers: a;b\r\n"));
+    CHECK_INT(r->plan.status, 204);
+    CHECK(!has(r, "Access-Control-Allow-Headers"));
+    CHECK_INT(http_headers_cors(&t, "*", 1, &why), 0);
+    r = plan(GET("/a.txt", ""));
+    CHECK(has(r, "\r\nAccess-Control-Allow-Origin: *\r\n"));
+    CHECK(!has(r, "Vary: Origin"));
+    CHECK_INT(http_headers_cors(&t, "ftp://x", 7, &why), -1);
+    CHECK_INT(http_headers_cors(&t, "https://x/path", 14, &why), -1);
+    CHECK_INT(http_headers_cors(&t, "https://x\r\nA: b", 15, &why), -1);
+    CHECK_INT(http_headers_cors(&t, "", 0, &why), 0);
+    r = plan(GET("/a.txt", ""));
+    CHECK(!has(r, "Access-Control"));
+
+    /* 32 fields of the budget's bytes fit the head buffer, a 33rd does
+     * not fit the table */
+    memset(&t, 0, sizeof(t)); /* an empty table */
+    for (int i = 0; i < HTTP_ADD_HEADERS_MAX; i++) {
+        /* each line "X-Hnn: v...v\r\n" is its share of the budget */
+        char spec[128];
+        size_t share = HTTP_ADD_HEADERS_BYTES / HTTP_ADD_HEADERS_MAX;
+        int n = snprintf(spec, sizeof(spec), "/ X-H%02d: ", i);
+        size_t v = share - strlen("X-Hnn: ") - 2;
+        memset(spec + n, 'v', v);
+        CHECK_INT(http_headers_add(&t, spec, (size_t) n + v, &why), 0);
+    }
+    CHECK_INT(t.lines_used, HTTP_ADD_HEADERS_BYTES);
+    snprintf(line, sizeof(line), "X-More: 1");
+    CHECK_INT(ADD(line), -1);
+    CHECK(strstr(why, "32") != NULL);
+    static char origin[HTTP_CORS_ORIGIN_MAX + 1];
+    memcpy(origin, "https://", 8);
+    memset(origin + 8, 'o', HTTP_CORS_ORIGIN_MAX - 8);
+    CHECK_INT(http_headers_cors(&t, origin, HTTP_CORS_ORIGIN_MAX, &why), 0);
+    r = plan(
+        "OPTIONS /names/ HTTP/1.1\r\nHost: x\r\nOrigin: https://o\r\n"
+        "Access-Control-Request-Method: GET\r\n"
+        "Access-Control-Request-Headers: " X512 "\r\n\r\n");
+    CHECK_INT(r->plan.status, 204);
+    CHECK(has(r, "X-H31: vvv"));
+    CHECK(has(r, "Access-Control-Allow-Headers: xxxx"));
+    settings.headers = NULL;
+#undef ADD
 }
 
 /* The largest head the planner can make fits HTTP_SERVER_HEAD_BUF. */
@@ -1465,6 +1610,7 @@ int main(void)
     test_mime_table();
     test_long_location();
     test_head_bound();
+    test_add_headers();
     test_no_listings();
     UNIT_DONE();
 }

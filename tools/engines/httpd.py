@@ -29,6 +29,12 @@ parameters (cache_size is its cache_bytes):
   listing_bytes    memory of the listings in flight; beyond: the same
   index            "index.htm,index.html": a directory's index files
   fallback         "/index.html": a missing path is answered 200 with it
+  cors             "*" or an origin: Access-Control-Allow-Origin and the
+                   CORS preflight (ktcp-httpd --cors, khttpd cors=)
+  site             the text of a settings file in the syntax both read
+                   ("add-header /a/ X-A: 1", "cors *", one a line): written
+                   to a file given as ktcp-httpd's --config and khttpd's
+                   site=
   bind             the address ktcp-httpd listens on
   args             more ktcp-httpd arguments, last on its command line
   tls_handshake_timeout_ms  ktcp-httpd --tls-handshake-timeout-ms (a TLS
@@ -65,6 +71,15 @@ FLOOR_BIN = os.path.join(BUILD, "floor")
 # what the floor serves: fixed bytes (keep-alive, close) and sendfile
 FLOOR_WORKLOADS = ("small-keepalive", "small-close", "1mib")
 KHTTPD_MODES = ("unbound", "bound", "kthread")
+
+
+def site_file(text):
+    """A settings file holding text, readable by the server's user."""
+    fd, path = tempfile.mkstemp(prefix="ktcp-site-", suffix=".conf")
+    with os.fdopen(fd, "w") as f:
+        f.write(text)
+    os.chmod(path, 0o644)
+    return path
 
 
 class UserHttpd(Engine):
@@ -138,13 +153,15 @@ class UserHttpd(Engine):
             cmd += ["--error-page", page]
         for key, flag in (("mime_types", "--mime-types"), ("status_path", "--status-path"),
                           ("dotfiles", "--dotfiles"), ("index", "--index"),
-                          ("fallback", "--fallback")):
+                          ("fallback", "--fallback"), ("cors", "--cors")):
             if o.get(key):
                 cmd += [flag, o[key]]
         if o.get("listings") is not None:
             cmd += ["--listings", "on" if o["listings"] else "off"]
         if os.geteuid() == 0 and o.get("user"):
             cmd += ["--user", o["user"]]
+        if o.get("site") is not None:
+            cmd += ["--config", site_file(o["site"])]
         return cmd + list(o.get("args") or ())
 
     def counters(self):
@@ -196,7 +213,7 @@ class KernelHttpd(KernelModule):
                  "error_pages": "error_pages", "dotfiles": "dotfiles",
                  "listings": "listings", "listing_max": "listing_max",
                  "listing_bytes": "listing_bytes", "index": "index",
-                 "fallback": "fallback"}
+                 "fallback": "fallback", "cors": "cors"}
 
     def __init__(self, mode=None):
         super().__init__(f"khttpd-{mode}" if mode else "khttpd")
@@ -223,6 +240,9 @@ class KernelHttpd(KernelModule):
         for k, v in o.items():
             if k in ("root", "user", "threads", "status_path", "access_log", "nofile",
                      "start_timeout") or v is None:
+                continue
+            if k == "site":
+                args.append(f"site={site_file(v)}")
                 continue
             if k not in self.params_of:
                 raise Unsupported(f"khttpd has no parameter for {k}")

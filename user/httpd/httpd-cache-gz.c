@@ -36,6 +36,9 @@ static struct httpd_gz *gz_worthless(void)
 struct build {
     struct httpd_gzip_job job;
     struct httpd_obj *obj;
+    int root; /* the entry's tree: a reload may close it, and then the
+                 object's identity check refuses what the descriptor
+                 opens */
     char path[];
 };
 
@@ -49,7 +52,7 @@ static void build_run(struct httpd_gzip_job *job)
 
     if (!src) {
         /* the file as the object knows it, or nothing */
-        int fd = httpd_open_beneath(b->path, O_RDONLY | O_NONBLOCK);
+        int fd = httpd_open_beneath(b->root, b->path, O_RDONLY | O_NONBLOCK);
         struct stat st;
         if (fd >= 0 && fstat(fd, &st) == 0 && httpd_obj_is(o, &st) &&
             (tmp = malloc(o->size ? o->size : 1)) &&
@@ -95,6 +98,7 @@ const struct httpd_gz *httpd_cache_gzip(struct httpd_file *f)
     b->job.run = build_run;
     atomic_fetch_add(&o->refs, 1); /* the build's */
     b->obj = o;
+    b->root = f->root.fd;
     memcpy(b->path, f->path, f->path_len + 1);
     if (!httpd_gzip_queue(&b->job)) {
         /* the queue is full: a later request tries again */

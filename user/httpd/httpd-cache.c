@@ -102,6 +102,7 @@ static unsigned long obj_hash(uint64_t dev, uint64_t ino)
 }
 
 struct key {
+    const struct httpd_root *root;
     const char *path;
     size_t len;
 };
@@ -111,7 +112,9 @@ static int match(struct cds_lfht_node *node, const void *k)
     const struct httpd_file *f =
         caa_container_of(node, struct httpd_file, node);
     const struct key *key = k;
-    return f->path_len == key->len && !memcmp(f->path, key->path, key->len);
+    return f->path_len == key->len && f->root.ino == key->root->ino &&
+           f->root.dev == key->root->dev &&
+           !memcmp(f->path, key->path, key->len);
 }
 
 /* An object's identity: the file and its version. */
@@ -334,12 +337,13 @@ static struct httpd_obj *obj_get(int fd, const struct stat *st, bool keep)
 }
 
 /* Build an entry from the file system; refs = 1 (the caller's). */
-static int load(const char *rel,
+static int load(const struct httpd_root *root,
+                const char *rel,
                 size_t len,
                 unsigned long hash,
                 struct httpd_file **out)
 {
-    int fd = httpd_open_resource(rel);
+    int fd = httpd_open_resource(root->fd, rel);
     if (fd < 0)
         return fd;
     struct stat st;
@@ -359,6 +363,7 @@ static int load(const char *rel,
     }
     atomic_init(&f->refs, 1);
     f->hash = hash;
+    f->root = *root;
     http_resource_init(&f->meta, rel, len, S_ISDIR(st.st_mode),
                        (uint64_t) st.st_size, st.st_mtim.tv_sec,
                        (uint32_t) st.st_mtim.tv_nsec, (uint64_t) st.st_ino);
@@ -386,7 +391,10 @@ static int load(const char *rel,
 
 /* Is f still what the file system has? Checked at most every
  * HTTP_SERVER_REVALIDATE_MS per entry; one checker wins the timestamp. */
-static bool still_fresh(struct httpd_file *f, const char *rel, uint64_t now)
+static bool still_fresh(struct httpd_file *f,
+                        const struct httpd_root *root,
+                        const char *rel,
+                        uint64_t now)
 {
     uint64_t checked = atomic_load(&f->checked_ms);
     /* now is the loop's clock, which may trail another thread's */
@@ -396,7 +404,7 @@ static bool still_fresh(struct httpd_file *f, const char *rel, uint64_t now)
         return true; /* another thread is checking right now */
     /* opened as load() does: an entry the server's user may no longer
      * read (or enter) is stale */
-    int fd = httpd_open_resource(rel);
+    int fd = httpd_open_resource(root->fd, rel);
     if (fd < 0)
         return false;
     struct stat st;
@@ -448,12 +456,17 @@ static struct httpd_file *lookup(struct httpd_worker *w,
 }
 
 int httpd_cache_get(struct httpd_worker *w,
+                    const struct httpd_root *root,
                     const char *rel,
                     size_t len,
                     struct httpd_file **out)
 {
-    unsigned long hash = path_hash(rel, len);
-    struct key key = {rel, len};
+    /* the root's identity in the hash: a path of another root is another
+     * key */
+    unsigned long hash =
+        path_hash(rel, len) ^ (unsigned long) ((root->ino ^ (root->dev << 32)) *
+                                               0x9e3779b97f4a7c15ULL);
+    struct key key = {root, rel, len};
     struct httpd_file *f;
     uint64_t now = rt_loop_now_ms();
 
@@ -464,7 +477,7 @@ int httpd_cache_get(struct httpd_worker *w,
     urcu_memb_read_unlock();
 
     if (f) {
-        if (still_fresh(f, rel, now)) {
+        if (still_fresh(f, root, rel, now)) {
             touch(f, now);
             rt_count(HTTPD_C_CACHE_HITS, 1);
             *out = f;
@@ -479,7 +492,7 @@ int httpd_cache_get(struct httpd_worker *w,
     }
 
     rt_count(HTTPD_C_CACHE_MISSES, 1);
-    int err = load(rel, len, hash, &f);
+    int err = load(root, rel, len, hash, &f);
     if (err < 0)
         return err;
     if (f->charge + atomic_load(&f->obj->charge) > httpd_cfg.cache_size) {

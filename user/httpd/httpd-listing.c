@@ -256,12 +256,13 @@ static bool fits(const struct httpd_names *t, bool root)
  * the directory is not what the cache knows. */
 static int find_table(struct httpd_listing *l,
                       const struct http_plan *p,
+                      const struct httpd_root *tree,
                       bool root)
 {
     struct stat st;
     if (fstat(dirfd(l->d), &st) < 0)
         return -errno;
-    if (httpd_cache_get(NULL, p->path, p->path_len, &l->ref) < 0)
+    if (httpd_cache_get(NULL, tree, p->path, p->path_len, &l->ref) < 0)
         l->ref = NULL;
     struct httpd_obj *o =
         l->ref && httpd_obj_is(l->ref->obj, &st) ? l->ref->obj : NULL;
@@ -295,6 +296,7 @@ static int find_table(struct httpd_listing *l,
 }
 
 int httpd_listing_open(const struct http_plan *p,
+                       const struct httpd_root *tree,
                        DIR *d,
                        struct httpd_listing **out)
 {
@@ -320,7 +322,7 @@ int httpd_listing_open(const struct http_plan *p,
     l->charge = size + MEM_SIZE;
     l->rel_cap = dir_len + NAME_MAX + 1;
     l->mem = malloc(MEM_SIZE);
-    int err = l->mem ? find_table(l, p, root) : -ENOMEM;
+    int err = l->mem ? find_table(l, p, tree, root) : -ENOMEM;
     if (err < 0) {
         httpd_listing_free(l);
         return err;
@@ -332,7 +334,8 @@ int httpd_listing_open(const struct http_plan *p,
 /* A row's metadata, beneath the root as the server's user: what a
  * symlink points to when that stays beneath the root, else (dangling, or
  * leading out) the link itself. */
-static bool stat_row(int dfd,
+static bool stat_row(int tree,
+                     int dfd,
                      char *rel,
                      size_t rel_cap,
                      size_t dir_len,
@@ -343,7 +346,7 @@ static bool stat_row(int dfd,
     if (dir_len + len + 1 > rel_cap)
         return false;
     memcpy(rel + dir_len, name, len + 1);
-    int fd = httpd_open_beneath(rel, O_PATH);
+    int fd = httpd_open_beneath(tree, rel, O_PATH);
     if (fd >= 0) {
         bool ok = fstat(fd, st) == 0;
         close(fd);
@@ -379,7 +382,8 @@ bool httpd_listing_send(struct httpd_req *r,
     for (size_t i = 0; ok && i < names->count; i++) {
         const char *name = names->names + names->off[i];
         struct stat st;
-        if (!stat_row(dirfd(l->d), rel, l->rel_cap, dir_len, name, &st))
+        if (!stat_row(r->root.fd, dirfd(l->d), rel, l->rel_cap, dir_len, name,
+                      &st))
             continue;
         bool is_dir = S_ISDIR(st.st_mode);
         ok = RENDER(&o, http_listing_entry(&o.b, name, strlen(name), is_dir,

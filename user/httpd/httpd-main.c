@@ -56,42 +56,100 @@ static void reopen_log(const char *path, const char *why)
     }
 }
 
-/* The per-request site settings from s into site (zeroed first, so two
- * sites compare with memcmp). */
-static struct httpd_site httpd_first_site;
-
-static void site_from(const struct settings *s, struct httpd_site *site)
+/* A site's per-request settings from h (its tree: root). */
+static void site_from(const struct host_settings *h,
+                      struct httpd_root root,
+                      struct httpd_site *site)
 {
     memset(site, 0, sizeof(*site));
-    site->index_given = s->index_given;
-    if (s->index_given)
-        site->index = s->index;
-    memcpy(site->fallback, s->fallback, s->fallback_len);
-    site->fallback_len = s->fallback_len;
+    site->root = root;
+    memcpy(site->error_pages, h->error_pages,
+           h->error_pages_n * sizeof(h->error_pages[0]));
+    site->error_pages_n = h->error_pages_n;
+    site->index_given = h->index_given;
+    if (h->index_given)
+        site->index = h->index;
+    memcpy(site->fallback, h->fallback, h->fallback_len);
+    site->fallback_len = h->fallback_len;
+    site->headers = h->headers;
 }
 
-/* --index, --fallback: a request holds the site only while it is
- * planned, so the one a reload replaces is freed at the reload after. */
-static void reload_site(const struct settings *n)
+/* The tree at path: 0, or -errno. */
+static int root_open(const char *path, struct httpd_root *root)
 {
-    static struct httpd_site *retired;
-    struct httpd_site want;
-    site_from(n, &want);
-    const struct httpd_site *cur = atomic_load(&httpd_cfg.site);
-    if (memcmp(&want, cur, sizeof(want)) == 0)
-        return;
-    struct httpd_site *copy = malloc(sizeof(*copy));
-    if (!copy) {
-        fprintf(stderr,
-                "ktcp-httpd: SIGHUP: --index and --fallback kept: "
-                "out of memory\n");
-        return;
+    struct stat st;
+    root->fd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (root->fd < 0)
+        return -errno;
+    if (fstat(root->fd, &st) < 0) {
+        int err = -errno;
+        close(root->fd);
+        return err;
     }
-    *copy = want;
-    const struct httpd_site *old = atomic_exchange(&httpd_cfg.site, copy);
-    free(retired);
-    /* main's first site is static, never freed */
-    retired = old == &httpd_first_site ? NULL : (struct httpd_site *) old;
+    root->dev = (uint64_t) st.st_dev;
+    root->ino = (uint64_t) st.st_ino;
+    return 0;
+}
+
+/* Close the trees of sites' hosts (the default's is --root's, kept). */
+static void sites_free(struct httpd_sites *t)
+{
+    if (!t)
+        return;
+    for (size_t i = 1; i < t->n; i++)
+        close(t->site[i].root.fd);
+    free(t);
+}
+
+/* The sites s names: the default on --root's tree (httpd_cfg.root_fd),
+ * each --host on its own, opened now. NULL after saying why. */
+static struct httpd_sites *sites_make(const struct settings *s, const char *why)
+{
+    size_t n = 1 + s->names.n;
+    struct httpd_sites *t = calloc(1, sizeof(*t) + n * sizeof(t->site[0]));
+    struct httpd_root root = {.fd = httpd_cfg.root_fd};
+    struct stat st;
+    if (!t) {
+        fprintf(stderr, "ktcp-httpd: %s: out of memory\n", why);
+        return NULL;
+    }
+    t->names = s->names;
+    if (fstat(root.fd, &st) == 0) {
+        root.dev = (uint64_t) st.st_dev;
+        root.ino = (uint64_t) st.st_ino;
+    }
+    site_from(&s->site, root, &t->site[0]);
+    t->n = 1;
+    for (uint32_t k = 0; k < s->names.n; k++) {
+        const struct host_settings *h = &s->hosts[k];
+        int err = root_open(h->root, &root);
+        if (err < 0) {
+            fprintf(stderr, "ktcp-httpd: %s: --host %s: --root %s: %s\n", why,
+                    s->names.h[k].name, h->root, strerror(-err));
+            sites_free(t);
+            return NULL;
+        }
+        site_from(h, root, &t->site[1 + k]);
+        t->n++;
+    }
+    return t;
+}
+
+/* The sites (--host, and per site --root, --error-page, --index,
+ * --fallback, --add-header, --cors): a request holds them only while it
+ * is planned, so the set a reload replaces is freed at the reload after.
+ * False if the new set could not be made (the running one is kept). */
+static bool reload_sites(const struct settings *n)
+{
+    static struct httpd_sites *retired;
+    struct httpd_sites *t = sites_make(n, "SIGHUP");
+    if (!t)
+        return false;
+    struct httpd_sites *old = (struct httpd_sites *) atomic_exchange(
+        &httpd_cfg.sites, (const struct httpd_sites *) t);
+    sites_free(retired);
+    retired = old;
+    return true;
 }
 
 /* --allow and --deny: the rules are read at each accept, briefly, so the
@@ -160,7 +218,7 @@ static void reload(int argc, char **argv, struct settings *running)
         bool changed;
         const char *flag;
     } fixed[] = {
-        {!same_str(n.root, running->root), "--root"},
+        {!same_str(n.site.root, running->site.root), "--root"},
         {n.rt.port != running->rt.port, "--port"},
         {!same_str(n.rt.bind, running->rt.bind), "--bind"},
         {n.rt.workers != running->rt.workers, "--threads"},
@@ -177,10 +235,6 @@ static void reload(int argc, char **argv, struct settings *running)
         {n.cache_size != running->cache_size, "--cache-size"},
         {!same_str(n.status_path, running->status_path), "--status-path"},
         {!same_str(n.mime_types, running->mime_types), "--mime-types"},
-        {n.error_pages_n != running->error_pages_n ||
-             memcmp(n.error_pages, running->error_pages,
-                    n.error_pages_n * sizeof(n.error_pages[0])) != 0,
-         "--error-page"},
         {!same_str(n.user, running->user), "--user"},
         {n.dotfiles != running->dotfiles, "--dotfiles"},
         {n.listing_max != running->listing_max, "--listing-max"},
@@ -205,7 +259,10 @@ static void reload(int argc, char **argv, struct settings *running)
     running->expires = n.expires;
     atomic_store(&httpd_cfg.listings, n.listings);
     running->listings = n.listings;
-    reload_site(&n);
+    if (!reload_sites(&n))
+        fprintf(stderr,
+                "ktcp-httpd: SIGHUP: kept the running sites (hosts, "
+                "error pages, index, fallback, added fields)\n");
     publish_access(&n.access, true);
     /* read by the signal loop, on this thread, when a stop begins */
     running->rt.shutdown_timeout_s = n.rt.shutdown_timeout_s;
@@ -578,7 +635,9 @@ static int check_tree_as_server(const char *root)
 /* Every check: one line per problem; their number. */
 static int check_settings(const struct settings *s)
 {
-    int problems = check_tree_as_server(s->root);
+    int problems = check_tree_as_server(s->site.root);
+    for (uint32_t k = 0; k < s->names.n; k++)
+        problems += check_tree_as_server(s->hosts[k].root);
     if (s->access_log && strcmp(s->access_log, "-") != 0) {
         int fd = open_log_file(s->access_log);
         if (fd < 0)
@@ -618,7 +677,7 @@ static void on_serving(void)
     if (serve_user)
         snprintf(as, sizeof(as), " as %s", serve_user);
     fprintf(stderr, "ktcp-httpd: serving %s on %s%s (model %s, %d worker%s)\n",
-            s.root, where, as, rt_model_name(s.rt.model),
+            s.site.root, where, as, rt_model_name(s.rt.model),
             s.rt.model == RT_MODEL_THREADS ? 1 : s.rt.workers,
             s.rt.model != RT_MODEL_THREADS && s.rt.workers > 1 ? "s" : "");
     if (httpd_cfg.tls) {
@@ -666,7 +725,7 @@ int main(int argc, char **argv)
         return 2;
     }
 
-    httpd_cfg.root_path = s.root;
+    httpd_cfg.root_path = s.site.root;
     httpd_cfg.gzip = s.gzip;
     httpd_cfg.cache_size = s.cache_size;
     httpd_cfg.status_path = s.status_path;
@@ -675,10 +734,6 @@ int main(int argc, char **argv)
     httpd_cfg.listings = s.listings;
     httpd_cfg.listing_max = s.listing_max;
     httpd_cfg.listing_bytes = s.listing_bytes;
-    httpd_cfg.error_pages = s.error_pages;
-    httpd_cfg.error_pages_n = s.error_pages_n;
-    site_from(&s, &httpd_first_site);
-    httpd_cfg.site = &httpd_first_site;
     publish_access(&s.access, false);
     if (!load_mime_types(&s))
         return 2;
@@ -712,11 +767,14 @@ int main(int argc, char **argv)
     }
     if (problems)
         return 1;
-    httpd_cfg.root_fd = open(s.root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    httpd_cfg.root_fd = open(s.site.root, O_PATH | O_DIRECTORY | O_CLOEXEC);
     if (httpd_cfg.root_fd < 0) {
-        rt_cli_bad("--root", s.root, strerror(errno));
+        rt_cli_bad("--root", s.site.root, strerror(errno));
         return 1;
     }
+    httpd_cfg.sites = sites_make(&s, "start");
+    if (!httpd_cfg.sites)
+        return 1;
     /* a --config file read again at SIGHUP may name a log too */
     bool log_file = s.access_log && strcmp(s.access_log, "-") != 0;
     if (serve_user && (log_file || s.config)) {

@@ -39,6 +39,9 @@ enum {
     OPT_LISTING_BYTES,
     OPT_INDEX,
     OPT_FALLBACK,
+    OPT_ADD_HEADER,
+    OPT_CORS,
+    OPT_HOST,
     OPT_ALLOW,
     OPT_DENY,
 };
@@ -116,6 +119,27 @@ static const struct rt_cli_opt opts[] = {
      "/.well-known/) is answered 200 with the file PATH,\n"
      "as a single-page application needs; '' = off\n"
      "(default: off)"},
+    {"host", OPT_HOST, "NAME",
+     "a virtual host: requests whose Host is NAME\n"
+     "(or, for *.NAME, ends in .NAME; port, case and a\n"
+     "trailing dot ignored) are served by the root,\n"
+     "error-page, index, fallback, add-header and cors\n"
+     "flags that follow, up to the next --host; those\n"
+     "before any --host are the default site's, which\n"
+     "answers every other Host and IP addresses; at\n"
+     "most 64 (default: none)"},
+    {"add-header", OPT_ADD_HEADER, "'[/PREFIX ]NAME: VALUE'",
+     "add the field to every response, or to those\n"
+     "whose path starts with /PREFIX; repeatable, at\n"
+     "most 32 fields of 3072 bytes in all; a value\n"
+     "with CR or LF, a name that is not a token or a\n"
+     "field the server sets itself is refused\n"
+     "(default: none)"},
+    {"cors", OPT_CORS, "ORIGIN|*",
+     "Access-Control-Allow-Origin: ORIGIN (and Vary:\n"
+     "Origin) on every response, and a CORS preflight\n"
+     "(OPTIONS with Origin and Access-Control-Request-\n"
+     "Method) answered 204; '' = off (default: off)"},
     {"listing-max", OPT_LISTING_MAX, "N",
      "directory listings in flight at once; the next\n"
      "gets 503 with Retry-After; 0 = no limit\n"
@@ -138,7 +162,8 @@ static const struct rt_cli_opt opts[] = {
      "the dashes ('gzip', 'access-log /var/log/x.log');\n"
      "flags given here win; SIGHUP reads it again and\n"
      "applies gzip, gzip-static, expires, listings,\n"
-     "index, fallback, allow, deny, access-log and\n"
+     "index, fallback, error-page, add-header, cors,\n"
+     "host (its root), allow, deny, access-log and\n"
      "shutdown-timeout\n"
      "(default: none)"},
     {"test-config", 't', NULL,
@@ -174,12 +199,14 @@ static bool parse_size(const char *opt, const char *s, size_t *out)
 static bool option(void *data, int key, const char *arg, bool from_file)
 {
     struct settings *s = data;
+    struct host_settings *h =
+        s->host_now < 0 ? &s->site : &s->hosts[s->host_now];
     const char *why = NULL;
     long v;
 
     switch (key) {
     case 'r':
-        s->root = arg;
+        h->root = arg;
         return true;
     case OPT_GZIP:
     case OPT_NOGZIP:
@@ -207,9 +234,9 @@ static bool option(void *data, int key, const char *arg, bool from_file)
         s->expires = (uint32_t) v;
         return true;
     case OPT_ERROR_PAGE:
-        if (http_error_pages_parse(arg, strlen(arg), s->error_pages,
+        if (http_error_pages_parse(arg, strlen(arg), h->error_pages,
                                    HTTP_SERVER_ERROR_PAGES_MAX,
-                                   &s->error_pages_n, &why) < 0)
+                                   &h->error_pages_n, &why) < 0)
             return rt_cli_bad("--error-page", arg, why);
         return true;
     case OPT_MIME_TYPES:
@@ -255,15 +282,34 @@ static bool option(void *data, int key, const char *arg, bool from_file)
     case OPT_LISTING_BYTES:
         return parse_size("--listing-bytes", arg, &s->listing_bytes);
     case OPT_INDEX:
-        if (http_index_files_parse(arg, strlen(arg), &s->index, &why) < 0)
+        if (http_index_files_parse(arg, strlen(arg), &h->index, &why) < 0)
             return rt_cli_bad("--index", arg, why);
-        s->index_given = true;
+        h->index_given = true;
         return true;
     case OPT_FALLBACK:
-        s->fallback_len = 0;
-        if (arg[0] && http_fallback_parse(arg, strlen(arg), s->fallback,
-                                          &s->fallback_len, &why) < 0)
+        h->fallback_len = 0;
+        if (arg[0] && http_fallback_parse(arg, strlen(arg), h->fallback,
+                                          &h->fallback_len, &why) < 0)
             return rt_cli_bad("--fallback", arg, why);
+        return true;
+    case OPT_HOST: {
+        int k = http_vhosts_add(&s->names, arg, strlen(arg), &why);
+        if (k < 0)
+            return rt_cli_bad("--host", arg, why);
+        if (!s->hosts &&
+            !(s->hosts = calloc(HTTP_VHOSTS_MAX, sizeof(*s->hosts))))
+            return rt_cli_bad("--host", arg, strerror(ENOMEM));
+        memset(&s->hosts[k], 0, sizeof(s->hosts[k]));
+        s->host_now = k;
+        return true;
+    }
+    case OPT_ADD_HEADER:
+        if (http_headers_add(&h->headers, arg, strlen(arg), &why) < 0)
+            return rt_cli_bad("--add-header", arg, why);
+        return true;
+    case OPT_CORS:
+        if (http_headers_cors(&h->headers, arg, strlen(arg), &why) < 0)
+            return rt_cli_bad("--cors", arg, why);
         return true;
     case OPT_ALLOW:
     case OPT_DENY:
@@ -312,7 +358,8 @@ static void settings_default(struct settings *s)
     memset(s, 0, sizeof(*s));
     s->rt =
         (struct rt_config){RT_CLI_DEFAULTS, .name = "ktcp-httpd", .port = 8081};
-    s->root = ".";
+    s->site.root = ".";
+    s->host_now = -1;
     s->gzip = true;
     s->cache_size = DEFAULT_CACHE_SIZE;
     s->mime_types = DEFAULT_MIME_TYPES;
@@ -350,7 +397,15 @@ static enum rt_cli_result apply(int argc,
                                 unsigned flags)
 {
     cli.data = s;
+    s->host_now = -1; /* a file's or the command line's first lines: the
+                         default site's */
     enum rt_cli_result r = rt_cli_apply(&cli, &s->rt, argc, argv, flags);
+    s->host_now = -1;
+    for (uint32_t k = 0; r == RT_CLI_OK && k < s->names.n; k++)
+        if (!s->hosts[k].root) {
+            rt_cli_bad("--host", s->names.h[k].name, "needs a --root after it");
+            r = RT_CLI_ERROR;
+        }
     if (s->rt.idle_timeout_ms == 0) /* never: a day, each wait bounded */
         s->rt.idle_timeout_ms = NO_TIMEOUT_MS;
     return r;
@@ -360,8 +415,9 @@ static enum rt_cli_result apply(int argc,
  * command line with or without the leading dashes ("gzip",
  * "access-log /var/log/ktcp-httpd/access.log"); the value is the rest of
  * the line, blanks trimmed; blank lines and lines starting with '#' are
- * skipped. The strings belong to s (s->owned): its fields may point into
- * them. */
+ * skipped (core's http_conf_next, which khttpd's site= file is read with
+ * too). At most HTTP_CONF_FILE_MAX bytes. The strings belong to s
+ * (s->owned): its fields may point into them. */
 static enum rt_cli_result apply_file(const char *path, struct settings *s)
 {
     FILE *f = fopen(path, "re");
@@ -369,45 +425,42 @@ static enum rt_cli_result apply_file(const char *path, struct settings *s)
         fprintf(stderr, "ktcp-httpd: --config %s: %s\n", path, strerror(errno));
         return RT_CLI_ERROR;
     }
-    size_t cap = 16, argc = 1;
+    size_t cap = 16, argc = 1, pos = 0;
     char **argv = malloc(cap * sizeof(*argv));
     char prefix[PATH_MAX + 32];
     snprintf(prefix, sizeof(prefix), "ktcp-httpd: --config %s", path);
-    char *line = NULL;
-    size_t line_cap = 0;
+    char *text = malloc(HTTP_CONF_FILE_MAX + 1);
+    size_t len = text ? fread(text, 1, HTTP_CONF_FILE_MAX + 1, f) : 0;
+    struct http_conf_line l = {0};
     enum rt_cli_result r = RT_CLI_ERROR;
-    if (!argv)
+    if (!argv || !text)
         goto out;
     argv[0] = prefix; /* what every message about the file starts with */
-    while (getline(&line, &line_cap, f) >= 0) {
-        char *p = line + strspn(line, " \t");
-        size_t n = strlen(p);
-        while (n && strchr(" \t\r\n", p[n - 1]))
-            p[--n] = '\0';
-        if (!n || *p == '#')
-            continue;
+    if (ferror(f)) {
+        fprintf(stderr, "%s: %s\n", prefix, strerror(errno));
+        goto out;
+    }
+    if (len > HTTP_CONF_FILE_MAX) {
+        fprintf(stderr, "%s: longer than %d bytes\n", prefix,
+                HTTP_CONF_FILE_MAX);
+        goto out;
+    }
+    while (http_conf_next(text, len, &pos, &l)) {
         if (argc + 3 > cap) {
             char **nv = realloc(argv, (cap *= 2) * sizeof(*argv));
             if (!nv)
                 goto out;
             argv = nv;
         }
-        char *value = p + strcspn(p, " \t");
-        if (*value) {
-            *value++ = '\0';
-            value += strspn(value, " \t");
-        }
-        char *opt = malloc(strlen(p) + 3);
+        char *opt = malloc(l.name_len + 3);
         if (!opt)
             goto out;
-        sprintf(opt, "%s%s", strncmp(p, "--", 2) ? "--" : "", p);
+        memcpy(opt, "--", 2);
+        memcpy(opt + 2, l.name, l.name_len);
+        opt[l.name_len + 2] = '\0';
         argv[argc++] = opt;
-        if (*value && !(argv[argc++] = strdup(value)))
+        if (l.value_len && !(argv[argc++] = strndup(l.value, l.value_len)))
             goto out;
-    }
-    if (ferror(f)) {
-        fprintf(stderr, "%s: %s\n", prefix, strerror(errno));
-        goto out;
     }
     argv[argc] = NULL;
     r = apply((int) argc, argv, s, RT_CLI_FROM_FILE);
@@ -417,13 +470,15 @@ out:
         s->owned = argv;
         s->owned_n = argc;
     }
-    free(line);
+    free(text);
     fclose(f);
     return r;
 }
 
 void httpd_settings_release(struct settings *s)
 {
+    free(s->hosts);
+    s->hosts = NULL;
     for (size_t i = 1; i < s->owned_n; i++)
         free(s->owned[i]);
     free(s->owned);
@@ -443,6 +498,7 @@ enum rt_cli_result httpd_load_settings(int argc,
         *s = cmdline;
         return r == RT_CLI_OK ? check_tls(s) : r;
     }
+    free(cmdline.hosts); /* read again below, after the file's */
     settings_default(s);
     r = apply_file(cmdline.config, s);
     if (r != RT_CLI_OK)

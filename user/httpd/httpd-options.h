@@ -8,10 +8,30 @@
 
 #include "httpd.h"
 
+/* A site's settings: the default's, and each --host's (the root,
+ * error-page, index, fallback, add-header and cors lines after it). */
+struct host_settings {
+    const char *root;
+    struct http_error_page error_pages[HTTP_SERVER_ERROR_PAGES_MAX];
+    size_t error_pages_n;
+    struct http_index_files index;           /* --index */
+    bool index_given;                        /* else index.html */
+    char fallback[HTTP_ERROR_PAGE_PATH_MAX]; /* --fallback, relative */
+    size_t fallback_len;                     /* 0: none */
+    struct http_headers headers;             /* --add-header, --cors */
+};
+
 /* Everything the options set. */
 struct settings {
     struct rt_config rt;
-    const char *root;
+    struct host_settings site; /* the default site */
+    /* --host NAME: names[k]'s settings are hosts[k] (HTTP_VHOSTS_MAX of
+     * them, allocated with the first); host_now: the --host the site's
+     * flags go to now, -1 the default (each file and command line starts
+     * with it) */
+    struct http_vhosts names;
+    struct host_settings *hosts;
+    int host_now;
     bool gzip;
     size_t cache_size;
     const char *access_log; /* NULL: off */
@@ -21,8 +41,6 @@ struct settings {
     uint32_t expires;
     const char *mime_types; /* "": the built-in table only */
     bool mime_types_given;
-    struct http_error_page error_pages[HTTP_SERVER_ERROR_PAGES_MAX];
-    size_t error_pages_n;
     const char *user;
     bool dotfiles;
     /* HTTPS: --tls-port is rt.second_port */
@@ -30,10 +48,6 @@ struct settings {
     const char *tls_key;
     int tls_handshake_timeout_ms;
     bool listings;
-    struct http_index_files index;           /* --index */
-    bool index_given;                        /* else index.html */
-    char fallback[HTTP_ERROR_PAGE_PATH_MAX]; /* --fallback, relative */
-    size_t fallback_len;                     /* 0: none */
     unsigned listing_max;
     size_t listing_bytes;
     bool test_config;          /* --test-config: check, say so, exit */

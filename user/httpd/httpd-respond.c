@@ -13,7 +13,7 @@
 /* The body named by the plan, from the file the plan was made from. */
 static bool send_file(struct httpd_req *r, struct http_plan *p)
 {
-    int fd = httpd_open_beneath(p->path, O_RDONLY | O_NONBLOCK);
+    int fd = httpd_open_beneath(r->root.fd, p->path, O_RDONLY | O_NONBLOCK);
     if (fd < 0) {
         http_plan_fail(p, fd);
         return httpd_send_head(r, p, p->text, p->body_len, p->more);
@@ -38,7 +38,7 @@ static bool send_parts(struct httpd_req *r,
 {
     int fd = -1;
     if (!p->parts_cached) {
-        fd = httpd_open_beneath(p->path, O_RDONLY | O_NONBLOCK);
+        fd = httpd_open_beneath(r->root.fd, p->path, O_RDONLY | O_NONBLOCK);
         if (fd < 0) {
             http_plan_fail(p, fd);
             return httpd_send_head(r, p, p->text, p->body_len, p->more);
@@ -78,7 +78,7 @@ static bool send_parts(struct httpd_req *r,
 
 static bool send_listing(struct httpd_req *r, struct http_plan *p)
 {
-    int dfd = httpd_open_beneath(p->path, O_RDONLY | O_DIRECTORY);
+    int dfd = httpd_open_beneath(r->root.fd, p->path, O_RDONLY | O_DIRECTORY);
     DIR *d = dfd < 0 ? NULL : fdopendir(dfd);
     if (!d) {
         if (dfd >= 0)
@@ -93,7 +93,7 @@ static bool send_listing(struct httpd_req *r, struct http_plan *p)
     /* the names are read before the head, so that a listing beyond the
      * budget can still be a 503 */
     struct httpd_listing *l;
-    int err = httpd_listing_open(p, d, &l);
+    int err = httpd_listing_open(p, &r->root, d, &l);
     if (err == -EBUSY) {
         rt_count(HTTPD_C_LISTINGS_REFUSED, 1);
         http_plan_busy(p, 1);
@@ -135,25 +135,40 @@ static bool carry_out(struct httpd_req *r,
     }
 }
 
+/* The site a request's Host names (the default without one). */
+static const struct httpd_site *site_of(const struct http_plan_input *in)
+{
+    const struct httpd_sites *sites =
+        atomic_load_explicit(&httpd_cfg.sites, memory_order_acquire);
+    const struct http_request *req = in->req;
+    int k = req && (req->seen & HTTP_SEEN_HOST)
+                ? http_vhosts_find(&sites->names, in->buf + req->host.off,
+                                   req->host.len)
+                : -1;
+    return &sites->site[k + 1];
+}
+
 /* The operator's settings the planner takes, as they are now (a SIGHUP
- * may change expires, gzip_static and listings between two requests). */
-static void add_settings(struct http_plan_input *in)
+ * may change expires, gzip_static and listings between two requests),
+ * and the tree of the request's site into r->root. */
+static void add_settings(struct httpd_req *r, struct http_plan_input *in)
 {
     in->expires =
         atomic_load_explicit(&httpd_cfg.expires, memory_order_relaxed);
     in->gzip_static =
         atomic_load_explicit(&httpd_cfg.gzip_static, memory_order_relaxed);
-    in->error_pages = httpd_cfg.error_pages;
-    in->error_pages_n = httpd_cfg.error_pages_n;
     in->mime = httpd_cfg.mime;
     in->dotfiles = httpd_cfg.dotfiles;
     in->no_listings =
         !atomic_load_explicit(&httpd_cfg.listings, memory_order_relaxed);
-    const struct httpd_site *site =
-        atomic_load_explicit(&httpd_cfg.site, memory_order_acquire);
+    const struct httpd_site *site = site_of(in);
+    r->root = site->root;
+    in->error_pages = site->error_pages;
+    in->error_pages_n = site->error_pages_n;
     in->index = site->index_given ? &site->index : NULL;
     in->fallback = site->fallback_len ? site->fallback : NULL;
     in->fallback_len = site->fallback_len;
+    in->headers = &site->headers;
 }
 
 /* Run the planner's remaining steps against the cache, carry the plan
@@ -169,7 +184,7 @@ static bool finish(struct httpd_req *r,
         if (f)
             httpd_cache_put(f);
         f = NULL;
-        int err = httpd_cache_get(r->w, p->path, p->path_len, &f);
+        int err = httpd_cache_get(r->w, &r->root, p->path, p->path_len, &f);
         step = http_plan_resource(p, err, err ? NULL : &f->meta);
     }
     if (step == HTTP_PLAN_GZIP) {
@@ -190,7 +205,7 @@ bool httpd_respond(struct httpd_req *r,
 {
     struct http_plan_work work;
 
-    add_settings(in);
+    add_settings(r, in);
     /* a multipart answer's boundary: only a Range request can need one */
     if (in->req && (in->req->seen & HTTP_SEEN_RANGE) &&
         getrandom(&in->random, sizeof(in->random), GRND_NONBLOCK) !=
@@ -210,6 +225,6 @@ void httpd_respond_error(struct httpd_req *r,
     struct http_plan_input full = *in;
     struct http_plan p;
 
-    add_settings(&full);
+    add_settings(r, &full);
     finish(r, &p, http_plan_no_request_page(&p, &full, &work, status));
 }

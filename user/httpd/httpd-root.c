@@ -16,7 +16,7 @@ _Static_assert(HTTP_EPERM == EPERM && HTTP_ENOENT == ENOENT &&
                    HTTP_EAGAIN == EWOULDBLOCK,
                "core's errno numbers are Linux's");
 
-int httpd_open_beneath(const char *rel, int flags)
+int httpd_open_beneath(int root, const char *rel, int flags)
 {
     /* openat2 refuses O_PATH with any flag beyond O_DIRECTORY, O_NOFOLLOW
      * and O_CLOEXEC */
@@ -27,7 +27,7 @@ int httpd_open_beneath(const char *rel, int flags)
         .resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS,
     };
     /* errno is read right after the syscall, before anything can yield */
-    long fd = syscall(SYS_openat2, httpd_cfg.root_fd, rel, &how, sizeof(how));
+    long fd = syscall(SYS_openat2, root, rel, &how, sizeof(how));
     return fd < 0 ? -errno : (int) fd;
 }
 
@@ -35,12 +35,12 @@ int httpd_open_beneath(const char *rel, int flags)
  * directory it may read or only enter (mode 0711: its index and files are
  * served; its listing, opened for reading on its own, is refused). The
  * second kind comes back as an O_PATH descriptor. */
-int httpd_open_resource(const char *rel)
+int httpd_open_resource(int root, const char *rel)
 {
-    int fd = httpd_open_beneath(rel, O_RDONLY | O_NONBLOCK);
+    int fd = httpd_open_beneath(root, rel, O_RDONLY | O_NONBLOCK);
     if (fd != -EACCES)
         return fd;
-    fd = httpd_open_beneath(rel, O_PATH | O_DIRECTORY);
+    fd = httpd_open_beneath(root, rel, O_PATH | O_DIRECTORY);
     if (fd < 0)
         return -EACCES;
     if (faccessat(fd, "", X_OK, AT_EMPTY_PATH | AT_EACCESS) < 0) {

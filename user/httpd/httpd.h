@@ -20,13 +20,32 @@
 #include "http_core.h"
 #include "rt.h"
 
+/* A served tree: its directory (O_PATH|O_DIRECTORY) and that directory's
+ * identity, which keys the cache (two sites of one directory share
+ * entries; a file cached for one root is never served for another). */
+struct httpd_root {
+    int fd;
+    uint64_t dev, ino;
+};
+
 /* The settings that shape a request's answer and a SIGHUP may change
- * together (one per site, once there are several). */
+ * together: one per site (the default, and each --host). */
 struct httpd_site {
+    struct httpd_root root;
+    struct http_error_page error_pages[HTTP_SERVER_ERROR_PAGES_MAX];
+    size_t error_pages_n;
     bool index_given; /* else index.html */
     struct http_index_files index;
     char fallback[HTTP_ERROR_PAGE_PATH_MAX]; /* relative, NUL-terminated */
     size_t fallback_len;                     /* 0: none */
+    struct http_headers headers;             /* --add-header, --cors */
+};
+
+/* The sites: [0] the default, [1 + k] the host names[k] names. */
+struct httpd_sites {
+    struct http_vhosts names;
+    size_t n;
+    struct httpd_site site[];
 };
 
 /* Settings, written by main() before the runtime starts and read-only
@@ -39,17 +58,16 @@ struct httpd_config {
     _Atomic bool gzip;
     size_t cache_size;
     int idle_timeout_ms;
-    _Atomic int access_log_fd;                 /* -1: off */
-    const char *status_path;                   /* NULL: no status page */
-    _Atomic uint32_t expires;                  /* --expires, 0: off */
-    _Atomic bool gzip_static;                  /* --gzip-static */
-    const struct http_error_page *error_pages; /* --error-page */
-    size_t error_pages_n;
+    _Atomic int access_log_fd;          /* -1: off */
+    const char *status_path;            /* NULL: no status page */
+    _Atomic uint32_t expires;           /* --expires, 0: off */
+    _Atomic bool gzip_static;           /* --gzip-static */
     const struct http_mime_table *mime; /* --mime-types, NULL: core's */
     bool dotfiles;         /* serve and list names starting with '.' */
     _Atomic bool listings; /* --listings: directories without an index */
-    /* --index and --fallback, replaced whole by a SIGHUP */
-    const struct httpd_site *_Atomic site;
+    /* --index, --fallback, --add-header and --cors, replaced whole by a
+     * SIGHUP */
+    const struct httpd_sites *_Atomic sites;
     /* --allow and --deny in their order, replaced whole by a SIGHUP;
      * NULL: none (every address served) */
     const struct http_access *_Atomic access;
@@ -86,8 +104,8 @@ extern struct httpd_config httpd_cfg;
 
 /* ---- root (httpd-root.c) ---- */
 /* openat2(root, rel, RESOLVE_BENEATH): -EXDEV/-ELOOP if it leads out. */
-int httpd_open_beneath(const char *rel, int flags);
-int httpd_open_resource(const char *rel);
+int httpd_open_beneath(int root, const char *rel, int flags);
+int httpd_open_resource(int root, const char *rel);
 
 /* ---- output (httpd-send.c) ---- */
 
@@ -102,6 +120,9 @@ struct httpd_req {
     char *hbuf;                     /* response head buffer */
     size_t hcap;
     struct httpd_file *file; /* the entry the body comes from, or NULL */
+    /* the tree of the Host's site, copied when the request began (a
+     * reload may replace the site while the body goes out) */
+    struct httpd_root root;
     /* the thread's data, got when the request began: valid until the
      * first wait, so for the plan's lookups (made before any send) */
     struct httpd_worker *w;
@@ -168,6 +189,7 @@ struct httpd_file {
     _Atomic int refs;
     _Atomic bool in_table;
     unsigned long hash;
+    struct httpd_root root; /* the tree it was found in */
     struct http_resource meta;
     struct httpd_obj *obj;
     char *body; /* obj->body */
@@ -189,6 +211,7 @@ struct httpd_worker;
  * the root, -EACCES, ...). w: the calling thread's (rt_worker_data(), got
  * since its last wait), whose lookup memo it reads and fills, or NULL. */
 int httpd_cache_get(struct httpd_worker *w,
+                    const struct httpd_root *root,
                     const char *rel,
                     size_t len,
                     struct httpd_file **out);
@@ -234,6 +257,7 @@ struct httpd_listing;
  * 0 and *out; -EBUSY beyond the budget, -ENOMEM. d is the listing's (closed
  * on failure). */
 int httpd_listing_open(const struct http_plan *p,
+                       const struct httpd_root *root,
                        DIR *d,
                        struct httpd_listing **out);
 /* Stream l as p's body and free it. False if the connection must be

@@ -1,0 +1,86 @@
+"""The README's "Hosting a site" commands, run exactly as written (in a
+scratch folder holding the tree's build/), on the host: a single-page
+application's shell for a deep route with the added fields and CORS, a
+browser's preflight answered 204, then the second site by its host name."""
+import os
+import re
+import signal
+import socket
+import subprocess
+import time
+
+import pytest
+
+from testlib import ROOT, require_kind, wait_port
+
+
+def commands():
+    text = open(os.path.join(ROOT, "README.md")).read()
+    section = text[text.index("## Hosting a site"):]
+    block = re.search(r"```sh\n(.*?)```", section, re.S).group(1)
+    lines = [line for line in block.splitlines() if line.strip()]
+    assert len(lines) == 5, lines
+    return lines
+
+
+def port_free(port):
+    with socket.socket() as s:
+        try:
+            s.bind(("0.0.0.0", port))
+            return True
+        except OSError:
+            return False
+
+
+def fields(head):
+    return {k.strip().lower(): v.strip() for k, _, v in
+            (line.partition(":") for line in head.split("\r\n")[1:]) if k}
+
+
+def test_readme_hosting_a_site(tmp_path):
+    require_kind("user")
+    make_site, serve, route, preflight, blog = commands()
+    if not port_free(8082):
+        pytest.skip("port 8082, which the README's commands use, is taken here")
+    os.symlink(os.path.join(ROOT, "build"), tmp_path / "build")
+    subprocess.run(["bash", "-c", make_site], cwd=tmp_path, check=True, timeout=30)
+    os.chmod(tmp_path, 0o755)
+    for d in ("site", "site/app", "blog"):
+        os.chmod(tmp_path / d, 0o755)
+    os.chmod(tmp_path / "site/app/index.html", 0o644)
+    os.chmod(tmp_path / "blog/index.html", 0o644)
+    log = tmp_path / "serve.log"
+    with open(log, "w") as f:
+        subprocess.run(["bash", "-c", serve + "\necho pid=$!"], cwd=tmp_path, check=True,
+                       timeout=60, stdout=f, stderr=subprocess.STDOUT,
+                       stdin=subprocess.DEVNULL)
+    pid = int(re.search(r"pid=(\d+)", log.read_text()).group(1))
+    try:
+        wait_port(8082, timeout=20)
+        r = subprocess.run(["bash", "-c", route], cwd=tmp_path, timeout=30,
+                           capture_output=True, check=True)
+        head, _, body = r.stdout.decode().partition("\r\n\r\n")
+        assert head.startswith("HTTP/1.1 200 OK"), head
+        assert body == "<div id=app></div>\n"
+        f = fields(head)
+        assert f["access-control-allow-origin"] == "*"
+        assert f["x-content-type-options"] == "nosniff"
+        assert f["cache-control"] == "no-cache"
+        r = subprocess.run(["bash", "-c", preflight], cwd=tmp_path, timeout=30,
+                           capture_output=True, check=True)
+        head = r.stdout.decode()
+        assert head.startswith("HTTP/1.1 204 No Content"), head
+        f = fields(head.partition("\r\n\r\n")[0])
+        assert f["access-control-allow-methods"] == "GET, HEAD"
+        assert f["access-control-allow-origin"] == "*"
+        r = subprocess.run(["bash", "-c", blog], cwd=tmp_path, timeout=30,
+                           capture_output=True, check=True)
+        assert r.stdout == b"<h1>blog</h1>\n"
+    finally:
+        os.kill(pid, signal.SIGTERM)
+        for _ in range(100):
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                break
+            time.sleep(0.05)

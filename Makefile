@@ -166,7 +166,7 @@ soak: user modules
 run: deps all
 	scripts/run
 
-# make bench-echo, make bench-kcm: the echo bench (kecho.ko in each wq_mode and
+# make bench-echo, make bench-kcm: the echo bench (kecho.ko in each mode and
 # ktcp-echo) and the KCM experiment, profiles of tools/bench that boot the VM
 # once each; results/<timestamp>-echo/, results/<timestamp>-kcm/.
 bench-echo: deps all

@@ -16,6 +16,7 @@
 #include "http_path.h"
 #include "http_plan.h"
 #include "http_range.h"
+#include "http_rate.h"
 #include "http_response.h"
 #include "http_vhost.h"
 

@@ -45,6 +45,12 @@ static const struct counter_desc counters[HTTP_NCOUNTERS] = {
     [HTTP_CTR_DENIED] = {"denied", false,
                          "Connections closed at accept by an address "
                          "rule."},
+    [HTTP_CTR_RATE_LIMITED] = {"rate_limited", false,
+                               "Requests answered 429 beyond their "
+                               "address's request rate."},
+    [HTTP_CTR_RATE_ENTRIES] = {"rate_entries", true,
+                               "Client addresses in the request rate "
+                               "table (at most its size)."},
 };
 
 static bool is_status(int i)

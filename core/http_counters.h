@@ -28,6 +28,8 @@ enum http_counter {
     HTTP_CTR_LISTINGS_REFUSED,
     HTTP_CTR_LISTING_BYTES, /* a gauge */
     HTTP_CTR_DENIED,        /* connections closed by an address rule */
+    HTTP_CTR_RATE_LIMITED,  /* requests answered 429 */
+    HTTP_CTR_RATE_ENTRIES,  /* a gauge: addresses in the rate table */
     HTTP_NCOUNTERS
 };
 

@@ -150,6 +150,12 @@ void http_plan_busy(struct http_plan *p, uint32_t retry_after)
     p->head.retry_after = retry_after ? retry_after : 1;
 }
 
+void http_plan_limited(struct http_plan *p, uint32_t retry_after)
+{
+    http_plan_error(p, 429);
+    p->head.retry_after = retry_after ? retry_after : 1;
+}
+
 void http_plan_engine_body(struct http_plan *p,
                            const char *content_type,
                            uint64_t len)

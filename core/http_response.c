@@ -47,6 +47,8 @@ const char *http_status_reason(int status)
         return "Range Not Satisfiable";
     case 417:
         return "Expectation Failed";
+    case 429:
+        return "Too Many Requests";
     case 431:
         return "Request Header Fields Too Large";
     case 500:

@@ -63,7 +63,7 @@ struct http_response_head {
     bool vary_accept_encoding;
     const char *location; /* 301 */
     const char *allow;    /* 405, e.g. "GET, HEAD" */
-    uint32_t retry_after; /* > 0: Retry-After: N (seconds; 503) */
+    uint32_t retry_after; /* > 0: Retry-After: N (seconds; 503, 429) */
     bool keep_alive;      /* Connection: keep-alive, else close */
     uint32_t keep_alive_timeout_seconds; /* > 0: Keep-Alive: timeout=N */
     uint32_t keep_alive_max;             /* > 0: ..., max=N */

@@ -620,7 +620,7 @@ def _built(*names):
 def test_echo_profile_runs_and_reports(tmp_path, monkeypatch):
     """bench.py --profile echo in miniature, on the host: echo-bench against
     ktcp-echo in two models as the profile runs each engine (in the VM,
-    kecho.ko in each wq_mode too), then its report: results.json holds
+    kecho.ko in each mode too), then its report: results.json holds
     echo-bench's figures, results.md each engine's row with its ratio to
     ktcp-echo, latency.png the CDF of the samples."""
     _built("ktcp-echo", "echo-bench")

@@ -47,7 +47,7 @@ def slab_active(cache):
 
 
 def test_kecho_rejects_bad_parameters():
-    for bad in (["wq_mode=sideways"], ["port=0"], ["max_conns=0"], ["bind=localhost"],
+    for bad in (["mode=sideways"], ["wq_mode=sideways"], ["port=0"], ["max_conns=0"], ["bind=localhost"],
                 ["bind=127.0.0.300"], ["bind=127.0.0.1:80"], ["per_ip_v6_prefix=0"],
                 ["max_conns_per_ip=-2"]):
         r = run(["insmod", KECHO_KO] + bad, check=False)
@@ -59,7 +59,8 @@ def test_kecho_parameters_visible_read_only():
     echo = KernelEcho("highpri").start(idle_timeout_ms=1234)
     try:
         base = "/sys/module/kecho/parameters"
-        assert open(f"{base}/wq_mode").read().strip() == "highpri"
+        assert open(f"{base}/mode").read().strip() == "highpri"
+        assert open(f"{base}/wq_mode").read().strip() == "highpri"  # its old name
         assert open(f"{base}/idle_timeout_ms").read().strip() == "1234"
         assert open(f"{base}/port").read().strip() == str(echo.port)
         assert oct(os.stat(f"{base}/port").st_mode & 0o777) == "0o444"
@@ -67,9 +68,28 @@ def test_kecho_parameters_visible_read_only():
         echo.stop()
 
 
-@pytest.mark.parametrize("wq_mode", ["unbound", "bound", "highpri", "cpu_intensive"])
-def test_kecho_every_wq_mode_echoes(wq_mode):
-    echo = KernelEcho(wq_mode).start()
+def test_kecho_old_parameter_name_wq_mode():
+    """wq_mode, the old name of mode, still chooses the workqueue."""
+    port = free_port()
+    run(["insmod", KECHO_KO, f"port={port}", "wq_mode=bound"])
+    try:
+        assert open("/sys/module/kecho/parameters/mode").read().strip() == "bound"
+        wait_port(port)
+        with socket.create_connection(("127.0.0.1", port), timeout=20) as s:
+            s.sendall(b"old name")
+            got = b""
+            while len(got) < 8:
+                b = s.recv(64)
+                assert b, "closed before the echo"
+                got += b
+        assert got == b"old name"
+    finally:
+        run(["rmmod", "kecho"])
+
+
+@pytest.mark.parametrize("mode", ["unbound", "bound", "highpri", "cpu_intensive"])
+def test_kecho_every_mode_echoes(mode):
+    echo = KernelEcho(mode).start()
     try:
         data = os.urandom(100_000)
         with socket.create_connection(("127.0.0.1", echo.port), timeout=20) as s:
@@ -338,7 +358,7 @@ def test_dual_stack_whatever_bindv6only_says(bindv6only, module):
 
 # Each module's modes: bound is the per-CPU workqueue (a listener per CPU).
 MODES = {
-    "kecho": {"unbound": {"wq_mode": "unbound"}, "bound": {"wq_mode": "bound"}},
+    "kecho": {"unbound": {"mode": "unbound"}, "bound": {"mode": "bound"}},
     "khttpd": {"unbound": {"mode": "unbound"}, "bound": {"mode": "bound"},
                "kthread": {"mode": "kthread"}},
 }

@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: MIT OR GPL-2.0
 /*
  * ktcp_conn.c — a connection's lifecycle, the lower of kernel/common's two
- * files (see ktcp_server.h; each module compiles its own copy): socket
- * callbacks, the kick, deadlines, the registry of live connections and
- * their count per address, start and release. ktcp_server.c, above it,
- * listens, accepts and starts and stops the server.
+ * files (see ktcp_conn.h, its only header; each module compiles its own
+ * copy): socket callbacks, the kick, deadlines, the registry of live
+ * connections and their count per address, start and release.
+ * ktcp_server.c, above it, listens, accepts and starts and stops the
+ * server.
  *
  * A connection is driven by events, not by a worker sleeping in recvmsg for
  * its whole life: the socket's data_ready / write_space / state_change
@@ -43,7 +44,7 @@
 #include <net/sock.h>
 #include <net/tcp.h>
 
-#include "ktcp_server.h"
+#include "ktcp_conn.h"
 
 /* One peer address and how many of its connections are live. */
 struct ktcp_peer {

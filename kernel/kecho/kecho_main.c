@@ -42,12 +42,18 @@ MODULE_AUTHOR("ktcp authors");
 MODULE_DESCRIPTION("In-kernel TCP echo server on CMWQ");
 MODULE_VERSION("0.1");
 
-static char *wq_mode = "unbound";
-module_param(wq_mode, charp, 0444);
+/*
+ * mode, as every ktcp module names it; wq_mode, its old name, sets the same
+ * variable (the later of the two on the command line wins).
+ */
+static char *mode = "unbound";
+module_param(mode, charp, 0444);
+module_param_named(wq_mode, mode, charp, 0444);
 /* Each description on one line: user-visible strings are not split. */
 /* clang-format off */
-MODULE_PARM_DESC(wq_mode,
+MODULE_PARM_DESC(mode,
 		 "workqueue flavour: unbound (default), bound, highpri, cpu_intensive");
+MODULE_PARM_DESC(wq_mode, "the old name of mode, still accepted");
 
 KTCP_SERVER_PARAMS(12345,
 		   "connections served at once; more are closed at accept (default 10000)",
@@ -226,13 +232,13 @@ static unsigned int kecho_wq_flags(void)
 	 * cpu_intensive: bound, but excluded from concurrency management so a long
 	 * echo does not hold back other items on that CPU.
 	 */
-	if (!strcmp(wq_mode, "unbound"))
+	if (!strcmp(mode, "unbound"))
 		return WQ_UNBOUND;
-	if (!strcmp(wq_mode, "bound"))
+	if (!strcmp(mode, "bound"))
 		return 0;
-	if (!strcmp(wq_mode, "highpri"))
+	if (!strcmp(mode, "highpri"))
 		return WQ_HIGHPRI;
-	if (!strcmp(wq_mode, "cpu_intensive"))
+	if (!strcmp(mode, "cpu_intensive"))
 		return WQ_CPU_INTENSIVE;
 	return UINT_MAX;
 }
@@ -244,8 +250,8 @@ static int __init kecho_init(void)
 
 	p.wq_flags = kecho_wq_flags();
 	if (p.wq_flags == UINT_MAX) {
-		pr_err("wq_mode=%s: expected unbound, bound, highpri or cpu_intensive\n",
-		       wq_mode);
+		pr_err("mode=%s: expected unbound, bound, highpri or cpu_intensive\n",
+		       mode);
 		return -EINVAL;
 	}
 	if (!port || !backlog || !max_conns) {
@@ -267,8 +273,8 @@ static int __init kecho_init(void)
 		goto out_server;
 	}
 
-	pr_info("listening on %s port %u (wq_mode=%s, idle_timeout_ms=%u)\n",
-		bind && *bind ? bind : "*", port, wq_mode, idle_timeout_ms);
+	pr_info("listening on %s port %u (mode=%s, idle_timeout_ms=%u)\n",
+		bind && *bind ? bind : "*", port, mode, idle_timeout_ms);
 	return 0;
 
 out_server:

@@ -41,6 +41,7 @@ extern ulong khttpd_listing_bytes; /* listings' buffers and builds; 0: any */
 extern uint khttpd_listing_max; /* listings in flight; 0: any */
 extern struct path khttpd_root; /* the served directory, referenced */
 extern struct http_access khttpd_access; /* acl=; n 0: every client */
+extern struct http_rate_conf khttpd_rate_conf; /* rate=; rate 0: off */
 /* Check every parameter and take the root: 0, or -errno (nothing held).
  * p: the server's parameters; uid, gid: the server's user.
  */
@@ -55,6 +56,7 @@ void khttpd_params_put(void);
  * (and core/, kernel/common):
  *   params.c   the module's parameters, checked at load
  *   stats.c    per-CPU counters
+ *   rate.c     request rates per client address: the table, its locks
  *   trace.c    the request trace event
  *   tls.c      kTLS sockets: the adoption checks, records read, close_notify
  *   root.c     lookups and opens beneath the served root
@@ -83,6 +85,7 @@ struct khttpd_stats {
 	u64 cache_evictions;
 	u64 listings_refused; /* 503: beyond listing_max or listing_bytes */
 	u64 denied; /* connections closed at accept by an address rule */
+	u64 rate_limited; /* requests answered 429 (rate=, burst=) */
 	u64 tls_adopted; /* kTLS sockets taken over from an agent */
 	u64 tls_nondata; /* kTLS connections ended by a non-data record */
 };
@@ -95,6 +98,17 @@ int khttpd_counters_init(void);
 void khttpd_counters_exit(void);
 /* The counters of every CPU added up. */
 void khttpd_stats_sum(struct khttpd_stats *sum);
+
+/* ---- request rates (rate.c) ---- */
+/* The table of rate_entries addresses, if rate= is set: 0 or -ENOMEM. */
+int khttpd_rate_init(void);
+void khttpd_rate_exit(void);
+/* One request from addr (its key: IPv6 cut to v6_prefix bits): 0 when it
+ * passes, else the seconds to wait (429 with Retry-After), counted.
+ */
+u32 khttpd_rate_take(const struct in6_addr *addr, unsigned int v6_prefix);
+/* Addresses in the table now. */
+u64 khttpd_rate_entries(void);
 
 /* ---- /proc/net/khttpd (proc.c): the counters' files; they read the
  * counters and the connections, so they come after both and go first ----

@@ -38,9 +38,13 @@ static int __init khttpd_init(void)
 	if (err < 0)
 		goto out_cred;
 
-	err = khttpd_cache_init();
+	err = khttpd_rate_init();
 	if (err < 0)
 		goto out_counters;
+
+	err = khttpd_cache_init();
+	if (err < 0)
+		goto out_rate;
 
 	err = khttpd_conns_start(&p);
 	if (err < 0)
@@ -64,6 +68,8 @@ out_conns:
 	khttpd_conns_stop();
 out_cache:
 	khttpd_cache_exit();
+out_rate:
+	khttpd_rate_exit();
 out_counters:
 	khttpd_counters_exit();
 out_cred:
@@ -81,6 +87,7 @@ static void __exit khttpd_exit(void)
 	/* Stop accepting; every live connection closes; all are freed. */
 	khttpd_conns_stop();
 	khttpd_cache_exit();
+	khttpd_rate_exit();
 	khttpd_counters_exit();
 	khttpd_cred_exit();
 	khttpd_params_put();

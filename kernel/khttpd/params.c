@@ -9,6 +9,7 @@
 
 #include <linux/module.h>
 #include <linux/fs_struct.h>
+#include <linux/log2.h>
 #include <linux/fs.h>
 #include <linux/namei.h>
 #include <linux/path.h>
@@ -122,8 +123,24 @@ static char *acl;
 module_param(acl, charp, 0444);
 MODULE_PARM_DESC(acl,
 		 "address rules, the first matching a client decides, none matching: served; a client denied is closed at accept: \"allow:10.0.0.0/8,allow:::1,deny:all\", at most 256 (default none: every client served)");
+
+static char *rate;
+module_param(rate, charp, 0444);
+MODULE_PARM_DESC(rate,
+		 "requests per client address (IPv6: per per_ip_v6_prefix), nginx's limit_req: \"10r/s\" or \"600r/m\"; beyond the rate and burst, 429 with Retry-After (default none: no limit)");
+
+static uint burst;
+module_param(burst, uint, 0444);
+MODULE_PARM_DESC(burst,
+		 "requests beyond the rate an address may send at once, 0..100000 (default 0)");
+
+static uint rate_entries = HTTP_RATE_ENTRIES_DEFAULT;
+module_param(rate_entries, uint, 0444);
+MODULE_PARM_DESC(rate_entries,
+		 "client addresses the rate table holds, 64..4194304, rounded up to a power of two; the least recently served is forgotten first (default 16384)");
 /* clang-format on */
 
+struct http_rate_conf khttpd_rate_conf;
 struct http_access khttpd_access;
 bool khttpd_dotfiles;
 struct http_headers khttpd_headers;
@@ -316,6 +333,25 @@ static int khttpd_check_params(enum khttpd_mode *m, kuid_t *kuid, kgid_t *kgid)
 			return -EINVAL;
 		}
 	}
+	if (rate && rate[0]) {
+		const char *why = NULL;
+
+		if (http_rate_parse(rate, strlen(rate), &khttpd_rate_conf.rate,
+				    &why) < 0) {
+			pr_err("rate=%s: %s\n", rate, why);
+			return -EINVAL;
+		}
+	}
+	if (burst > HTTP_RATE_BURST_MAX ||
+	    rate_entries < HTTP_RATE_ENTRIES_MIN ||
+	    rate_entries > HTTP_RATE_ENTRIES_MAX) {
+		pr_err("burst=%u rate_entries=%u: burst is 0..%u, rate_entries %u..%u\n",
+		       burst, rate_entries, HTTP_RATE_BURST_MAX,
+		       HTTP_RATE_ENTRIES_MIN, HTTP_RATE_ENTRIES_MAX);
+		return -EINVAL;
+	}
+	khttpd_rate_conf.burst = burst;
+	khttpd_rate_conf.entries = roundup_pow_of_two(rate_entries);
 	if (!strcmp(dotfiles, "deny")) {
 		khttpd_dotfiles = false;
 	} else if (!strcmp(dotfiles, "allow")) {

@@ -46,6 +46,8 @@ static void khttpd_counters_get(u64 v[HTTP_NCOUNTERS],
 	v[HTTP_CTR_LISTINGS_REFUSED] = sum.listings_refused;
 	v[HTTP_CTR_LISTING_BYTES] = listing_bytes;
 	v[HTTP_CTR_DENIED] = sum.denied;
+	v[HTTP_CTR_RATE_LIMITED] = sum.rate_limited;
+	v[HTTP_CTR_RATE_ENTRIES] = khttpd_rate_entries();
 	*sum_out = sum;
 }
 

@@ -182,13 +182,27 @@ bool khttpd_respond(struct khttpd_conn *conn, const struct http_plan_input *in)
 	/* too big for a kernel stack; NULL makes the plan a 500 */
 	struct http_plan_work *w = kmalloc(sizeof(*w), GFP_KERNEL);
 	struct http_plan_input full = *in;
+	enum http_plan_step step;
 	bool ok;
 
 	khttpd_add_settings(&full);
 	/* a multipart answer's boundary: only a Range request can need one */
 	if (in->req && (in->req->seen & HTTP_SEEN_RANGE))
 		full.random = get_random_u64();
-	ok = khttpd_finish(conn, http_plan_start(&conn->req->plan, &full, w));
+	step = http_plan_start(&conn->req->plan, &full, w);
+	if (step == HTTP_PLAN_LOOKUP && !conn->req->plan.error_page) {
+		/* rate=: every request that would be looked up is charged to
+		 * its client's address (conn->c.addr)
+		 */
+		u32 wait = khttpd_rate_take(&conn->c.addr,
+					    conn->c.srv->p.per_ip_v6_prefix);
+
+		if (wait) {
+			http_plan_limited(&conn->req->plan, wait);
+			step = HTTP_PLAN_RESPOND;
+		}
+	}
+	ok = khttpd_finish(conn, step);
 	kfree(w);
 	return ok;
 }

@@ -37,6 +37,7 @@ void khttpd_stats_sum(struct khttpd_stats *sum)
 		sum->tls_nondata += READ_ONCE(s->tls_nondata);
 		sum->listings_refused += READ_ONCE(s->listings_refused);
 		sum->denied += READ_ONCE(s->denied);
+		sum->rate_limited += READ_ONCE(s->rate_limited);
 	}
 }
 

@@ -354,7 +354,8 @@ KHTTPD_NAMES = ["accepted", "active", "refused", "requests", "status_1xx",
                 "status_2xx", "status_3xx", "status_4xx", "status_5xx",
                 "bytes_out", "cache_hits", "cache_misses", "cache_evictions",
                 "cache_bytes", "cache_entries", "timeouts", "errors",
-                "listings_refused", "listing_bytes", "denied"]
+                "listings_refused", "listing_bytes", "denied", "rate_limited",
+                "rate_entries"]
 
 
 @pytest.mark.parametrize("model", MODELS)

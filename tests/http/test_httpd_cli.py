@@ -12,7 +12,7 @@ from rawhttp import get
 FLAGS = ["--root", "--port", "--bind", "--threads", "--model", "--idle-timeout-ms",
          "--max-conns", "--backlog", "--gzip", "--no-gzip", "--cache-size", "--access-log",
          "--help", "--gzip-static", "--no-gzip-static", "--expires", "--error-page",
-         "--mime-types", "--allow", "--deny"]
+         "--mime-types", "--allow", "--deny", "--limit-req"]
 
 
 @pytest.fixture(autouse=True)

@@ -7,7 +7,7 @@
 
 The host phase runs here (ktcp-httpd in each model, ktcp-echo, nginx, lwan
 when LWAN=/path/to/lwan is set or lwan is on PATH); the VM phase boots scripts/vm once and runs this same file
-inside with --phase vm (khttpd.ko in each mode, kecho.ko in each wq_mode,
+inside with --phase vm (khttpd.ko in each mode, kecho.ko in each mode,
 the user-space engines and nginx, all inside the guest). Each phase writes
 <out>/<env>.json; the host then merges them into results.json, results.md
 and the PNG plots (tools/bench/report.py).
@@ -35,7 +35,7 @@ engine that crashes, fails to start or answers wrongly gets that as the
 run's result ("crashed", "error: ..."), and the bench goes on.
 
 Two profiles are experiments of their own, each one VM boot, results in
-results/<timestamp>-<profile>/: echo (kecho.ko in each wq_mode and ktcp-echo
+results/<timestamp>-<profile>/: echo (kecho.ko in each mode and ktcp-echo
 under echo-bench, echo_profile.py) and kcm (the KCM server and its plain-TCP
 twin under msg-bench, kcm_profile.py)."""
 import argparse

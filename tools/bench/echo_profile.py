@@ -1,5 +1,5 @@
 """The echo bench (bench.py --profile echo, make bench-echo), run inside the
-VM: kecho.ko in each wq_mode, then the user-space ktcp-echo, under the same
+VM: kecho.ko in each mode, then the user-space ktcp-echo, under the same
 echo-bench load one after the other in one boot. TIME-WAIT sockets left by
 one run are dropped with drop_tcp_socket.ko before the next.
 

@@ -1,4 +1,4 @@
-"""Echo engines: ktcp-echo in each model, kecho.ko in each wq_mode (in the
+"""Echo engines: ktcp-echo in each model, kecho.ko in each mode (in the
 VM). Options, named after kecho's module parameters: idle_timeout_ms,
 max_conns, max_conns_per_ip; ktcp-echo also threads, nofile, bind; settle (default True):
 start() returns once the readiness probe's connection is gone, so callers
@@ -70,16 +70,16 @@ class UserEcho(EchoEngine, StatsFile, Engine):
 
 
 class KernelEcho(EchoEngine, KernelModule):
-    """kecho.ko with wq_mode=<mode>, loaded inside the project VM."""
+    """kecho.ko with mode=<mode>, loaded inside the project VM."""
     family = module = "kecho"
     defaults = {"idle_timeout_ms": 30000, "max_conns": 10000, "settle": True}
 
-    def __init__(self, wq_mode="unbound"):
-        super().__init__(f"kecho-{wq_mode}")
-        self.wq_mode = wq_mode
+    def __init__(self, mode="unbound"):
+        super().__init__(f"kecho-{mode}")
+        self.mode = mode
 
     def params(self, o):
-        args = [f"wq_mode={self.wq_mode}"]
+        args = [f"mode={self.mode}"]
         for key in ("idle_timeout_ms", "max_conns", "max_conns_per_ip"):
             if o.get(key) is not None:
                 args.append(f"{key}={o[key]}")

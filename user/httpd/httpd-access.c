@@ -1,8 +1,16 @@
 /* httpd-access.c — ktcp-httpd's address rules (--allow, --deny), checked
- * at accept through the runtime's admit hook. What a rule matches and
- * which rule decides are core's (http_access.c); here the connection's
- * address is handed to it and a denial counted. */
+ * at accept through the runtime's admit hook, and its request rates
+ * (--limit-req), taken per request. What a rule matches, which decides,
+ * and the token arithmetic are core's (http_access.c, http_rate.c); here
+ * the connection's address is handed to them, the rate table allocated
+ * and locked, and what they refuse counted. */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <sys/random.h>
 #include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "httpd.h"
 
@@ -30,4 +38,68 @@ bool httpd_client_allowed(const struct rt_conn *c)
         return true;
     rt_count(HTTPD_C_DENIED, 1);
     return false;
+}
+
+/* ---- request rates (--limit-req) ---- */
+
+#define RATE_LOCKS 64
+
+static struct {
+    struct http_rate_table t;
+    pthread_mutex_t locks[RATE_LOCKS]; /* set % RATE_LOCKS */
+    _Atomic uint64_t entries;          /* in use */
+} rate;
+static _Atomic bool rate_ready;
+
+int httpd_rate_setup(uint32_t entries)
+{
+    if (atomic_load(&rate_ready))
+        return 0;
+    struct http_rate_entry *mem = calloc(entries, sizeof(*mem));
+    if (!mem)
+        return -ENOMEM;
+    uint64_t seed[2];
+    if (getrandom(seed, sizeof(seed), GRND_NONBLOCK) != sizeof(seed)) {
+        /* no entropy yet (early boot): the clock is the seed */
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        seed[0] = (uint64_t) ts.tv_nsec << 32 ^ (uint64_t) ts.tv_sec;
+        seed[1] = (uint64_t) getpid() * 0x9e3779b97f4a7c15ULL;
+    }
+    http_rate_init(&rate.t, mem, entries, seed);
+    for (int i = 0; i < RATE_LOCKS; i++)
+        pthread_mutex_init(&rate.locks[i], NULL);
+    atomic_store_explicit(&rate_ready, true, memory_order_release);
+    return 0;
+}
+
+uint32_t httpd_rate_take(const struct rt_conn *c)
+{
+    uint64_t rb =
+        atomic_load_explicit(&httpd_cfg.rate_burst, memory_order_relaxed);
+    uint8_t addr[16], key[16];
+    if (!(rb >> 32) ||
+        !atomic_load_explicit(&rate_ready, memory_order_acquire) ||
+        !client_addr(c, addr))
+        return 0;
+    struct http_rate_conf conf = {.rate = (uint32_t) (rb >> 32),
+                                  .burst = (uint32_t) rb};
+    http_addr_key(key, addr, httpd_cfg.per_ip_v6_prefix);
+    uint32_t set = http_rate_set(&rate.t, key);
+    bool grew;
+    pthread_mutex_t *lock = &rate.locks[set % RATE_LOCKS];
+    pthread_mutex_lock(lock);
+    uint32_t wait =
+        http_rate_take(&rate.t, set, key, rt_loop_now_ms(), &conf, &grew);
+    pthread_mutex_unlock(lock);
+    if (grew)
+        atomic_fetch_add_explicit(&rate.entries, 1, memory_order_relaxed);
+    if (wait)
+        rt_count(HTTPD_C_RATE_LIMITED, 1);
+    return wait;
+}
+
+uint64_t httpd_rate_entries(void)
+{
+    return atomic_load_explicit(&rate.entries, memory_order_relaxed);
 }

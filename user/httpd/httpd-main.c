@@ -177,6 +177,18 @@ static void publish_access(const struct http_access *want, bool retire)
     }
 }
 
+/* --limit-req: rate and burst apply to the next request; the table is
+ * made the first time a rate is set, its size fixed from then on. */
+static bool publish_rate(const struct http_rate_conf *c)
+{
+    if (c->rate && httpd_rate_setup(c->entries) < 0) {
+        rt_cli_bad("--limit-req", "", "no memory for its table");
+        return false;
+    }
+    atomic_store(&httpd_cfg.rate_burst, (uint64_t) c->rate << 32 | c->burst);
+    return true;
+}
+
 /* SIGHUP: read the settings again; apply gzip and the access log, which
  * workers read atomically, and say which other changes wait for a
  * restart. Connections and listeners are not touched. What else a reload
@@ -242,6 +254,9 @@ static void reload(int argc, char **argv, struct settings *running)
         {n.rt.second_port != running->rt.second_port, "--tls-port"},
         {n.tls_handshake_timeout_ms != running->tls_handshake_timeout_ms,
          "--tls-handshake-timeout-ms"},
+        {n.limit_req.entries != running->limit_req.entries &&
+             running->limit_req.rate,
+         "--limit-req's entries"},
     };
     for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++)
         if (fixed[i].changed)
@@ -264,6 +279,12 @@ static void reload(int argc, char **argv, struct settings *running)
                 "ktcp-httpd: SIGHUP: kept the running sites (hosts, "
                 "error pages, index, fallback, added fields)\n");
     publish_access(&n.access, true);
+    if (publish_rate(&n.limit_req)) {
+        if (!running->limit_req.rate)
+            running->limit_req.entries = n.limit_req.entries;
+        running->limit_req.rate = n.limit_req.rate;
+        running->limit_req.burst = n.limit_req.burst;
+    }
     /* read by the signal loop, on this thread, when a stop begins */
     running->rt.shutdown_timeout_s = n.rt.shutdown_timeout_s;
     /* the same path too: a reload also reopens the log, as SIGUSR1 does */
@@ -275,10 +296,11 @@ static void reload(int argc, char **argv, struct settings *running)
     fprintf(stderr,
             "ktcp-httpd: SIGHUP: reloaded (gzip %s, access log %s, "
             "gzip-static %s, expires %u, listings %s, %u address "
-            "rule%s)\n",
+            "rule%s, limit-req %s)\n",
             n.gzip ? "on" : "off", n.access_log ? n.access_log : "off",
             n.gzip_static ? "on" : "off", n.expires, n.listings ? "on" : "off",
-            n.access.n, n.access.n == 1 ? "" : "s");
+            n.access.n, n.access.n == 1 ? "" : "s",
+            n.limit_req.rate ? "on" : "off");
     httpd_settings_release(&last);
     last.owned = n.owned;
     last.owned_n = n.owned_n;
@@ -735,6 +757,11 @@ int main(int argc, char **argv)
     httpd_cfg.listing_max = s.listing_max;
     httpd_cfg.listing_bytes = s.listing_bytes;
     publish_access(&s.access, false);
+    httpd_cfg.per_ip_v6_prefix = s.rt.per_ip_v6_prefix > 0
+                                     ? (unsigned) s.rt.per_ip_v6_prefix
+                                     : RT_PER_IP_V6_PREFIX;
+    if (!publish_rate(&s.limit_req))
+        return 1;
     if (!load_mime_types(&s))
         return 2;
     httpd_cfg.dotfiles = s.dotfiles;

@@ -44,6 +44,7 @@ enum {
     OPT_HOST,
     OPT_ALLOW,
     OPT_DENY,
+    OPT_LIMIT_REQ,
 };
 
 #define DEFAULT_TLS_HS_TIMEOUT_MS 10000
@@ -157,14 +158,21 @@ static const struct rt_cli_opt opts[] = {
     {"deny", OPT_DENY, "CIDR",
      "close connections from CIDR at accept, counted\n"
      "as denied (see --allow)"},
+    {"limit-req", OPT_LIMIT_REQ, "rate=Nr/s[,burst=N][,entries=N]",
+     "requests per client address (IPv6: per\n"
+     "--per-ip-v6-prefix): burst+1 at once, then N a\n"
+     "second (r/m: a minute); beyond, 429 with\n"
+     "Retry-After; entries: addresses tracked, the\n"
+     "oldest forgotten first (default: 16384);\n"
+     "'off' (default: off)"},
     {"config", OPT_CONFIG, "FILE",
      "read flags from FILE first, one per line without\n"
      "the dashes ('gzip', 'access-log /var/log/x.log');\n"
      "flags given here win; SIGHUP reads it again and\n"
      "applies gzip, gzip-static, expires, listings,\n"
      "index, fallback, error-page, add-header, cors,\n"
-     "host (its root), allow, deny, access-log and\n"
-     "shutdown-timeout\n"
+     "host (its root), allow, deny, limit-req (not its\n"
+     "entries), access-log and shutdown-timeout\n"
      "(default: none)"},
     {"test-config", 't', NULL,
      "check the settings and exit: 0 when ktcp-httpd\n"
@@ -318,6 +326,10 @@ static bool option(void *data, int key, const char *arg, bool from_file)
             return rt_cli_bad(key == OPT_ALLOW ? "--allow" : "--deny", arg,
                               why);
         return true;
+    case OPT_LIMIT_REQ:
+        if (http_limit_req_parse(arg, strlen(arg), &s->limit_req, &why) < 0)
+            return rt_cli_bad("--limit-req", arg, why);
+        return true;
     case 't': /* --test-config */
         if (from_file)
             return rt_cli_bad("--test-config", "", "not a setting");
@@ -368,6 +380,7 @@ static void settings_default(struct settings *s)
     s->listing_max = 1024;
     s->listing_bytes = 64UL << 20;
     s->tls_handshake_timeout_ms = DEFAULT_TLS_HS_TIMEOUT_MS;
+    s->limit_req.entries = HTTP_RATE_ENTRIES_DEFAULT;
 }
 
 /* --tls-port needs a certificate and a key, and they need it. */

@@ -50,8 +50,9 @@ struct settings {
     bool listings;
     unsigned listing_max;
     size_t listing_bytes;
-    bool test_config;          /* --test-config: check, say so, exit */
-    struct http_access access; /* --allow, --deny, in their order */
+    bool test_config;                /* --test-config: check, say so, exit */
+    struct http_access access;       /* --allow, --deny, in their order */
+    struct http_rate_conf limit_req; /* --limit-req; rate 0: off */
     /* --config's strings, which the fields above may point into:
      * owned[1..owned_n) (httpd_settings_release frees them) */
     char **owned;

@@ -212,6 +212,15 @@ bool httpd_respond(struct httpd_req *r,
             sizeof(in->random))
         in->random = (uint64_t) (uintptr_t) r ^ (uint64_t) time(NULL);
     enum http_plan_step step = http_plan_start(p, in, &work);
+    if (step == HTTP_PLAN_LOOKUP && !p->error_page) {
+        /* --limit-req: every request that would be looked up is charged
+         * to its client's address, the status page's too */
+        uint32_t wait = httpd_rate_take(r->c);
+        if (wait) {
+            http_plan_limited(p, wait);
+            step = HTTP_PLAN_RESPOND;
+        }
+    }
     if (step == HTTP_PLAN_LOOKUP && !p->error_page && httpd_status_wanted(r))
         return httpd_status_serve(r, p); /* --status-path: the counters */
     return finish(r, p, step);

@@ -94,6 +94,8 @@ static void build_body(struct http_buf *b, enum status_format fmt)
     v[HTTP_CTR_LISTINGS_REFUSED] = c[HTTPD_C_LISTINGS_REFUSED];
     v[HTTP_CTR_LISTING_BYTES] = httpd_listing_bytes();
     v[HTTP_CTR_DENIED] = c[HTTPD_C_DENIED];
+    v[HTTP_CTR_RATE_LIMITED] = c[HTTPD_C_RATE_LIMITED];
+    v[HTTP_CTR_RATE_ENTRIES] = httpd_rate_entries();
     /* after khttpd's set, the one counter only this server has */
     uint64_t reopen_failed = c[HTTPD_C_LOG_REOPEN_FAILED];
     if (fmt == STATUS_PLAIN) {

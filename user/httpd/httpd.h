@@ -71,6 +71,10 @@ struct httpd_config {
     /* --allow and --deny in their order, replaced whole by a SIGHUP;
      * NULL: none (every address served) */
     const struct http_access *_Atomic access;
+    /* --limit-req's rate and burst (rate << 32 | burst), a SIGHUP may
+     * change them; rate 0: off. The table's size is fixed at start. */
+    _Atomic uint64_t rate_burst;
+    unsigned per_ip_v6_prefix; /* an IPv6 client's bits in its rate key */
     /* --tls-port's context (user/tls), NULL: no HTTPS; a reload swaps
      * its certificate inside it */
     struct ktcp_tls_ctx *tls;
@@ -293,6 +297,7 @@ enum httpd_counter {
     HTTPD_C_LISTINGS_REFUSED,
     HTTPD_C_LOG_REOPEN_FAILED, /* a reopen of the access log failed */
     HTTPD_C_DENIED,            /* connections closed by an address rule */
+    HTTPD_C_RATE_LIMITED,      /* requests answered 429 (--limit-req) */
     HTTPD_C_END
 };
 _Static_assert(HTTPD_C_END <= RT_NCOUNTERS, "more counters than rt.h has");
@@ -340,6 +345,15 @@ int httpd_log_open(const char *path);
  * balancer's: the rules are then checked (with this function) once the
  * header has set the client's address, and a denied client closed. */
 bool httpd_client_allowed(const struct rt_conn *c);
+
+/* --limit-req: the table of entries addresses (core's http_rate.h), set
+ * up once (later calls keep the first table); 0 or -ENOMEM. */
+int httpd_rate_setup(uint32_t entries);
+/* One request from c's address against --limit-req: 0 when it passes,
+ * else the seconds it should wait (429 with Retry-After), counted. */
+uint32_t httpd_rate_take(const struct rt_conn *c);
+/* Addresses in the rate table now. */
+uint64_t httpd_rate_entries(void);
 
 /* ---- status page (httpd-status.c) ---- */
 /* Is r a request for --status-path (or its /metrics)? */

@@ -143,9 +143,9 @@ def test_smoke_https_table_targets_and_publish(smoke, tmp_path):
     text = bench_md.read_text()
     section = text[text.index("<!-- bench:begin -->"):text.index("<!-- bench:end -->")]
     assert "### HTTPS: req/s" in section and f"`results/{out.name}`" in section
+    import report
     for p in pub["points"]:
-        v = f"{p['value']:,.0f}" if p["value"] >= 100 else f"{p['value']:.1f}"
-        assert f"| {p['engine']} | " in section and v in section, p
+        assert f"| {p['engine']} | " in section and report.fmt_v(p["value"]) in section, p
 
 
 def test_idle_tls_memory_at_most_nginx(docroot, tmp_path):

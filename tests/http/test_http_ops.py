@@ -296,7 +296,7 @@ def test_sighup_reloads_listings(server, site, tmp_path, model):
         c.send(b"GET /d/ HTTP/1.1\r\nHost: h\r\n\r\n")
         r = c.read_response()
         assert r.status == 200 and b"x.txt" in r.body
-    assert "listings on)" in srv.stderr()
+    assert "listings on," in srv.stderr()
     conf.write_text("listings maybe\n")
     srv.proc.send_signal(signal.SIGHUP)
     wait_for(lambda: "kept the running settings" in srv.stderr(), "the refusal")

@@ -198,6 +198,14 @@ static const struct rt_io tls_io = {
 
 void ktcp_tls_rt_attach(struct ktcp_tls_conn *t, struct rt_conn *c)
 {
+    /* Records OpenSSL reads itself: a whole record (header and body) and
+     * what follows in one read, as nginx does, not two. ktcp_tls_read
+     * still reads until OpenSSL wants more, which it says only once a
+     * read of the socket found it empty, so going idle strands nothing.
+     * After the handshake only: an agent that hands the socket to the
+     * kernel needs OpenSSL to hold no byte of it. */
+    if (!ktcp_tls_ktls_rx(t))
+        SSL_set_read_ahead(t->ssl, 1);
     c->io_data = t;
     c->io = &tls_io;
 }

@@ -5,31 +5,16 @@ that certificate."""
 import os
 import re
 import signal
-import socket
 import subprocess
 import time
 
 import pytest
 
-from testlib import ROOT, require_kind, wait_port
+from testlib import ROOT, port_free, readme_commands, require_kind, wait_port
 
 
 def quick_start():
-    text = open(os.path.join(ROOT, "README.md")).read()
-    section = text[text.index("## HTTPS"):]
-    block = re.search(r"```sh\n(.*?)```", section, re.S).group(1)
-    lines = [line for line in block.splitlines() if line.strip()]
-    assert len(lines) == 3, lines
-    return lines
-
-
-def port_free(port):
-    with socket.socket() as s:
-        try:
-            s.bind(("0.0.0.0", port))
-            return True
-        except OSError:
-            return False
+    return readme_commands("## HTTPS", 3)
 
 
 def test_readme_https_quick_start(tmp_path):

@@ -5,31 +5,16 @@ browser's preflight answered 204, then the second site by its host name."""
 import os
 import re
 import signal
-import socket
 import subprocess
 import time
 
 import pytest
 
-from testlib import ROOT, require_kind, wait_port
+from testlib import ROOT, port_free, readme_commands, require_kind, wait_port
 
 
 def commands():
-    text = open(os.path.join(ROOT, "README.md")).read()
-    section = text[text.index("## Hosting a site"):]
-    block = re.search(r"```sh\n(.*?)```", section, re.S).group(1)
-    lines = [line for line in block.splitlines() if line.strip()]
-    assert len(lines) == 5, lines
-    return lines
-
-
-def port_free(port):
-    with socket.socket() as s:
-        try:
-            s.bind(("0.0.0.0", port))
-            return True
-        except OSError:
-            return False
+    return readme_commands("## Hosting a site", 5)
 
 
 def fields(head):

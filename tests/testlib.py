@@ -7,6 +7,7 @@ by KTCP_ENGINES: "user" (the default: user-space engines on the host) or
 An engine that is not selected is skipped with the reason written out.
 """
 import os
+import re
 import socket
 import sys
 
@@ -133,3 +134,24 @@ def task_cpu_seconds(pid):
     with open(f"/proc/{pid}/stat") as f:
         fields = f.read().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def readme_commands(heading, count):
+    """The non-blank lines of the first sh block under README's heading
+    (which the README tests run exactly as written); there must be count."""
+    text = open(os.path.join(ROOT, "README.md")).read()
+    section = text[text.index(heading):]
+    block = re.search(r"```sh\n(.*?)```", section, re.S).group(1)
+    lines = [line for line in block.splitlines() if line.strip()]
+    assert len(lines) == count, lines
+    return lines
+
+
+def port_free(port):
+    """Whether a README command's fixed port can be bound here."""
+    with socket.socket() as s:
+        try:
+            s.bind(("0.0.0.0", port))
+            return True
+        except OSError:
+            return False

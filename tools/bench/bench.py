@@ -441,18 +441,13 @@ def run_https_memory(run, engine):
 def run_one(run, rec, e, env, ctx, samples_dir, ports, ensure):
     """One run against a started engine e; fills rec."""
     name = run["engine"]
-    if run["suite"] == "https":
-        why = check_https(e, run["path"], ctx.docroot) if e.kernel \
-            else ctx.checks.get(name, {}).get(run["path"])
-        if why:
-            rec.update(status="failed", reason=f"wrong answer: {why}")
+    if run["suite"] in ("http", "https"):
+        if run["suite"] == "https":
+            why = check_https(e, run["path"], ctx.docroot) if e.kernel \
+                else ctx.checks.get(name, {}).get(run["path"])
         else:
-            if env == "host" and not run["keep_alive"]:
-                rec["time_wait_before"] = host_wait_time_wait(e.port)
-            rec.update(run_http(run, e.port))
-    elif run["suite"] == "http":
-        why = check_workload(e.port, run["workload"], ctx.docroot) if e.kernel \
-            else ctx.checks.get(name, {}).get(run["workload"])
+            why = check_workload(e.port, run["workload"], ctx.docroot) if e.kernel \
+                else ctx.checks.get(name, {}).get(run["workload"])
         if why:
             rec.update(status="failed", reason=f"wrong answer: {why}")
         else:

@@ -421,9 +421,15 @@ def test_counters_start_line_access_log_and_ktls(https, docroot):
     assert r.status == 200 and b"tls_handshakes " in r.body
     status, body = tls_get(https.port, "/st/metrics")[:2]
     assert status == 200 and b"ktcp_httpd_tls_handshakes_total " in body
-    # one access log for both ports
-    with open(https.opts["access_log"]) as f:
-        lines = f.read()
+    # one access log for both ports (its lines are written out once a
+    # second)
+    deadline = time.monotonic() + 5
+    while True:
+        with open(https.opts["access_log"]) as f:
+            lines = f.read()
+        if '"GET /a.txt HTTP/1.1" 200' in lines or time.monotonic() > deadline:
+            break
+        time.sleep(0.1)
     assert '"GET /large.bin HTTP/1.1" 200' in lines
     assert '"GET /a.txt HTTP/1.1" 200' in lines
 

@@ -13,7 +13,7 @@
 #include "http_counters.h"
 #include "httpd.h"
 
-#define STATUS_BODY_MAX 4096
+#define STATUS_BODY_MAX 16384
 
 enum status_format { STATUS_PLAIN, STATUS_PROMETHEUS };
 

@@ -126,7 +126,7 @@ check-host: user
 # The suites that have kernel engines; host-only tests (core differential,
 # tools, bench) are not repeated under emulation.
 VM_TESTS = $(wildcard tests/test_echo.py tests/test_kernel_modules.py tests/test_drop_tcp_socket.py tests/http \
-	tests/test_khttpd_kernel.py tests/test_khttpd_tls.py tests/test_kcm.py tests/test_conn_per_ip.py tests/test_server_flags.py tests/test_dkms.py tests/test_scaleout.py)
+	tests/test_khttpd_kernel.py tests/test_khttpd_tls.py tests/test_kcm.py tests/test_conn_per_ip.py tests/test_access.py tests/test_server_flags.py tests/test_dkms.py tests/test_scaleout.py)
 check-vm: user modules dkms-prebuild
 	scripts/vm --kernel $(KERNEL) --timeout 2400 -- env KTCP_ENGINES=kernel $(CURDIR)/$(PYTHON) -m pytest -q -rs $(VM_TESTS) $(PYTEST_ARGS)
 

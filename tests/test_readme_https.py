@@ -3,14 +3,13 @@ written (in a scratch folder holding the tree's build/ and docs/), on the
 host: a self-signed certificate, ktcp-httpd on 8080 and 8443, curl trusting
 that certificate."""
 import os
-import re
 import signal
 import subprocess
 import time
 
 import pytest
 
-from testlib import ROOT, port_free, readme_commands, require_kind, wait_port
+from testlib import ROOT, port_free, readme_commands, require_kind, start_background, wait_port
 
 
 def quick_start():
@@ -27,14 +26,7 @@ def test_readme_https_quick_start(tmp_path):
     os.symlink(os.path.join(ROOT, "docs"), tmp_path / "docs")
     subprocess.run(["bash", "-c", make_cert], cwd=tmp_path, check=True, timeout=60,
                    capture_output=True)
-    # the server's line ends in '&': the shell starts it and says its pid
-    # (its output to a file: a pipe would stay open in the server)
-    log = tmp_path / "serve.log"
-    with open(log, "w") as f:
-        subprocess.run(["bash", "-c", serve + "\necho pid=$!"], cwd=tmp_path, check=True,
-                       timeout=60, stdout=f, stderr=subprocess.STDOUT,
-                       stdin=subprocess.DEVNULL)
-    pid = int(re.search(r"pid=(\d+)", log.read_text()).group(1))
+    pid = start_background(serve, tmp_path)
     try:
         wait_port(8443, timeout=20)
         r = subprocess.run(["bash", "-c", fetch], cwd=tmp_path, timeout=60,

@@ -3,14 +3,13 @@ scratch folder holding the tree's build/), on the host: a single-page
 application's shell for a deep route with the added fields and CORS, a
 browser's preflight answered 204, then the second site by its host name."""
 import os
-import re
 import signal
 import subprocess
 import time
 
 import pytest
 
-from testlib import ROOT, port_free, readme_commands, require_kind, wait_port
+from testlib import ROOT, port_free, readme_commands, require_kind, start_background, wait_port
 
 
 def commands():
@@ -34,12 +33,7 @@ def test_readme_hosting_a_site(tmp_path):
         os.chmod(tmp_path / d, 0o755)
     os.chmod(tmp_path / "site/app/index.html", 0o644)
     os.chmod(tmp_path / "blog/index.html", 0o644)
-    log = tmp_path / "serve.log"
-    with open(log, "w") as f:
-        subprocess.run(["bash", "-c", serve + "\necho pid=$!"], cwd=tmp_path, check=True,
-                       timeout=60, stdout=f, stderr=subprocess.STDOUT,
-                       stdin=subprocess.DEVNULL)
-    pid = int(re.search(r"pid=(\d+)", log.read_text()).group(1))
+    pid = start_background(serve, tmp_path)
     try:
         wait_port(8082, timeout=20)
         r = subprocess.run(["bash", "-c", route], cwd=tmp_path, timeout=30,

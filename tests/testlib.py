@@ -155,3 +155,15 @@ def port_free(port):
             return True
         except OSError:
             return False
+
+
+def start_background(line, cwd):
+    """Run a README line that ends in '&' (a server) in cwd; its pid. The
+    output goes to cwd/serve.log: a pipe would stay open in the server."""
+    import subprocess
+    log = os.path.join(cwd, "serve.log")
+    with open(log, "w") as f:
+        subprocess.run(["bash", "-c", line + "\necho pid=$!"], cwd=cwd, check=True,
+                       timeout=60, stdout=f, stderr=subprocess.STDOUT,
+                       stdin=subprocess.DEVNULL)
+    return int(re.search(r"pid=(\d+)", open(log).read()).group(1))

@@ -616,3 +616,31 @@ def test_floor_answers(tmp_path):
         assert e.alive()
     finally:
         e.stop()
+
+
+def test_engine_ready_line_is_this_launchs(tmp_path):
+    """A port comes back in a later launch and its log path with it (the
+    log is appended to): the ready line a server logged before must not
+    count as this one's, or the tests talk to a port nobody listens on yet
+    (connection refused). The server here starts half a second late."""
+    from engines.httpd import UserHttpd
+    root = tmp_path / "www"
+    root.mkdir()
+    (root / "a.txt").write_text("a\n")
+    first = UserHttpd("epoll", logdir=str(tmp_path), tls=True)
+    first.start(str(root))
+    port = first.port
+    first.stop()
+
+    def late(engine, argv):
+        return ["sh", "-c", 'sleep 0.5; exec "$@"', "sh", *argv], None
+
+    again = UserHttpd("epoll", logdir=str(tmp_path), tls=True)
+    again.start(str(root), port=port, wrap=late)
+    try:
+        assert again.log_path == first.log_path
+        with socket.create_connection(("127.0.0.1", again.plain_port), timeout=5) as s:
+            s.sendall(b"GET /a.txt HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            assert s.recv(100).startswith(b"HTTP/1.1 200")
+    finally:
+        again.stop()

@@ -182,6 +182,10 @@ class Engine:
         logdir = o.get("logdir") or self.logdir or tempfile.gettempdir()
         self.log_path = o.get("log") or os.path.join(logdir, f"{self.name}-{self.port}.log")
         self.log = open(self.log_path, "ab")
+        # a port comes back in a later launch with the same log path: what
+        # this launch logs starts here (a ready line from before is not
+        # this server's)
+        self.log_start = self.log.tell()
         nofile = o.get("nofile")
         if nofile == "max":
             pre = raise_nofile
@@ -215,8 +219,10 @@ class Engine:
             time.sleep(0.02)
 
     def log_text(self):
-        with open(self.log_path, errors="replace") as f:
-            return f.read()
+        """What this launch has logged so far."""
+        with open(self.log_path, "rb") as f:
+            f.seek(getattr(self, "log_start", 0))
+            return f.read().decode(errors="replace")
 
     def alive(self):
         return self.proc is not None and self.proc.poll() is None

@@ -299,6 +299,7 @@ class KernelHttpdTls(KernelHttpd):
         if hs:
             argv += ["--handshake-timeout-ms", str(hs)]
         with open(self.agent_log, "ab") as log:
+            self.agent_log_start = log.tell()  # a reused port's log goes on
             self.agent = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT,
                                           stdin=subprocess.DEVNULL)
         # its start line, not a probe connection (a failed handshake)
@@ -313,8 +314,9 @@ class KernelHttpdTls(KernelHttpd):
         return self
 
     def _agent_text(self):
-        with open(self.agent_log, errors="replace") as f:
-            return f.read()
+        with open(self.agent_log, "rb") as f:
+            f.seek(self.agent_log_start)
+            return f.read().decode(errors="replace")
 
     def stop(self, check=True):
         tlscert.TLS_PORTS.pop(self.port, None)

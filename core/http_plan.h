@@ -49,12 +49,6 @@
 #define HTTP_ENAMETOOLONG 36
 #define HTTP_ELOOP 40
 
-/* Status for a failed lookup or open (-errno): 404 for what is not there,
- * 403 for what leads out of the root or may not be read, 503 (with
- * Retry-After) for an open that would have waited (a lease being broken),
- * 500 otherwise. */
-int http_errno_status(int err);
-
 /* What the planner needs to know about a file or directory. Engines keep
  * one in each cache entry, filled by http_resource_init from the file's
  * status (mtime in seconds and its nanoseconds, inode: the ETag's parts). */
@@ -354,9 +348,11 @@ void http_plan_error(struct http_plan *p, int status);
 void http_plan_busy(struct http_plan *p, uint32_t retry_after);
 /* The client's address is past its request rate (http_rate_take, after
  * http_plan_start returned HTTP_PLAN_LOOKUP): 429 with Retry-After:
- * retry_after seconds (at least 1), keeping the connection plan; the
- * plan is then complete (HTTP_PLAN_RESPOND). */
-void http_plan_limited(struct http_plan *p, uint32_t retry_after);
+ * retry_after seconds (at least 1), keeping the connection plan. Returns
+ * HTTP_PLAN_LOOKUP of the custom page for 429 when there is one (its
+ * answer keeps the Retry-After), else HTTP_PLAN_RESPOND. */
+enum http_plan_step http_plan_limited(struct http_plan *p,
+                                      uint32_t retry_after);
 /* The engine could not open or allocate what the plan needs (-errno);
  * for a custom error page: the built-in text of the original status. */
 void http_plan_fail(struct http_plan *p, int err);
@@ -431,14 +427,5 @@ int http_plan_head_memo(const struct http_plan *p,
                         const struct http_head_memo *m,
                         char *buf,
                         size_t cap);
-
-/* The head leaves alone, ahead of a body sent separately (file, listing):
- * send it with MSG_MORE so head and first body bytes share a segment. */
-static inline bool http_plan_body_follows(const struct http_plan *p)
-{
-    return !p->head_only && (p->body == HTTP_PLAN_BODY_FILE ||
-                             p->body == HTTP_PLAN_BODY_LISTING ||
-                             p->body == HTTP_PLAN_BODY_PARTS);
-}
 
 #endif /* KTCP_CORE_HTTP_PLAN_H */

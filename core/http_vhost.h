@@ -6,6 +6,7 @@
 #define KTCP_CORE_HTTP_VHOST_H
 
 #include "compat.h"
+#include "http_parser.h"
 
 #define HTTP_VHOSTS_MAX 64
 /* A host name is at most 253 bytes (RFC 1035, without the root's dot). */
@@ -36,5 +37,12 @@ int http_vhosts_add(struct http_vhosts *t,
  * match its suffix alone); an IP literal ("127.0.0.1", "[::1]:8080"), an
  * empty or overlong value: -1. */
 int http_vhosts_find(const struct http_vhosts *t, const char *host, size_t len);
+
+/* The entry a parsed request's Host (or absolute-form authority) names,
+ * as http_vhosts_find, buf being the head its slices point into; -1 for
+ * no request or no Host. */
+int http_vhosts_request(const struct http_vhosts *t,
+                        const struct http_request *req,
+                        const char *buf);
 
 #endif /* KTCP_CORE_HTTP_VHOST_H */

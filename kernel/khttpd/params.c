@@ -259,14 +259,14 @@ static int khttpd_site_root(const struct http_conf_line *l,
 			    struct khttpd_site *h)
 {
 	char *dir = kmemdup_nul(l->value, l->value_len, GFP_KERNEL);
+	char *what = kasprintf(GFP_KERNEL, "site=%s: line %u: root ", site,
+			       l->number);
 	struct path p;
-	char what[48];
-	int err;
+	int err = -ENOMEM;
 
-	if (!dir)
-		return -ENOMEM;
-	snprintf(what, sizeof(what), "site=: line %u: root ", l->number);
-	err = khttpd_root_take(what, dir, &p);
+	if (dir && what)
+		err = khttpd_root_take(what, dir, &p);
+	kfree(what);
 	kfree(dir);
 	if (err < 0)
 		return err;

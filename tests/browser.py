@@ -6,6 +6,7 @@ bounded; the profile and HOME are the caller's temporary folder.
 
     b = Browser(ca_pem, tmp_path)
     dom = b.dump_dom(url)             # the page's DOM after it loaded
+    dom = b.dump_dom(url, wait_ms=5000)  # ... and its scripts' fetches
     png = b.screenshot(url, path)     # a PNG of the window
     ink(png)                          # share of pixels that are not white
 """
@@ -68,9 +69,12 @@ class Browser:
             argv.append("--no-sandbox")  # Chromium refuses to run as root with it
         return self._run(argv + list(action) + [url], timeout=timeout)
 
-    def dump_dom(self, url):
-        """The DOM after the page loaded, as HTML text."""
-        return self._chromium(url, "--dump-dom").stdout.decode(errors="replace")
+    def dump_dom(self, url, wait_ms=0):
+        """The DOM after the page loaded, as HTML text; with wait_ms, after
+        the page's own requests (a script's fetch) settled too, within that
+        much of the browser's virtual time."""
+        extra = [f"--virtual-time-budget={wait_ms}"] if wait_ms else []
+        return self._chromium(url, *extra, "--dump-dom").stdout.decode(errors="replace")
 
     def screenshot(self, url, path):
         """A PNG of the window at url, written to path."""

@@ -155,6 +155,14 @@ class Engine:
         self.log = None
         self.log_path = None
         self.opts = {}
+        self.tmp_files = []  # made for a launch, removed by stop
+
+    def remove_tmp_files(self):
+        while self.tmp_files:
+            try:
+                os.unlink(self.tmp_files.pop())
+            except FileNotFoundError:
+                pass
 
     def unavailable(self):
         """None when the engine can run here, else the reason it cannot."""
@@ -270,6 +278,7 @@ class Engine:
         status 0 within stop_timeout of SIGTERM; without (the bench), it is
         killed when it does not."""
         if self.proc is None:
+            self.remove_tmp_files()
             return
         try:
             if self.proc.poll() is None:
@@ -286,6 +295,7 @@ class Engine:
                 assert rc == 0, f"{self.name} exited {rc}:\n{self.log_tail(4000)}"
         finally:
             self.proc = None
+            self.remove_tmp_files()
             if self.log is not None:
                 self.log.close()
                 self.log = None
@@ -318,9 +328,14 @@ class KernelModule(Engine):
         raise NotImplementedError
 
     def launch(self, o):
-        params = self.params(o)
-        r = run(["insmod", self.ko, f"port={self.port}", *params], check=False, timeout=60)
+        try:
+            params = self.params(o)
+            r = run(["insmod", self.ko, f"port={self.port}", *params], check=False, timeout=60)
+        except BaseException:
+            self.remove_tmp_files()
+            raise
         if r.returncode:
+            self.remove_tmp_files()
             raise EngineError(f"{self.name}: insmod {' '.join(params)} failed: {r.stderr.strip()}")
         self.loaded = True
         try:
@@ -347,10 +362,14 @@ class KernelModule(Engine):
 
     def stop(self, check=True):
         if not self.loaded:
+            self.remove_tmp_files()
             return
         t0 = time.monotonic()
         self.loaded = False
-        r = run(["rmmod", self.module], check=check, timeout=60 if not check else 30)
+        try:
+            r = run(["rmmod", self.module], check=check, timeout=60 if not check else 30)
+        finally:
+            self.remove_tmp_files()
         if check:
             assert time.monotonic() - t0 < 20, f"rmmod {self.module} took too long"
         return r

@@ -80,9 +80,12 @@ FLOOR_WORKLOADS = ("small-keepalive", "small-close", "1mib")
 KHTTPD_MODES = ("unbound", "bound", "kthread")
 
 
-def site_file(text):
-    """A settings file holding text, readable by the server's user."""
+def site_file(engine, text):
+    """A settings file holding text, readable by the server's user; the
+    engine removes it when it stops (the server reads it again on
+    SIGHUP until then)."""
     fd, path = tempfile.mkstemp(prefix="ktcp-site-", suffix=".conf")
+    engine.tmp_files.append(path)
     with os.fdopen(fd, "w") as f:
         f.write(text)
     os.chmod(path, 0o644)
@@ -172,7 +175,7 @@ class UserHttpd(Engine):
         if os.geteuid() == 0 and o.get("user"):
             cmd += ["--user", o["user"]]
         if o.get("site") is not None:
-            cmd += ["--config", site_file(o["site"])]
+            cmd += ["--config", site_file(self, o["site"])]
         return cmd + list(o.get("args") or ())
 
     def counters(self):
@@ -253,7 +256,7 @@ class KernelHttpd(KernelModule):
                      "start_timeout") or v is None:
                 continue
             if k == "site":
-                args.append(f"site={site_file(v)}")
+                args.append(f"site={site_file(self, v)}")
                 continue
             if k not in self.params_of:
                 raise Unsupported(f"khttpd has no parameter for {k}")

@@ -109,6 +109,11 @@ def test_cache_keeps_hosts_apart(http_engine, sites):
                                  [("If-None-Match", tags[other])])
                     assert r.status == 200 and r.body == want
         assert tags["a.example"] != tags["b.example"]
+        # listings too: each host's root lists its own names
+        for i in range(3):
+            la, lb = get_host(srv.port, "/", "a.example"), get_host(srv.port, "/", "b.example")
+            assert la.status == 200 and lb.status == 200, i
+            assert b"404.html" in lb.body and b"404.html" not in la.body, i
 
 
 BAD = [["--host", "127.0.0.1", "--root", "/"], ["--host", "a.example"],

@@ -150,12 +150,6 @@ void http_plan_busy(struct http_plan *p, uint32_t retry_after)
     p->head.retry_after = retry_after ? retry_after : 1;
 }
 
-void http_plan_limited(struct http_plan *p, uint32_t retry_after)
-{
-    http_plan_error(p, 429);
-    p->head.retry_after = retry_after ? retry_after : 1;
-}
-
 void http_plan_engine_body(struct http_plan *p,
                            const char *content_type,
                            uint64_t len)
@@ -219,16 +213,26 @@ static enum http_plan_step plan_error(struct http_plan *p, int status)
     return HTTP_PLAN_LOOKUP;
 }
 
+enum http_plan_step http_plan_limited(struct http_plan *p, uint32_t retry_after)
+{
+    enum http_plan_step step = plan_error(p, 429);
+
+    p->head.retry_after = retry_after ? retry_after : 1;
+    return step;
+}
+
 /* The page was found: its bytes with the original status; no
  * validators, ranges or conditionals apply to an error (as nginx). */
 static void plan_error_page(struct http_plan *p,
                             const struct http_resource *res)
 {
     int status = p->status;
+    uint32_t retry_after = p->head.retry_after; /* a 429's, a 503's */
     const struct http_mime_type *m =
         http_mime_table_for_path(p->mime, p->path, p->path_len);
 
     head_init(p, status);
+    p->head.retry_after = retry_after;
     p->res = *res;
     p->head.content_type = m->content_type;
     p->head.content_length = (int64_t) res->size;

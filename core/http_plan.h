@@ -354,9 +354,11 @@ void http_plan_error(struct http_plan *p, int status);
 void http_plan_busy(struct http_plan *p, uint32_t retry_after);
 /* The client's address is past its request rate (http_rate_take, after
  * http_plan_start returned HTTP_PLAN_LOOKUP): 429 with Retry-After:
- * retry_after seconds (at least 1), keeping the connection plan; the
- * plan is then complete (HTTP_PLAN_RESPOND). */
-void http_plan_limited(struct http_plan *p, uint32_t retry_after);
+ * retry_after seconds (at least 1), keeping the connection plan. Returns
+ * HTTP_PLAN_LOOKUP of the custom page for 429 when there is one (its
+ * answer keeps the Retry-After), else HTTP_PLAN_RESPOND. */
+enum http_plan_step http_plan_limited(struct http_plan *p,
+                                      uint32_t retry_after);
 /* The engine could not open or allocate what the plan needs (-errno);
  * for a custom error page: the built-in text of the original status. */
 void http_plan_fail(struct http_plan *p, int err);

@@ -215,6 +215,32 @@ def test_rate_burst_then_429_then_refill(engine):
     assert c["rate_limited"] >= 2 and c["rate_entries"] >= 2, c
 
 
+def test_rate_429_has_the_custom_page(engine, tmp_path):
+    """An error page for 429 (--error-page 429=/slow.html, khttpd
+    error_pages=) answers a limited request with the page's bytes and
+    type, still a 429 with Retry-After, on a connection that goes on."""
+    page = b"<!doctype html><title>Slow down</title><p>Too many requests.\n"
+    (tmp_path / "slow.html").write_bytes(page)
+    (tmp_path / "slow.html").chmod(0o644)
+    if engine.user:
+        m = engine([], limit=("1r/s", 0, 64), error_page="429=/slow.html")
+    else:
+        m = engine([], limit=("1r/s", 0, 64), error_pages="429=/slow.html")
+    req = b"GET /a.txt HTTP/1.1\r\nHost: x\r\n\r\n"
+    with m.connect("127.0.0.1") as s:
+        s.sendall(req * 2 + req.replace(b"\r\n\r\n", b"\r\nConnection: close\r\n\r\n"))
+        got = b""
+        while (b := s.recv(65536)):
+            got += b
+    parts = re.split(rb"(?=HTTP/1\.1 \d{3} )", got)[1:]
+    assert [p[9:12] for p in parts] == [b"200", b"429", b"429"], got
+    for limited in parts[1:]:
+        head, body = limited.split(b"\r\n\r\n", 1)
+        assert b"\r\nRetry-After: 1\r\n" in head, head
+        assert b"\r\nContent-Type: text/html" in head, head
+        assert body == page, body
+
+
 def test_rate_table_bounded(engine):
     """A flood of 256 new addresses through a table of 64: each is served
     (new entries take the place of the oldest), the table holds 64."""

@@ -17,7 +17,7 @@ import time
 
 import pytest
 
-from testlib import module_path, require_kind, run
+from testlib import ROOT, module_loaded, module_path, readme_commands, require_kind, run
 
 DROP_KO = os.environ.get("KTCP_DROP_KO", module_path("drop_tcp_socket"))
 DROP_PROC = "/proc/net/drop_tcp_sock"
@@ -54,6 +54,7 @@ def tcp_sockets():
                 out.append((hex_to_addr(fields[1], fam), hex_to_addr(fields[2], fam),
                             TCP_STATES.get(fields[3], fields[3])))
     return out
+
 
 
 @pytest.fixture
@@ -373,3 +374,37 @@ def test_endpoint_length_bounded(drop_module):
     assert write_errno(f"{longest} {longest}") == errno.ENOENT  # parsed, no such socket
     assert write_errno(f"{padded(DROP_MAX_TOKEN)} {longest}") == errno.ENOENT
     assert write_errno(f"{padded(DROP_MAX_TOKEN + 1)} {longest}") == errno.EINVAL
+
+
+def test_readme_commands():
+    """README's drop_tcp_socket.ko lines, run exactly as written from the
+    top of the tree, on the two connections they name (127.0.0.1:40000 to
+    127.0.0.1:8081, [::1]:40002 to [::1]:8081, made here): the module
+    loads and the one write aborts both."""
+    insmod, write = readme_commands("## drop_tcp_socket.ko", 2)
+    assert not module_loaded("drop_tcp_socket")
+    socks = []
+    try:
+        conns = []
+        for family, host, cport in ((socket.AF_INET, "127.0.0.1", 40000),
+                                    (socket.AF_INET6, "::1", 40002)):
+            srv = socket.create_server((host, 8081), family=family)
+            c = socket.socket(family, socket.SOCK_STREAM)
+            socks += [srv, c]
+            c.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            c.bind((host, cport))
+            c.connect((host, 8081))
+            socks.append(srv.accept()[0])
+            local, remote = c.getsockname()[:2], c.getpeername()[:2]
+            assert state_of(local, remote) == "ESTABLISHED"
+            conns.append((c, local, remote))
+        run(["bash", "-c", insmod], cwd=ROOT)
+        try:
+            run(["bash", "-c", write], cwd=ROOT)
+            for c, local, remote in conns:
+                assert_aborted(c, local, remote)
+        finally:
+            run(["rmmod", "drop_tcp_socket"])
+    finally:
+        for sock in socks:
+            sock.close()

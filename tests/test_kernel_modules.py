@@ -18,9 +18,11 @@ import time
 
 import pytest
 
-from testlib import (skip_on_debug_kernel, slub_debug, ROOT, free_port, kthread_pids, module_path, require_kind, run, slab_bytes,
-                     slab_bytes_beyond_sockets, task_cpu_seconds, wait_port)
+from testlib import (skip_on_debug_kernel, slub_debug, ROOT, free_port, kthread_pids, module_loaded, module_path, port_free,
+                     readme_commands, recv_exact, require_kind, run, slab_bytes, slab_bytes_beyond_sockets,
+                     task_cpu_seconds, wait_port)
 from engines import KernelEcho
+from engines.base import parse_counters
 
 KECHO_KO = module_path("kecho")
 
@@ -28,13 +30,6 @@ KECHO_KO = module_path("kecho")
 @pytest.fixture(autouse=True)
 def kernel_only():
     require_kind("kernel")
-
-
-def module_loaded(name):
-    with open("/proc/modules") as f:
-        return any(line.split()[0] == name for line in f)
-
-
 
 
 def slab_active(cache):
@@ -85,6 +80,64 @@ def test_kecho_old_parameter_name_wq_mode():
         assert got == b"old name"
     finally:
         run(["rmmod", "kecho"])
+
+
+def echo_once(port, data):
+    with socket.create_connection(("127.0.0.1", port), timeout=20) as s:
+        s.sendall(data)
+        return recv_exact(s, len(data))
+
+
+def test_readme_kecho_commands():
+    """README's kecho.ko lines, run exactly as written from the top of the
+    tree: the module loads with the parameters shown and echoes on port
+    12345, and /proc/net/kecho holds every counter the comment names."""
+    insmod, cat = readme_commands("## kecho.ko", 2)
+    assert not module_loaded("kecho") and port_free(12345)
+    run(["bash", "-c", insmod], cwd=ROOT)
+    try:
+        params = "/sys/module/kecho/parameters"
+        for name, want in (("mode", "unbound"), ("idle_timeout_ms", "30000"),
+                           ("max_conns", "10000")):
+            assert open(f"{params}/{name}").read().strip() == want, name
+        wait_port(12345)
+        assert echo_once(12345, b"hello README") == b"hello README"
+        counters = parse_counters(run(["bash", "-c", cat], cwd=ROOT).stdout)
+        named = cat.split("#", 1)[1].split()
+        assert set(named) <= set(counters), (named, counters)
+        assert counters["accepted"] >= 1 and counters["bytes_in"] >= 12, counters
+    finally:
+        run(["rmmod", "kecho"])
+
+
+def test_readme_ktcp_echo_commands():
+    """README's ktcp-echo lines, exactly as written, in the VM (its own
+    /tmp, and no other ktcp-echo for pidof to find): the server started
+    by the first serves port 12345; the second signals it and prints the
+    counters it then writes. The file appears once the server has handled
+    the signal, so the line is run again (bounded) while it is missing."""
+    serve, stats = readme_commands("## ktcp-echo", 2)
+    assert port_free(12345)
+    if os.path.exists("/tmp/echo.stats"):
+        os.unlink("/tmp/echo.stats")
+    proc = subprocess.Popen(["bash", "-c", "exec " + serve], cwd=ROOT, stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    try:
+        wait_port(12345, proc=proc)
+        assert echo_once(12345, b"hello README") == b"hello README"
+        for _ in range(20):
+            r = run(["bash", "-c", stats], cwd=ROOT, check=False)
+            if r.returncode == 0:
+                break
+            assert "No such file" in r.stderr, r.stderr
+            time.sleep(0.1)
+        assert r.returncode == 0, r.stderr
+        counters = parse_counters(r.stdout)
+        assert counters["accepted"] >= 1 and counters["bytes_in"] >= 12, counters
+    finally:
+        proc.terminate()
+        out = proc.communicate(timeout=15)[0]
+    assert proc.returncode == 0, out
 
 
 @pytest.mark.parametrize("mode", ["unbound", "bound", "highpri", "cpu_intensive"])

@@ -147,6 +147,12 @@ def readme_commands(heading, count):
     return lines
 
 
+def module_loaded(name):
+    """Whether the module name is loaded (inside the VM)."""
+    with open("/proc/modules") as f:
+        return any(line.split()[0] == name for line in f)
+
+
 def port_free(port):
     """Whether a README command's fixed port can be bound here."""
     with socket.socket() as s:

@@ -26,11 +26,12 @@ $(BUILD)/msg-bench: $(addprefix $(BUILD)/tools/,msg-bench.o hist.o common.o) $(K
 $(BUILD)/floor: $(addprefix $(BUILD)/tools/,floor.o common.o) $(KTCP_VERSION_OBJ)
 	$(CC) $(LDFLAGS) -o $@ $^
 
-$(BUILD)/hist-test: $(addprefix $(BUILD)/tools/,hist-test.o hist.o)
-	$(CC) $(LDFLAGS) -o $@ $^
+# the tools' unit tests (tests/unit, on unit.h)
+$(BUILD)/hist-test: tests/unit/test_hist.c tests/unit/unit.h $(BUILD)/tools/hist.o
+	$(CC) $(CFLAGS) -Itools -Itests/unit -o $@ $< $(BUILD)/tools/hist.o $(LDFLAGS)
 
-$(BUILD)/http-response-test: $(addprefix $(BUILD)/tools/,http-response-test.o http-response.o)
-	$(CC) $(LDFLAGS) -o $@ $^
+$(BUILD)/http-response-test: tests/unit/test_htstress_response.c tests/unit/unit.h $(BUILD)/tools/http-response.o
+	$(CC) $(CFLAGS) -Itools -Itests/unit -o $@ $< $(BUILD)/tools/http-response.o $(LDFLAGS)
 
 BINS += $(BUILD)/htstress $(BUILD)/lat $(BUILD)/echo-bench $(BUILD)/msg-bench $(BUILD)/floor
 UNIT_TESTS += $(BUILD)/hist-test $(BUILD)/http-response-test

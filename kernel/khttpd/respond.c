@@ -202,10 +202,8 @@ bool khttpd_respond(struct khttpd_conn *conn, const struct http_plan_input *in)
 		u32 wait = khttpd_rate_take(&conn->c.addr,
 					    conn->c.srv->p.per_ip_v6_prefix);
 
-		if (wait) {
-			http_plan_limited(&conn->req->plan, wait);
-			step = HTTP_PLAN_RESPOND;
-		}
+		if (wait)
+			step = http_plan_limited(&conn->req->plan, wait);
 	}
 	ok = khttpd_finish(conn, site, step);
 	kfree(w);

@@ -1,7 +1,10 @@
-# tests/unit/unit.mk — C unit tests of core/, one program per core file,
-# each linked against build/libktcpcore.a and run by make check-unit.
+# tests/unit/unit.mk — the C unit tests, all on unit.h and run by make
+# check-unit: core's (test_http_*.c, one program per core file, each
+# linked against build/libktcpcore.a) here; the runtime's (test_rt*.c) in
+# user/rt/rt.mk and the bench tools' (test_hist.c,
+# test_htstress_response.c) in tools/tools.mk, beside what they link.
 
-CORE_UNIT_SRCS := $(sort $(wildcard tests/unit/test_*.c))
+CORE_UNIT_SRCS := $(sort $(wildcard tests/unit/test_http_*.c))
 CORE_UNIT_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/unit/%,$(CORE_UNIT_SRCS))
 
 UNIT_TESTS += $(CORE_UNIT_BINS)

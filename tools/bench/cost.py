@@ -851,12 +851,15 @@ def cpu_split(doc):
     rows = [r for r in doc["rows"] if (r.get("cpu") or {}).get("status") == "ok"]
     if not rows:
         return []
-    L = ["### CPU time per request, microseconds (unpaced; /proc/PID/stat and the "
-         "client's rusage)", "",
+    # the floor's columns only when the run measured the floor
+    has_floor = any(r["engine"] == FLOOR for r in rows)
+    L = ["#### CPU time per request, microseconds (unpaced; /proc/PID/stat and the "
+         "client's rusage)",
          "| engine | workload | connections | server user | server kernel | client | sum | "
-         "× nginx's sum (best throughput ratio if CPU-bound) | server CPU × floor's | "
-         "req/s in the batch | req/s × floor's |",
-         "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+         "× nginx's sum (best throughput ratio if CPU-bound) | "
+         + ("server CPU × floor's | " if has_floor else "") + "req/s in the batch |"
+         + (" req/s × floor's |" if has_floor else ""),
+         "|---|---|---:|---:|---:|---:|---:|---:|" + ("---:|" * (3 if has_floor else 1))]
     for r in rows:
         c = r["cpu"]
         total = c["user"] + c["kernel"] + c["client"]
@@ -872,8 +875,9 @@ def cpu_split(doc):
             fput = f"×{c['requests_per_s'] / f['requests_per_s']:.2f}"
         L.append(f"| {r['engine']} | {r['workload']} | {c.get('concurrency', '')} | "
                  f"{c['user']:.1f} | {c['kernel']:.1f} | "
-                 f"{c['client']:.1f} | {total:.1f} | {ratio} | {fcpu} | "
-                 f"{c['requests_per_s']:,.0f} | {fput} |")
+                 f"{c['client']:.1f} | {total:.1f} | {ratio} | "
+                 + (f"{fcpu} | " if has_floor else "") + f"{c['requests_per_s']:,.0f} |"
+                 + (f" {fput} |" if has_floor else ""))
     return L + [""]
 
 
@@ -1025,15 +1029,15 @@ def benchmarks_section(doc):
          "connection, one server worker, the client paced (instructions, system calls); "
          f"{c['versions'].get('nginx')}"
          + (f", {c['versions']['lwan']}" if c["versions"].get("lwan") else "") + ".", ""]
-    for tool, title in (("instr", "User-space instructions per request** (callgrind Ir; "
+    for tool, title in (("instr", "User-space instructions per request (callgrind Ir; "
                                   "kernel not counted)"),
-                        ("sys", "System calls per request** (strace -f -c, every thread "
+                        ("sys", "System calls per request (strace -f -c, every thread "
                                 "of the server)")):
         t = table(doc, tool, "x", HTTP_ORDER)[2:]
         head = t[0].split(" | ")
         t[0] = " | ".join([head[0]] + [labels.get(h.strip(" |"), h.strip(" |"))
                                        for h in head[1:]]) + " |"
-        L += [f"**{title}:", ""] + t + [""]
+        L += [f"#### {title}"] + t + [""]
     echo = next((r for r in rows if r["engine"] == "ktcp-echo"), None)
     if echo and (echo.get("instr") or {}).get("status") == "ok" and \
             (echo.get("sys") or {}).get("status") == "ok":

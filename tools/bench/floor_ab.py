@@ -341,7 +341,7 @@ def markdown(doc):
          f"rounds ± the largest distance of a round from the median.", ""]
     for pt, rows in doc["summary"].items():
         wl, conc, _ = doc["points"][pt]
-        L += [f"**{cost.WORKLOADS[wl]['label']}, {conc} connections**", "",
+        L += [f"#### {cost.WORKLOADS[wl]['label']}, {conc} connections",
               "| engine | req/s | × floor | × nginx | server µs/req (user + kernel) | "
               "× floor | × nginx | client µs/req | segments/req | pure ACKs/req | "
               "TIME-WAIT held by server / by client | context switches/req (voluntary + "

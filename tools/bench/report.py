@@ -457,10 +457,11 @@ def https_targets(rs):
     return L
 
 
-def https_table(er, tag):
+def https_table(er, tag, targets_inline=False):
     """The HTTPS points: one row per engine, one column per point, each a
     median ± spread with its ratio to nginx-tls (records by OpenSSL) and,
-    in the guest, to nginx-ktls (records by the kernel); then the targets."""
+    in the guest, to nginx-ktls (records by the kernel); then the targets,
+    a list or (targets_inline) one paragraph."""
     rs = [r for r in er if r["suite"] == "https"]
     if not rs and not any(r["suite"] == "https-memory" for r in er):
         return []
@@ -519,7 +520,10 @@ def https_table(er, tag):
                      f"{cell(r)} | {m['connections_idle']:,} |")
         L.append("")
     targets = https_targets(rs + mem)
-    if targets:
+    if targets and targets_inline:
+        L += ["HTTPS targets (median of the rounds): "
+              + "; ".join(t[2:] for t in targets) + ".", ""]
+    elif targets:
         L += ["HTTPS targets (median of the rounds):", ""] + targets + [""]
     return L
 
@@ -919,7 +923,7 @@ def https_section(docs):
             load += (f" (host {c['host_loadavg_start']} → "
                      f"{c.get('host_loadavg_end', '?')})")
         tag = f"{d['env']}, kernel {c['kernel']}, {c['cores']} cores"
-        L += https_table(d["points"], tag)
+        L += https_table(d["points"], tag, targets_inline=True)
         L.append(f"Run `results/{d['source']}` (git `{m.get('git', '?')}`, {m['started']}, "
                  f"profile {m['profile']}): {where}; {c['cpu']}; {load}; {c.get('nginx', '?')}.")
         L.append("")
@@ -970,7 +974,7 @@ def bench_section(docs, https_docs=None):
         tag = f"{env}, kernel {c['kernel']}, {c['cores']} cores"
         L += http_tables(er, tag)
         if not https_docs:
-            L += https_table(er, tag)
+            L += https_table(er, tag, targets_inline=True)
         L += echo_table(er, tag)
         L += lat_table(er, tag)
         L += memory_table(er, tag)
@@ -979,20 +983,22 @@ def bench_section(docs, https_docs=None):
         checks = [(name, wl, why) for name, bad in (d.get("checks") or {}).items()
                   for wl, why in bad.items()]
         if notok or skipped or checks:
-            L.append(f"Not measured ({env}):")
-            L.append("")
-            for s in skipped:
-                L.append(f"- **{s['engine']}** skipped: {s['reason']}")
+            # one paragraph: every point not measured, in the run's order
+            items = [f"**{s['engine']}** skipped: {s['reason']}" for s in skipped]
             for r in notok:
                 why = " ".join(str(r.get("reason", "")).split())
-                L.append(f"- {r['suite']} {r['workload']} c={r['concurrency']} "
-                         f"**{r['engine']}**: {r['status']}" + (f": {why}" if why else ""))
-            for name, wl, why in checks:
-                L.append(f"- **{name}** does not serve `{wl}` correctly, its runs are not "
-                         f"counted: {why}")
-            L.append("")
+                items.append(f"{r['suite']} {r['workload']} c={r['concurrency']} "
+                             f"**{r['engine']}**: {r['status']}" + (f": {why}" if why else ""))
+            items += [f"**{name}** does not serve `{wl}` correctly, its runs are not "
+                      f"counted: {why}" for name, wl, why in checks]
+            L += [f"Not measured ({env}): " + "; ".join(items) + ".", ""]
     L += https_section(https_docs or {})
     L.append(END)
+    # a table follows its heading at once (one block per line: valid
+    # Markdown), and one blank line parts blocks
+    L = [x for i, x in enumerate(L)
+         if not (x == "" and 0 < i < len(L) - 1 and (L[i - 1] == "" or (
+             L[i - 1].startswith("### ") and L[i + 1].startswith("|"))))]
     return "\n".join(L)
 
 

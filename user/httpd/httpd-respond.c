@@ -212,10 +212,8 @@ bool httpd_respond(struct httpd_req *r,
         /* --limit-req: every request that would be looked up is charged
          * to its client's address, the status page's too */
         uint32_t wait = httpd_rate_take(r->c);
-        if (wait) {
-            http_plan_limited(p, wait);
-            step = HTTP_PLAN_RESPOND;
-        }
+        if (wait)
+            step = http_plan_limited(p, wait);
     }
     if (step == HTTP_PLAN_LOOKUP && !p->error_page && httpd_status_wanted(r))
         return httpd_status_serve(r, p); /* --status-path: the counters */

@@ -39,22 +39,23 @@ $(RT_LIB): $(RT_OBJS) $(KTCP_USER_COMMON)
 UNIT_TESTS += $(BUILD)/test-rt
 
 # (the test compiles rt-sched.c in: a change to it rebuilds the test)
-$(BUILD)/test-rt: user/rt/tests/test-rt.c $(BUILD)/user/rt/rt-coro.o $(BUILD)/user/rt/rt-switch.o $(BUILD)/user/rt/rt-timer.o \
+$(BUILD)/test-rt: tests/unit/test_rt.c tests/unit/unit.h $(BUILD)/user/rt/rt-coro.o $(BUILD)/user/rt/rt-switch.o $(BUILD)/user/rt/rt-timer.o \
 		user/rt/rt-sched.c user/rt/rt-internal.h
-	$(CC) $(CFLAGS) -Iuser/rt -o $@ $< $(filter %.o,$^) $(LDFLAGS) $(RT_LIBS)
+	$(CC) $(CFLAGS) -Iuser/rt -Itests/unit -o $@ $< $(filter %.o,$^) $(LDFLAGS) $(RT_LIBS)
 
 # Unit test of admission (--max-conns, --max-conns-per-ip and its table).
 UNIT_TESTS += $(BUILD)/test-rt-admit
 
-$(BUILD)/test-rt-admit: user/rt/tests/test-rt-admit.c $(BUILD)/user/rt/rt-admit.o $(BUILD)/user/rt/rt-core.o $(KTCP_USER_COMMON)
-	$(CC) $(CFLAGS) -Iuser/rt -o $@ $^ $(LDFLAGS) $(RT_LIBS)
+$(BUILD)/test-rt-admit: tests/unit/test_rt_admit.c $(BUILD)/user/rt/rt-admit.o $(BUILD)/user/rt/rt-core.o $(KTCP_USER_COMMON) \
+		tests/unit/unit.h
+	$(CC) $(CFLAGS) -Iuser/rt -Itests/unit -o $@ $(filter-out %.h,$^) $(LDFLAGS) $(RT_LIBS)
 
 # Unit test of the context switch alone (needs libc only): here for this
 # build's switch; make check-portable builds it for aarch64 too.
 UNIT_TESTS += $(BUILD)/test-rt-switch
 
-$(BUILD)/test-rt-switch: user/rt/tests/test-rt-switch.c $(BUILD)/user/rt/rt-switch.o
-	$(CC) $(CFLAGS) -Iuser/rt -o $@ $^ $(LDFLAGS)
+$(BUILD)/test-rt-switch: tests/unit/test_rt_switch.c $(BUILD)/user/rt/rt-switch.o tests/unit/unit.h
+	$(CC) $(CFLAGS) -Iuser/rt -Itests/unit -o $@ $(filter-out %.h,$^) $(LDFLAGS)
 
 # make check-portable (part of make check): what the default build does
 # not cover. (1) The ucontext switch, in a build of its own (make

@@ -1,20 +1,13 @@
 /* Unit test of the log-bucket histogram: exact small values, the precision
- * bound on large ones, percentile ranks, merging. Exits non-zero on failure. */
+ * bound on large ones, percentile ranks, merging. */
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "unit.h"
+
 #include "hist.h"
 
-static int failures;
 
-#define CHECK(cond)                                                       \
-    do {                                                                  \
-        if (!(cond)) {                                                    \
-            fprintf(stderr, "hist-test: %s:%d: %s\n", __FILE__, __LINE__, \
-                    #cond);                                               \
-            failures++;                                                   \
-        }                                                                 \
-    } while (0)
 
 int main(void)
 {
@@ -51,8 +44,5 @@ int main(void)
     CHECK(hist_percentile(&h, 100) == 1000000);
     CHECK(hist_percentile(&h, 99.5) == 1000000);
 
-    if (failures)
-        return EXIT_FAILURE;
-    printf("hist-test: ok\n");
-    return EXIT_SUCCESS;
+    UNIT_DONE();
 }

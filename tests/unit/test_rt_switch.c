@@ -1,4 +1,4 @@
-/* test-rt-switch.c — the context switch alone (rt-switch.c), with nothing
+/* test_rt_switch.c — the context switch alone (rt-switch.c), with nothing
  * but libc, so that it also runs where the rest of the runtime's libraries
  * are not installed: under qemu-aarch64 for the aarch64 switch, and for
  * the ucontext one (make check-portable, tests/test_build.py).
@@ -15,6 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "unit.h"
+
 #include "rt-switch.h"
 
 #define NCORO 3
@@ -23,17 +25,8 @@
 
 static void *main_sp;
 static void *sp[NCORO];
-static int failures;
 static long token;
 
-#define CHECK(cond)                                                            \
-    do {                                                                       \
-        if (!(cond)) {                                                         \
-            fprintf(stderr, "test-rt-switch: %s:%d: %s\n", __FILE__, __LINE__, \
-                    #cond);                                                    \
-            failures++;                                                        \
-        }                                                                      \
-    } while (0)
 
 /* Next in the ring: coroutine i hands over to i + 1, the last to main. */
 static void pass(int i)
@@ -109,13 +102,11 @@ int main(void)
             want = want * 31 + i + 1;
         m += 0.5;
         CHECK(token == want);
-        if (failures)
+        if (unit_failed)
             break;
     }
     CHECK(m == 0.75 + 0.5 * (ROUNDS + 1));
-    if (failures)
-        return 1;
-    printf("test-rt-switch: %s: %d coroutines x %d rounds ok\n",
+    printf("test-rt-switch: %s: %d coroutines x %d rounds\n",
            rt_coro_switch_kind, NCORO, ROUNDS);
-    return 0;
+    UNIT_DONE();
 }

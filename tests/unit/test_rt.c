@@ -1,4 +1,4 @@
-/* test-rt.c — unit test of the runtime's pieces that need no server: the
+/* test_rt.c — unit test of the runtime's pieces that need no server: the
  * timer heap (order, removal by index, heap_idx bookkeeping), the
  * coroutine switch (resume, park, finish, ABI stack alignment), the
  * stacks' layout (a guard of one page, whatever the page size), and the mn
@@ -10,19 +10,12 @@
  * none). */
 #include "rt-sched.c"
 
+#include "unit.h"
+
 #include <fcntl.h>
 #include <sys/socket.h>
 #include <time.h>
 
-static int failures;
-#define CHECK(cond)                                                          \
-    do {                                                                     \
-        if (!(cond)) {                                                       \
-            fprintf(stderr, "%s:%d: CHECK(%s) failed\n", __FILE__, __LINE__, \
-                    #cond);                                                  \
-            failures++;                                                      \
-        }                                                                    \
-    } while (0)
 
 #define N 2000
 
@@ -488,10 +481,5 @@ int main(void)
     test_coro();
     test_mn_queues();
     test_mn_workers();
-    if (failures) {
-        fprintf(stderr, "test-rt: %d failure(s)\n", failures);
-        return 1;
-    }
-    printf("test-rt: ok\n");
-    return 0;
+    UNIT_DONE();
 }

@@ -1,4 +1,4 @@
-/* test-rt-admit.c — unit test of admission (rt-admit.c) without sockets:
+/* test_rt_admit.c — unit test of admission (rt-admit.c) without sockets:
  * --max-conns, --max-conns-per-ip per address with IPv4 and IPv4-mapped
  * IPv6 as one, a slot freed by a release, the default share (a quarter of
  * --max-conns, at least 64) and IPv6 counted per /64, and the table's
@@ -11,17 +11,10 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include "unit.h"
+
 #include "rt-internal.h"
 
-static int failures;
-#define CHECK(cond)                                                          \
-    do {                                                                     \
-        if (!(cond)) {                                                       \
-            fprintf(stderr, "%s:%d: CHECK(%s) failed\n", __FILE__, __LINE__, \
-                    #cond);                                                  \
-            failures++;                                                      \
-        }                                                                    \
-    } while (0)
 
 static int refused;
 static void count_refusal(int fd)
@@ -168,10 +161,5 @@ int main(void)
     test_per_address();
     test_default_share_and_prefix();
     test_flood_is_bounded();
-    if (failures) {
-        fprintf(stderr, "test-rt-admit: %d failures\n", failures);
-        return 1;
-    }
-    printf("test-rt-admit: ok\n");
-    return 0;
+    UNIT_DONE();
 }

@@ -213,8 +213,9 @@ bool khttpd_respond(struct khttpd_conn *conn, const struct http_plan_input *in)
 void khttpd_respond_error(struct khttpd_conn *conn, int status)
 {
 	struct http_plan_input in = { .now = ktime_get_real_seconds() };
-	/* NULL: the built-in text */
+	/* no request: no Host, the default site */
 	const struct khttpd_site *site = &khttpd_default_site;
+	/* NULL: the built-in text */
 	struct http_plan_work *w =
 		site->error_pages_n ? kmalloc(sizeof(*w), GFP_KERNEL) : NULL;
 

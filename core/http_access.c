@@ -1,5 +1,6 @@
 /* http_access.c — CIDRs, address rules, client keys (see http_access.h). */
 #include "http_access.h"
+#include "http_internal.h"
 
 static const uint8_t v4_mapped_prefix[12] = {0, 0, 0, 0, 0,    0,
                                              0, 0, 0, 0, 0xff, 0xff};

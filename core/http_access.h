@@ -42,17 +42,6 @@ struct http_access {
 /* addr from an IPv4 address (network order). */
 void http_addr_from_v4(uint8_t addr[16], const uint8_t v4[4]);
 
-/* s[0..len): an IPv4 address (dotted quad, each part 0..255 without
- * leading zeros) or an IPv6 address (RFC 4291 text, "::" once, an IPv4
- * tail allowed; no zone), optionally "/N" (IPv4 0..32, IPv6 0..128; no
- * prefix: one address), or "all". Host bits after the prefix must be
- * zero: "10.0.0.1/8" is refused rather than read as 10.0.0.0/8. 0, or -1
- * with *why saying what is wrong. */
-int http_cidr_parse(const char *s,
-                    size_t len,
-                    struct http_access_rule *out,
-                    const char **why);
-
 /* Append a rule (allow or deny CIDR) to a: 0, or -1 with *why (the CIDR
  * does not parse, or a has HTTP_ACCESS_RULES_MAX rules). */
 int http_access_add(struct http_access *a,

@@ -1,5 +1,6 @@
 /* http_buf.c — bounded appends; see http_buf.h. */
 #include "http_buf.h"
+#include "http_internal.h"
 
 void http_buf_init(struct http_buf *b, char *data, size_t cap)
 {

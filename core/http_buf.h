@@ -32,14 +32,4 @@ static inline void http_buf_append(struct http_buf *b, const char *s, size_t n)
 void http_buf_append_str(struct http_buf *b, const char *s);
 void http_buf_append_char(struct http_buf *b, char c);
 void http_buf_append_u64(struct http_buf *b, uint64_t v);
-/* Room left. */
-static inline size_t http_buf_avail(const struct http_buf *b)
-{
-    return b->overflow ? 0 : b->cap - b->len;
-}
-
-/* Decimal/hex digits of v into out (no NUL); returns the count (<= 20). */
-size_t http_format_u64(uint64_t v, char *out);
-size_t http_format_hex(uint64_t v, char *out);
-
 #endif /* KTCP_CORE_HTTP_BUF_H */

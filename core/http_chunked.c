@@ -1,6 +1,7 @@
 /* http_chunked.c — incremental decoder of the chunked transfer coding
  * (RFC 9112 §7.1), byte-driven so that input may be cut anywhere and no
  * byte of it needs to be kept by the caller once consumed. */
+#include "http_internal.h"
 #include "http_parser.h"
 
 enum chunked_state {

@@ -2,6 +2,7 @@
 #include "http_conditional.h"
 #include "http_buf.h"
 #include "http_date.h"
+#include "http_internal.h"
 
 size_t http_etag_format(uint64_t size,
                         int64_t mtime,

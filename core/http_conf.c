@@ -1,5 +1,6 @@
 /* http_conf.c — the lines of a settings file; see http_conf.h. */
 #include "http_conf.h"
+#include "http_internal.h"
 
 static bool conf_blank(char c)
 {

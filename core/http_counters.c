@@ -1,5 +1,6 @@
 /* http_counters.c — the counters' two renderings (see http_counters.h). */
 #include "http_counters.h"
+#include "http_internal.h"
 
 struct counter_desc {
     const char *name; /* the plain name; the metric adds prefix and _total */

@@ -6,6 +6,7 @@
  * formula and needs no tables or loops.
  */
 #include "http_date.h"
+#include "http_internal.h"
 
 static const char weekday_names[7][4] = {"Thu", "Fri", "Sat", "Sun",
                                          "Mon", "Tue", "Wed"}; /* 1970-01-01 */

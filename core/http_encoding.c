@@ -1,5 +1,6 @@
 /* http_encoding.c — Accept-Encoding with integer q-values (0..1000). */
 #include "http_encoding.h"
+#include "http_internal.h"
 
 int http_qvalue_parse(const char *s, size_t len)
 {

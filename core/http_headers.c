@@ -1,6 +1,7 @@
 /* http_headers.c — the operator's added header fields and CORS; see
  * http_headers.h. */
 #include "http_headers.h"
+#include "http_internal.h"
 #include "http_path.h"
 
 static bool blank(char c)

@@ -88,17 +88,4 @@ int http_headers_cors(struct http_headers *t,
                       size_t len,
                       const char **why);
 
-/* The fields (as a mask of t->h) for a request path normalised by
- * http_path_normalize (rel, its info's is_root and trailing_slash). */
-uint32_t http_headers_match(const struct http_headers *t,
-                            const char *rel,
-                            size_t rel_len,
-                            bool is_root,
-                            bool trailing_slash);
-
-/* Append the lines of mask and the CORS line to b. */
-void http_headers_append(struct http_buf *b,
-                         const struct http_headers *t,
-                         uint32_t mask);
-
 #endif /* KTCP_CORE_HTTP_HEADERS_H */

@@ -7,6 +7,7 @@
  */
 #include "http_listing.h"
 #include "http_date.h"
+#include "http_internal.h"
 
 static int commit(struct http_buf *b, size_t mark)
 {

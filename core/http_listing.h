@@ -73,19 +73,4 @@ int http_names_add(struct http_names *n, const char *name, size_t name_len);
 /* Sort by name in byte order (unsigned, as strcmp: nginx's autoindex
  * order); in place, no allocation, O(n log n). */
 void http_names_sort(struct http_names *n);
-static inline const char *http_names_at(const struct http_names *n, size_t i)
-{
-    return n->buf + n->off[i];
-}
-
-/* Building blocks, also used by servers for Location headers. They return
- * -1 (and keep nothing) if b is too small. */
-int http_html_escape(struct http_buf *b, const char *s, size_t len);
-/* Percent-encode everything except unreserved bytes and, when keep_slash,
- * '/'. */
-int http_url_encode(struct http_buf *b,
-                    const char *s,
-                    size_t len,
-                    bool keep_slash);
-
 #endif /* KTCP_CORE_HTTP_LISTING_H */

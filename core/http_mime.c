@@ -2,6 +2,7 @@
  * one or two cache lines of pointers, and a hash would need init code the
  * kernel and user space would have to run in different places. */
 #include "http_mime.h"
+#include "http_internal.h"
 
 #define TEXT(t) t "; charset=utf-8"
 

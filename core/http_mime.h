@@ -10,13 +10,6 @@ struct http_mime_type {
     bool compressible;        /* worth gzip: text, json, js, svg, wasm... */
 };
 
-/* Type for an extension (no dot, any case); NULL if unknown. */
-const struct http_mime_type *http_mime_by_extension(const char *ext,
-                                                    size_t len);
-/* Type for the last segment of a path; application/octet-stream (not
- * compressible) when the extension is missing or unknown. Never NULL. */
-const struct http_mime_type *http_mime_for_path(const char *path, size_t len);
-
 #define HTTP_MIME_DEFAULT "application/octet-stream"
 
 /* ---- a table read from a mime.types file ("type ext ext ...") ----
@@ -53,12 +46,5 @@ size_t http_mime_table_parse(struct http_mime_table *t,
                              size_t store_cap,
                              const char *text,
                              size_t len);
-
-/* The type for a path's extension in t (t may be NULL), falling back to
- * the built-in table (http_mime_for_path). Never NULL. */
-const struct http_mime_type *http_mime_table_for_path(
-    const struct http_mime_table *t,
-    const char *path,
-    size_t len);
 
 #endif /* KTCP_CORE_HTTP_MIME_H */

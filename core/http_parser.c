@@ -12,6 +12,7 @@
  * which keeps byte-at-a-time arrival linear.
  */
 #include "http_parser.h"
+#include "http_internal.h"
 
 enum parser_state {
     ST_REQUEST_LINE = 0,

@@ -24,11 +24,6 @@ struct http_slice {
     uint32_t len;
 };
 
-static inline const char *http_slice_ptr(const char *buf, struct http_slice s)
-{
-    return buf + s.off;
-}
-
 enum http_method {
     HTTP_METHOD_OTHER = 0, /* a valid token we do not know: answer 501/405 */
     HTTP_METHOD_GET,
@@ -102,8 +97,6 @@ enum http_parse_result {
 
 /* HTTP status code for a negative parse result (400/413/414/431/501/505). */
 int http_parse_error_status(int result);
-/* Short stable identifier ("bare-cr", ...) for logs and tests. */
-const char *http_parse_error_name(int result);
 
 struct http_limits {
     uint32_t max_request_line; /* bytes incl. CRLF, else 414 */
@@ -223,21 +216,6 @@ int http_parse_request(struct http_parser *p,
                        const char *buf,
                        size_t len,
                        size_t *consumed);
-
-/* Find a header by name (case-insensitive) in the stored headers. */
-const struct http_header *http_request_find_header(const struct http_parser *p,
-                                                   const char *buf,
-                                                   const char *name);
-
-const char *http_method_name(enum http_method m);
-
-/* Whether buf[0..len) holds a whole request head (up to its blank line),
- * after any empty lines a client may send first. Engines cork a response
- * (MSG_MORE) only when this says the next request can be answered at once:
- * corked behind a partial head, a response would wait in the socket until
- * TCP's probe timer (~200 ms). Whether the head is valid is the parser's
- * business; an invalid one gets an error response, which pushes anyway. */
-bool http_head_buffered(const char *buf, size_t len);
 
 /* Limits of the chunked decoder. Chunk extensions carry nothing a server
  * here uses, yet a client may send them without end ("1;aaaa..." never

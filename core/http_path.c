@@ -7,6 +7,7 @@
  * back to the root, never past it.
  */
 #include "http_path.h"
+#include "http_internal.h"
 
 struct utf8_state {
     uint8_t need;  /* continuation bytes still expected */

@@ -39,22 +39,4 @@ struct http_path_info {
     bool plain;
 };
 
-int http_path_normalize(const char *path,
-                        size_t path_len,
-                        char *out,
-                        size_t out_size,
-                        struct http_path_info *info);
-
-/* Is a normalised path (as http_path_normalize gives it) hidden, that is
- * does one of its segments start with '.' (".env", ".git/config",
- * "a/.htpasswd")? The root "." is not, and neither is ".well-known" as the
- * first segment (RFC 8615: ACME challenges, security.txt); a dot segment
- * beneath it is. Servers answer 404 for hidden paths unless the operator
- * allows dotfiles. */
-bool http_path_hidden(const char *rel, size_t len);
-
-/* 403 for an escape above the root, 414 for too long, else 400. */
-int http_path_error_status(int result);
-const char *http_path_error_name(int result);
-
 #endif /* KTCP_CORE_HTTP_PATH_H */

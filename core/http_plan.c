@@ -8,6 +8,7 @@
 #include "http_plan.h"
 #include "http_buf.h"
 #include "http_encoding.h"
+#include "http_internal.h"
 #include "http_listing.h"
 #include "http_range.h"
 

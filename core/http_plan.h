@@ -49,12 +49,6 @@
 #define HTTP_ENAMETOOLONG 36
 #define HTTP_ELOOP 40
 
-/* Status for a failed lookup or open (-errno): 404 for what is not there,
- * 403 for what leads out of the root or may not be read, 503 (with
- * Retry-After) for an open that would have waited (a lease being broken),
- * 500 otherwise. */
-int http_errno_status(int err);
-
 /* What the planner needs to know about a file or directory. Engines keep
  * one in each cache entry, filled by http_resource_init from the file's
  * status (mtime in seconds and its nanoseconds, inode: the ETag's parts). */
@@ -433,14 +427,5 @@ int http_plan_head_memo(const struct http_plan *p,
                         const struct http_head_memo *m,
                         char *buf,
                         size_t cap);
-
-/* The head leaves alone, ahead of a body sent separately (file, listing):
- * send it with MSG_MORE so head and first body bytes share a segment. */
-static inline bool http_plan_body_follows(const struct http_plan *p)
-{
-    return !p->head_only && (p->body == HTTP_PLAN_BODY_FILE ||
-                             p->body == HTTP_PLAN_BODY_LISTING ||
-                             p->body == HTTP_PLAN_BODY_PARTS);
-}
 
 #endif /* KTCP_CORE_HTTP_PLAN_H */

@@ -3,6 +3,7 @@
  * neither version, or a v2 signature byte that differs, fails at once, so a
  * plain request on a PROXY listener is refused on its first read. */
 #include "http_proxy.h"
+#include "http_internal.h"
 
 static const uint8_t v1_prefix[] = "PROXY ";
 static const uint8_t v2_sig[12] = {0x0d, 0x0a, 0x0d, 0x0a, 0x00, 0x0d,

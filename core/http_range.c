@@ -3,6 +3,7 @@
  * HTTP_RANGES_MAX ranges, or more bytes than the representation) is
  * ignored: the whole representation is sent, as nginx does. */
 #include "http_range.h"
+#include "http_internal.h"
 
 static bool parse_u64(const char *s, size_t len, uint64_t *v)
 {

@@ -1,5 +1,6 @@
 /* http_rate.c — request rates per client address (see http_rate.h). */
 #include "http_rate.h"
+#include "http_internal.h"
 
 /* A decimal number at s[*i..len) of at most 9 digits: its value, or -1. */
 static long num(const char *s, size_t len, size_t *i)

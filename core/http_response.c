@@ -1,6 +1,7 @@
 /* http_response.c — response heads; see http_response.h. */
 #include "http_response.h"
 #include "http_date.h"
+#include "http_internal.h"
 
 const char *http_status_reason(int status)
 {
@@ -138,7 +139,8 @@ void http_response_content_range(struct http_buf *b,
     http_buf_append(b, "\r\n", 2);
 }
 
-void http_response_content_range_unsatisfied(struct http_buf *b, uint64_t size)
+static void http_response_content_range_unsatisfied(struct http_buf *b,
+                                                    uint64_t size)
 {
     http_buf_append_str(b, "Content-Range: bytes */");
     http_buf_append_u64(b, size);

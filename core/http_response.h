@@ -7,27 +7,6 @@
 #include "http_buf.h"
 #include "http_headers.h"
 
-/* Reason phrase of every status the servers send; "Unknown" otherwise. */
-const char *http_status_reason(int status);
-
-/* "HTTP/1.1 200 OK\r\n". version is 10 or 11 (see enum http_version);
- * the response is 1.1 either way as RFC 9110 asks, except that a 1.0
- * client gets "HTTP/1.0" only when version == 10 is passed on purpose. */
-void http_response_status_line(struct http_buf *b, int version, int status);
-/* "Name: value\r\n". A value holding CR, LF or NUL is refused (header
- * injection): the buffer is poisoned (b->overflow) and -1 returned. */
-int http_response_header_len(struct http_buf *b,
-                             const char *name,
-                             const char *value,
-                             size_t value_len);
-/* "Content-Range: bytes first-last/size" and "Content-Range: bytes * /size"
- * (no space; the comment needs one). */
-void http_response_content_range(struct http_buf *b,
-                                 uint64_t first,
-                                 uint64_t last,
-                                 uint64_t size);
-void http_response_content_range_unsatisfied(struct http_buf *b, uint64_t size);
-
 /* Everything a static-file server puts in a head, built in one call. */
 struct http_response_head {
     int status;
@@ -77,10 +56,6 @@ struct http_response_head {
     uint16_t cors_allow_headers_len;
     const char *cors_allow_headers;
 };
-
-/* Returns the head length, or -1 if it did not fit (or a value was
- * invalid); b->len is then meaningless. */
-int http_response_build(struct http_buf *b, const struct http_response_head *h);
 
 /* Chunked transfer coding: header "<hex>\r\n" before data, "\r\n" after
  * it, and "0\r\n\r\n" to end the body. */

@@ -1,5 +1,6 @@
 /* http_vhost.c — virtual hosts; see http_vhost.h. */
 #include "http_vhost.h"
+#include "http_internal.h"
 
 /* The name part of a Host value: without its port and trailing dot;
  * false for an IP literal or what is no host name. */

@@ -7,6 +7,8 @@ through its http_engine fixture; this file holds what only a module has.
 """
 import gzip
 import os
+import pathlib
+import pwd
 import re
 import signal
 import socket
@@ -17,9 +19,10 @@ import time
 
 import pytest
 
-from testlib import (skip_on_debug_kernel, BUILD, ROOT, free_port, kthread_pids, module_path, require_kind, run,
-                     slab_bytes, slab_bytes_beyond_sockets, wait_port)
+from testlib import (skip_on_debug_kernel, BUILD, ROOT, free_port, kthread_pids, module_path, port_free,
+                     readme_commands, require_kind, run, slab_bytes, slab_bytes_beyond_sockets, wait_port)
 from engines import HTTPD_BIN
+from engines.base import parse_counters
 
 KHTTPD_KO = module_path("khttpd")
 PARAMS = "/sys/module/khttpd/parameters"
@@ -1444,3 +1447,116 @@ def test_held_bytes_leave_the_cache_working(tmp_path):
            f"{hits} hits of {nsmall} in the second round of small files")
     assert still > bound, "the readers let go before the small files were served"
     assert hits >= nsmall - 2, (hits, before, after)
+
+
+# ------------------------------------------------------- README's operating lines
+
+def wait_for(what, timeout=10):
+    deadline = time.monotonic() + timeout
+    while not what():
+        assert time.monotonic() < deadline, "not within the time"
+        time.sleep(0.05)
+
+
+def check_serving_options(port, www):
+    """What README's expires / gzip_static / error-page lines promise, the
+    same for ktcp-httpd and khttpd."""
+    head, body = split(get(port, "/missing"))
+    assert head.startswith("HTTP/1.1 404") and body == (www / "404.html").read_bytes(), head
+    head, body = split(get(port, "/hello.txt"))
+    assert head.startswith("HTTP/1.1 200") and "max-age=3600" in head and "Expires:" in head, head
+    head, body = split(get(port, "/page.html", "Accept-Encoding: gzip\r\n"))
+    assert "Content-Encoding: gzip" in head, head
+    assert gzip.decompress(body) == (www / "page.html").read_bytes()
+
+
+def start_line(line, cwd=ROOT):
+    return subprocess.Popen(["bash", "-c", "exec " + line], cwd=cwd, stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+
+
+def stop_line(proc):
+    proc.terminate()
+    out = proc.communicate(timeout=20)[0]
+    assert proc.returncode == 0, out
+
+
+def test_readme_operating_commands():
+    """README's "Operating it" lines, exactly as written, in the VM, which
+    has its own processes for pidof and port 8081; /srv and /var/log are
+    tmpfs folders for the test's length (the guest sees the host's files
+    read-only). ktcp-httpd with the access log, counters and --user: USR1
+    reopens the log (a rotated one: the next request lands in a new
+    file), HUP leaves it serving, /_status and /_status/metrics answer;
+    the expires, gzip_static and error-page line, for ktcp-httpd and then
+    for khttpd (insmod from the module's folder): a missing path is
+    answered 404 with /404.html, a file with max-age=3600, a client
+    taking gzip the .gz beside it; /proc/net/khttpd_metrics. The last
+    line, trace-cmd record, is not run: switching trace events while the
+    scheduler runs can wedge a guest under software emulation
+    (tests/conftest.py); test_request_trace_event checks the event."""
+    (serve, usr1, hup, serve2, insmod, status, metrics, kmetrics,
+     trace) = readme_commands("## Operating it", 9)
+    assert trace.startswith("trace-cmd record -e khttpd:khttpd_request")
+    assert port_free(8081) and not module_loaded()
+    mounted = []
+    try:
+        for d in ("/srv", "/var/log"):
+            run(["mount", "-t", "tmpfs", "-o", "mode=0755", "tmpfs", d])
+            mounted.append(d)
+        os.makedirs("/srv/www")
+        # the serving account reopens the log after USR1, as a logs
+        # directory of its own lets it (systemd's LogsDirectory=)
+        os.makedirs("/var/log/ktcp-httpd")
+        pw = pwd.getpwnam("www-data")
+        os.chown("/var/log/ktcp-httpd", pw.pw_uid, pw.pw_gid)
+        www = pathlib.Path("/srv/www")
+        (www / "hello.txt").write_bytes(b"hello, README\n")
+        (www / "404.html").write_bytes(b"<p>not here</p>\n")
+        page = b"<!doctype html><p>" + b"ktcp " * 2000 + b"</p>\n"
+        (www / "page.html").write_bytes(page)
+        (www / "page.html.gz").write_bytes(gzip.compress(page))
+        for f in www.iterdir():
+            f.chmod(0o644)
+
+        log = "/var/log/ktcp-httpd/access.log"
+        srv = start_line(serve)
+        try:
+            wait_port(8081, proc=srv)
+            assert split(get(8081, "/hello.txt"))[1] == b"hello, README\n"
+            wait_for(lambda: os.path.exists(log) and "GET /hello.txt " in open(log).read())
+            os.rename(log, log + ".1")
+            run(["bash", "-c", usr1], cwd=ROOT)
+            wait_for(lambda: os.path.exists(log))
+            get(8081, "/hello.txt?after")
+            wait_for(lambda: "GET /hello.txt?after " in open(log).read())
+            assert "after" not in open(log + ".1").read()
+            run(["bash", "-c", hup], cwd=ROOT)
+            time.sleep(0.5)
+            assert srv.poll() is None
+            assert split(get(8081, "/hello.txt"))[0].startswith("HTTP/1.1 200")
+            counters = parse_counters(run(["bash", "-c", status], cwd=ROOT).stdout)
+            assert counters["requests"] >= 3 and counters["status_2xx"] >= 3, counters
+            prom = run(["bash", "-c", metrics], cwd=ROOT).stdout
+            assert re.search(r"^ktcp_httpd_accepted_total [1-9]", prom, re.M), prom[:400]
+        finally:
+            stop_line(srv)
+
+        srv = start_line(serve2)
+        try:
+            wait_port(8081, proc=srv)
+            check_serving_options(8081, www)
+        finally:
+            stop_line(srv)
+
+        run(["bash", "-c", insmod], cwd=os.path.dirname(KHTTPD_KO))
+        try:
+            wait_port(8081)
+            check_serving_options(8081, www)
+            prom = run(["bash", "-c", kmetrics], cwd=ROOT).stdout
+            assert re.search(r"^khttpd_requests_total [1-9]", prom, re.M), prom[:400]
+        finally:
+            run(["rmmod", "khttpd"], timeout=60)
+    finally:
+        for d in reversed(mounted):
+            run(["umount", d], check=False)

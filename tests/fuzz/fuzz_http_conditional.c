@@ -19,6 +19,7 @@
 #include "http_buf.h"
 #include "http_conditional.h"
 #include "http_date.h"
+#include "http_internal.h"
 
 /* Seconds of 0000-01-01 and 9999-12-31T23:59:59, what a date can show. */
 #define DATE_MIN (-62167219200LL)

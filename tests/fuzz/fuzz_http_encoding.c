@@ -13,6 +13,7 @@
 
 #include "fuzz.h"
 #include "http_encoding.h"
+#include "http_internal.h"
 
 #define FIELD_MAX 4096
 

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "fuzz.h"
+#include "http_internal.h"
 #include "http_mime.h"
 
 #define ROOM 64

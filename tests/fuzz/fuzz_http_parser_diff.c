@@ -28,6 +28,7 @@
 #undef http_parse_error_name
 
 #include "fuzz.h"
+#include "http_internal.h"
 
 /* http_parser.h was included above under the ref_ names; the parser under
  * test has the same types and these entry points. */

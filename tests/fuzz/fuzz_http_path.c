@@ -7,6 +7,7 @@
  */
 #include <stdlib.h>
 
+#include "http_internal.h"
 #include "http_listing.h"
 #include "http_path.h"
 

@@ -13,6 +13,7 @@
 
 #include "fuzz.h"
 #include "http_buf.h"
+#include "http_internal.h"
 #include "http_range.h"
 
 #define FIELD_MAX 4096

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "fuzz.h"
+#include "http_internal.h"
 #include "http_parser.h"
 #include "http_response.h"
 

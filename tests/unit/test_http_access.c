@@ -3,6 +3,7 @@
 #include <stdlib.h>
 
 #include "http_access.h"
+#include "http_internal.h"
 #include "unit.h"
 
 /* text -> 16-byte client address as the engines make it */

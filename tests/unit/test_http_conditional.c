@@ -1,5 +1,6 @@
 /* Unit tests of ETag and conditional request evaluation. */
 #include "http_conditional.h"
+#include "http_internal.h"
 #include "unit.h"
 
 #define INM(f, e) http_if_none_match_matches((f), strlen(f), (e), strlen(e))

@@ -2,6 +2,7 @@
 #include <time.h>
 
 #include "http_date.h"
+#include "http_internal.h"
 #include "unit.h"
 
 static void check_format(int64_t t, const char *want)

@@ -1,5 +1,6 @@
 /* Unit tests of q-values and Accept-Encoding negotiation. */
 #include "http_encoding.h"
+#include "http_internal.h"
 #include "unit.h"
 
 #define NEG(f, gz) http_accept_encoding_negotiate((f), strlen(f), (gz))

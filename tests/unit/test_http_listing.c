@@ -1,7 +1,14 @@
 /* Unit tests of the directory listing renderer and its escaping. */
+#include "http_internal.h"
 #include "http_listing.h"
 #include "listing_whole.h"
 #include "unit.h"
+
+/* a test-only helper */
+static inline const char *http_names_at(const struct http_names *n, size_t i)
+{
+    return n->buf + n->off[i];
+}
 
 static bool contains(const char *hay, size_t len, const char *needle)
 {

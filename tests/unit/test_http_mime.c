@@ -1,4 +1,5 @@
 /* Unit tests of the MIME table. */
+#include "http_internal.h"
 #include "http_mime.h"
 #include "unit.h"
 

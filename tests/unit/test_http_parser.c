@@ -1,6 +1,7 @@
 /* Unit tests of the request parser and the chunked decoder. */
 #include <stdlib.h>
 
+#include "http_internal.h"
 #include "http_parser.h"
 #include "unit.h"
 

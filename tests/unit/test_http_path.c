@@ -1,4 +1,5 @@
 /* Unit tests of the path normaliser: every way out of the root is shut. */
+#include "http_internal.h"
 #include "http_path.h"
 #include "unit.h"
 

@@ -6,7 +6,18 @@
 #include <stdio.h>
 
 #include "http_core.h"
+#include "http_internal.h"
 #include "unit.h"
+
+/* a test-only helper */
+/* The head leaves alone, ahead of a body sent separately (file, listing):
+ * send it with MSG_MORE so head and first body bytes share a segment. */
+static inline bool http_plan_body_follows(const struct http_plan *p)
+{
+    return !p->head_only && (p->body == HTTP_PLAN_BODY_FILE ||
+                             p->body == HTTP_PLAN_BODY_LISTING ||
+                             p->body == HTTP_PLAN_BODY_PARTS);
+}
 
 #define MTIME 1700000000
 

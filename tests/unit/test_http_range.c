@@ -1,4 +1,5 @@
 /* Unit tests of byte-range parsing: one range, and sets of them. */
+#include "http_internal.h"
 #include "http_range.h"
 #include "unit.h"
 

@@ -1,6 +1,13 @@
 /* Unit tests of the response head builder, http_buf and chunk framing. */
+#include "http_internal.h"
 #include "http_response.h"
 #include "unit.h"
+
+/* a test-only helper */
+static inline size_t http_buf_avail(const struct http_buf *b)
+{
+    return b->overflow ? 0 : b->cap - b->len;
+}
 
 static void test_reasons(void)
 {

@@ -94,6 +94,11 @@ def start_engine(e, port, ctx):
         # bench's 60 s keep-alive
         o["idle_timeout_ms" if e.family != "nginx" else "keepalive_s"] = 600000 \
             if e.family != "nginx" else 600
+        if getattr(e, "tls", False) and e.family != "nginx":
+            # and a handshake may wait its turn as long (nginx gives it its
+            # 60 s client_header_timeout): under emulation 2,000 handshakes
+            # queue past the 10 s default, which closed most of them
+            o["tls_handshake_timeout_ms"] = 600000
     if e.kernel:
         e.unload_stale()
     else:

@@ -273,6 +273,10 @@ class KernelHttpdTls(KernelHttpd):
     Option tls_handshake_timeout_ms: the agent's --handshake-timeout-ms."""
     ktls = True
     tls = True
+    # the handshake is the agent's, before khttpd sees the socket: a
+    # refusal (max_conns) follows a completed handshake, and no byte may
+    # come before the ClientHello (no PROXY protocol header)
+    tls_agent = True
 
     def __init__(self, mode, logdir=None):
         super().__init__(mode)

@@ -221,9 +221,28 @@ ssize_t ktcp_tls_read(struct ktcp_tls_conn *t, void *buf, size_t len)
     return (ssize_t) got;
 }
 
+/* A TLS 1.3 peer's KeyUpdate that asked for new sending keys (OpenSSL
+ * then has one of its own pending) while the kernel writes the records:
+ * OpenSSL 3.0 cannot move new keys into kTLS, so its KeyUpdate would go
+ * out and every record after it under the kernel's old keys, which the
+ * peer could no longer decrypt. Nothing more is written but the close
+ * (close_notify is an alert, not data: still valid under the old keys):
+ * -EPROTO, the reason in t->err. */
+static bool ktls_keys_stale(struct ktcp_tls_conn *t)
+{
+    if (SSL_get_key_update_type(t->ssl) == SSL_KEY_UPDATE_NONE ||
+        !ktcp_tls_ktls_tx(t))
+        return false;
+    snprintf(t->err, sizeof(t->err),
+             "the peer asked for new sending keys, which kTLS cannot take");
+    return true;
+}
+
 /* Write buf[0..len): bytes written (> 0), KTCP_TLS_WANT_*, or -errno. */
 static ssize_t write_some(struct ktcp_tls_conn *t, const void *buf, size_t len)
 {
+    if (ktls_keys_stale(t))
+        return -EPROTO;
     if (len > INT_MAX)
         len = INT_MAX;
     ERR_clear_error();
@@ -292,6 +311,8 @@ ssize_t ktcp_tls_sendfile(struct ktcp_tls_conn *t,
                           size_t len)
 {
     if (ktcp_tls_ktls_tx(t)) {
+        if (ktls_keys_stale(t))
+            return -EPROTO;
         ERR_clear_error();
         ossl_ssize_t n = SSL_sendfile(t->ssl, file_fd, off, len, 0);
         if (n > 0)

@@ -1,0 +1,269 @@
+/* http_internal.h — what core's own files call one another with, and its
+ * unit tests (tests/unit) with them: nothing here is the engines' API.
+ * The public headers (http_*.h) hold only what kernel/ or user/ call;
+ * make check-layers keeps it that way (scripts/check-layers).
+ */
+#ifndef KTCP_CORE_HTTP_INTERNAL_H
+#define KTCP_CORE_HTTP_INTERNAL_H
+
+#include "http_access.h"
+#include "http_buf.h"
+#include "http_conditional.h"
+#include "http_date.h"
+#include "http_encoding.h"
+#include "http_headers.h"
+#include "http_listing.h"
+#include "http_mime.h"
+#include "http_parser.h"
+#include "http_path.h"
+#include "http_plan.h"
+#include "http_range.h"
+#include "http_response.h"
+
+/* ---- http_access.h ---- */
+
+/* s[0..len): an IPv4 address (dotted quad, each part 0..255 without
+ * leading zeros) or an IPv6 address (RFC 4291 text, "::" once, an IPv4
+ * tail allowed; no zone), optionally "/N" (IPv4 0..32, IPv6 0..128; no
+ * prefix: one address), or "all". Host bits after the prefix must be
+ * zero: "10.0.0.1/8" is refused rather than read as 10.0.0.0/8. 0, or -1
+ * with *why saying what is wrong. */
+int http_cidr_parse(const char *s,
+                    size_t len,
+                    struct http_access_rule *out,
+                    const char **why);
+
+/* ---- http_buf.h ---- */
+
+/* Decimal/hex digits of v into out (no NUL); returns the count (<= 20). */
+size_t http_format_u64(uint64_t v, char *out);
+
+size_t http_format_hex(uint64_t v, char *out);
+
+/* ---- http_conditional.h ---- */
+
+/* Strong, quoted ETag "<mtime hex>.<mtime_nsec hex>-<size hex>-<ino hex>"
+ * into out[HTTP_ETAG_MAX + 1], NUL-terminated; returns its length. A zero
+ * nanosecond part or inode is left out (then it is nginx's shape
+ * "<mtime>-<size>"). The nanoseconds and the inode make a same-size
+ * rewrite within one second, or a file replaced by rename, a new tag. */
+size_t http_etag_format(uint64_t size,
+                        int64_t mtime,
+                        uint32_t mtime_nsec,
+                        uint64_t ino,
+                        char *out);
+
+/* Does an If-None-Match field value match etag (quoted, as formatted)?
+ * "*" matches; list members compare weakly (W/ prefixes ignored). A
+ * malformed list matches nothing (the full response is the safe answer). */
+bool http_if_none_match_matches(const char *field,
+                                size_t field_len,
+                                const char *etag,
+                                size_t etag_len);
+
+/* True if an If-Modified-Since field value is a valid date and mtime is
+ * not later than it. */
+bool http_if_modified_since_unmodified(const char *field,
+                                       size_t field_len,
+                                       int64_t mtime);
+
+/* RFC 9110 §13.2.2 for GET/HEAD: If-None-Match when present decides alone,
+ * otherwise If-Modified-Since. NULL field = absent. Returns 304 or 200. */
+int http_conditional_status(const char *if_none_match,
+                            size_t inm_len,
+                            const char *if_modified_since,
+                            size_t ims_len,
+                            const char *etag,
+                            size_t etag_len,
+                            int64_t mtime);
+
+/* The validator of another representation of the same file (the gzip
+ * copy): etag with "-<suffix>" inside the quotes, into
+ * out[HTTP_ETAG_MAX + 1 + 1 + strlen(suffix)]; returns its length. An etag
+ * that is not quoted is copied unchanged. */
+size_t http_etag_variant(const char *etag, const char *suffix, char *out);
+
+/* If-Range (RFC 9110 §13.1.5): does the field name this representation?
+ * An entity-tag matches only strongly (W/ never does), a date only when it
+ * is exactly the Last-Modified time. A false answer means: ignore Range and
+ * send the whole representation. */
+bool http_if_range_holds(const char *field,
+                         size_t field_len,
+                         const char *etag,
+                         size_t etag_len,
+                         int64_t mtime);
+
+/* ---- http_date.h ---- */
+
+/* Parse IMF-fixdate, RFC 850 ("Sunday, 06-Nov-94 08:49:37 GMT"; two-digit
+ * years 70..99 are 19xx, 00..69 are 20xx) or asctime ("Sun Nov  6 08:49:37
+ * 1994"). Surrounding whitespace is allowed. Returns false if malformed. */
+bool http_date_parse(const char *s, size_t len, int64_t *t);
+
+/* Days since 1970-01-01 of a proleptic Gregorian date, and back. */
+int64_t http_days_from_civil(int64_t year, unsigned month, unsigned day);
+
+void http_civil_from_days(int64_t days,
+                          int64_t *year,
+                          unsigned *month,
+                          unsigned *day);
+
+/* ---- http_encoding.h ---- */
+
+/* Parse a qvalue ("1", "0.5", "0.125", "1.000") into 0..1000, or -1. */
+int http_qvalue_parse(const char *s, size_t len);
+
+/* Choose the response coding. field NULL = header absent (identity).
+ * gzip_available: the server has (or can make) a gzip copy. gzip (or its
+ * alias x-gzip) wins over identity on equal q; q=0 excludes; "*" covers
+ * codings not listed; identity is acceptable unless excluded. */
+enum http_encoding http_accept_encoding_negotiate(const char *field,
+                                                  size_t len,
+                                                  bool gzip_available);
+
+/* ---- http_headers.h ---- */
+
+/* The fields (as a mask of t->h) for a request path normalised by
+ * http_path_normalize (rel, its info's is_root and trailing_slash). */
+uint32_t http_headers_match(const struct http_headers *t,
+                            const char *rel,
+                            size_t rel_len,
+                            bool is_root,
+                            bool trailing_slash);
+
+/* Append the lines of mask and the CORS line to b. */
+void http_headers_append(struct http_buf *b,
+                         const struct http_headers *t,
+                         uint32_t mask);
+
+/* ---- http_listing.h ---- */
+
+/* Building blocks of the listing and of the planner's Location headers.
+ * They return -1 (and keep nothing) if b is too small. */
+int http_html_escape(struct http_buf *b, const char *s, size_t len);
+
+/* Percent-encode everything except unreserved bytes and, when keep_slash,
+ * '/'. */
+int http_url_encode(struct http_buf *b,
+                    const char *s,
+                    size_t len,
+                    bool keep_slash);
+
+/* ---- http_mime.h ---- */
+
+/* Type for an extension (no dot, any case); NULL if unknown. */
+const struct http_mime_type *http_mime_by_extension(const char *ext,
+                                                    size_t len);
+
+/* Type for the last segment of a path; application/octet-stream (not
+ * compressible) when the extension is missing or unknown. Never NULL. */
+const struct http_mime_type *http_mime_for_path(const char *path, size_t len);
+
+/* The type for a path's extension in t (t may be NULL), falling back to
+ * the built-in table (http_mime_for_path). Never NULL. */
+const struct http_mime_type *http_mime_table_for_path(
+    const struct http_mime_table *t,
+    const char *path,
+    size_t len);
+
+/* ---- http_parser.h ---- */
+
+/* Short stable identifier ("bare-cr", ...) for logs and tests. */
+const char *http_parse_error_name(int result);
+
+/* Find a header by name (case-insensitive) in the stored headers. */
+const struct http_header *http_request_find_header(const struct http_parser *p,
+                                                   const char *buf,
+                                                   const char *name);
+
+const char *http_method_name(enum http_method m);
+
+/* Whether buf[0..len) holds a whole request head (up to its blank line),
+ * after any empty lines a client may send first. Engines cork a response
+ * (MSG_MORE) only when this says the next request can be answered at once:
+ * corked behind a partial head, a response would wait in the socket until
+ * TCP's probe timer (~200 ms). Whether the head is valid is the parser's
+ * business; an invalid one gets an error response, which pushes anyway. */
+bool http_head_buffered(const char *buf, size_t len);
+
+/* ---- http_path.h ---- */
+
+int http_path_normalize(const char *path,
+                        size_t path_len,
+                        char *out,
+                        size_t out_size,
+                        struct http_path_info *info);
+
+/* Is a normalised path (as http_path_normalize gives it) hidden, that is
+ * does one of its segments start with '.' (".env", ".git/config",
+ * "a/.htpasswd")? The root "." is not, and neither is ".well-known" as the
+ * first segment (RFC 8615: ACME challenges, security.txt); a dot segment
+ * beneath it is. Servers answer 404 for hidden paths unless the operator
+ * allows dotfiles. */
+bool http_path_hidden(const char *rel, size_t len);
+
+/* 403 for an escape above the root, 414 for too long, else 400. */
+int http_path_error_status(int result);
+
+const char *http_path_error_name(int result);
+
+/* ---- http_plan.h ---- */
+
+/* Status for a failed lookup or open (-errno): 404 for what is not there,
+ * 403 for what leads out of the root or may not be read, 503 (with
+ * Retry-After) for an open that would have waited (a lease being broken),
+ * 500 otherwise. */
+int http_errno_status(int err);
+
+/* ---- http_range.h ---- */
+
+/* Parse a Range field value against a representation of size bytes.
+ * Accepts "bytes=a-b", "bytes=a-", "bytes=-n" (unit case-insensitive,
+ * whitespace around the spec allowed). On SATISFIABLE, *first and *last
+ * are inclusive offsets with last < size. */
+int http_range_parse(const char *field,
+                     size_t len,
+                     uint64_t size,
+                     uint64_t *first,
+                     uint64_t *last);
+
+/* Parse a Range field with one or several range-specs, comma separated
+ * (empty elements skipped). IGNORE when any spec is malformed, when there
+ * are more than HTTP_RANGES_MAX specs, or when the satisfiable ranges add
+ * up to more bytes than size (overlaps); UNSATISFIABLE when none is
+ * satisfiable; else SATISFIABLE with rs holding the satisfiable ranges in
+ * the order asked (the unsatisfiable ones dropped, RFC 9110 §14.1.1); rs->n is
+ * 0 unless SATISFIABLE. */
+int http_ranges_parse(const char *field,
+                      size_t len,
+                      uint64_t size,
+                      struct http_range_set *rs);
+
+/* ---- http_response.h ---- */
+
+/* Reason phrase of every status the servers send; "Unknown" otherwise. */
+const char *http_status_reason(int status);
+
+/* "HTTP/1.1 200 OK\r\n". version is 10 or 11 (see enum http_version);
+ * the response is 1.1 either way as RFC 9110 asks, except that a 1.0
+ * client gets "HTTP/1.0" only when version == 10 is passed on purpose. */
+void http_response_status_line(struct http_buf *b, int version, int status);
+
+/* "Name: value\r\n". A value holding CR, LF or NUL is refused (header
+ * injection): the buffer is poisoned (b->overflow) and -1 returned. */
+int http_response_header_len(struct http_buf *b,
+                             const char *name,
+                             const char *value,
+                             size_t value_len);
+
+/* "Content-Range: bytes first-last/size". */
+void http_response_content_range(struct http_buf *b,
+                                 uint64_t first,
+                                 uint64_t last,
+                                 uint64_t size);
+
+/* Returns the head length, or -1 if it did not fit (or a value was
+ * invalid); b->len is then meaningless. */
+int http_response_build(struct http_buf *b, const struct http_response_head *h);
+
+#endif /* KTCP_CORE_HTTP_INTERNAL_H */

@@ -1,6 +1,7 @@
 /* Unit tests of the virtual host table: names as configured, Host values
  * as clients send them. */
 #include "http_core.h"
+#include "http_internal.h"
 #include "unit.h"
 
 static struct http_vhosts t;

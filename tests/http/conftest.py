@@ -5,24 +5,49 @@ the three models of ktcp-httpd on the host (KTCP_ENGINES=user), each also
 over HTTPS (user-*-tls: ktcp-httpd --tls-port, the test clients wrapping
 their sockets in Python's ssl, tools/engines/tlscert.py, OpenSSL writing
 the records), and khttpd.ko inside the VM (KTCP_ENGINES=kernel). With
-KTCP_VM_HTTPS=1, inside the VM the suite also runs over HTTPS with the
-kernel writing and reading the records (kTLS): khttpd behind the agent
-ktcp-tlsd (khttpd-*-tls) and ktcp-httpd with kTLS TX and RX (user-*-ktls),
-one khttpd mode and one ktcp-httpd model per kernel (engines.VM_KERNEL:
-unbound and epoll on 6.12, kthread and mn on 6.1); not yet part of make
-check-vm (docs/tls.md). One instance per engine serves the
+KTCP_VM_HTTPS=1 (not yet part of make check-vm), inside the VM the suite
+also runs over HTTPS with the kernel writing and reading the records
+(kTLS): khttpd behind the agent ktcp-tlsd (khttpd-*-tls) and ktcp-httpd
+with kTLS TX and RX (user-*-ktls), one khttpd mode and one ktcp-httpd
+model per kernel (engines.VM_KERNEL: unbound and epoll on 6.12, kthread
+and mn on 6.1), on the files of KTLS_FILES only (for time;
+KTCP_VM_HTTPS=all: every file; docs/tls.md). One instance per engine serves the
 shared docroot for the whole session; a test that needs other options
 (a short idle timeout, max_conns...) asks http_engine.spawn(...) for its own.
 """
 import contextlib
+import os
 
 import pytest
 
 from docroot import build_docroot
 from testlib import require_kind
-from engines import SUITE, runs_here
+from engines import SUITE, VM_KERNEL, runs_here
 
 ENGINES = {name: f for name, f in SUITE["http"].items() if runs_here(name)}
+
+# The files the kTLS engines (engines.VM_KERNEL) run with KTCP_VM_HTTPS=1: what
+# the transport changes (records the kernel reads and writes, keep-alive,
+# pipelining, timeouts, refusals, a stalled reader, sendfile bodies,
+# ranges), for the suite's time; the other files exercise the HTTP core
+# the plain khttpd run covers. KTCP_VM_HTTPS=all runs every file.
+KTLS_FILES = {"test_http_ktls.py", "test_http_conn.py", "test_http_files.py",
+              "test_http_ranges.py"}
+
+
+def pytest_collection_modifyitems(config, items):
+    if os.environ.get("KTCP_VM_HTTPS") == "all":
+        return
+    keep, drop = [], []
+    for item in items:
+        engine = getattr(getattr(item, "callspec", None), "params", {}).get("http_engine")
+        if engine in VM_KERNEL and item.path.name not in KTLS_FILES:
+            drop.append(item)
+        else:
+            keep.append(item)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep
 
 
 class Served:

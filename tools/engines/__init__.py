@@ -57,7 +57,9 @@ SUITE = {
 # with kTLS TX and RX, each engine in one guest kernel only (the series its
 # release starts with): the whole suite a variant costs minutes, so khttpd
 # unbound and ktcp-httpd epoll on 6.12, khttpd kthread and ktcp-httpd mn on
-# 6.1. Not yet in make check-vm: KTCP_VM_HTTPS=1 adds them (docs/tls.md).
+# 6.1. Not yet in make check-vm (docs/tls.md): KTCP_VM_HTTPS=1 adds them,
+# on the files of tests/http/conftest.py's KTLS_FILES; KTCP_VM_HTTPS=all on
+# every file.
 VM_KERNEL = {
     "khttpd-unbound-tls": "6.12",
     "user-epoll-ktls": "6.12",
@@ -68,11 +70,12 @@ VM_KERNEL = {
 
 def runs_here(name):
     """Whether the suite engine name runs in this run: a VM_KERNEL engine
-    only with KTCP_VM_HTTPS=1 and, in a guest, on its own series."""
+    only with KTCP_VM_HTTPS=1 (or all) and, in a guest, on its own
+    series."""
     series = VM_KERNEL.get(name)
     if not series:
         return True
-    if os.environ.get("KTCP_VM_HTTPS") != "1":
+    if os.environ.get("KTCP_VM_HTTPS") not in ("1", "all"):
         return False
     return not in_vm() or os.uname().release.startswith(series + ".")
 

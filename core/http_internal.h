@@ -19,6 +19,7 @@
 #include "http_plan.h"
 #include "http_range.h"
 #include "http_response.h"
+#include "http_vhost.h"
 
 /* ---- http_access.h ---- */
 
@@ -265,5 +266,11 @@ void http_response_content_range(struct http_buf *b,
 /* Returns the head length, or -1 if it did not fit (or a value was
  * invalid); b->len is then meaningless. */
 int http_response_build(struct http_buf *b, const struct http_response_head *h);
+
+/* ---- http_vhost.h ---- */
+
+/* The entry a Host field's value names, or -1 for the default site, as
+ * http_vhosts_request says. */
+int http_vhosts_find(const struct http_vhosts *t, const char *host, size_t len);
 
 #endif /* KTCP_CORE_HTTP_INTERNAL_H */

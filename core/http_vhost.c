@@ -106,3 +106,12 @@ int http_vhosts_find(const struct http_vhosts *t, const char *host, size_t len)
     }
     return best;
 }
+
+int http_vhosts_request(const struct http_vhosts *t,
+                        const struct http_request *req,
+                        const char *buf)
+{
+    if (!req || !(req->seen & HTTP_SEEN_HOST))
+        return -1;
+    return http_vhosts_find(t, buf + req->host.off, req->host.len);
+}

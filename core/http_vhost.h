@@ -6,6 +6,7 @@
 #define KTCP_CORE_HTTP_VHOST_H
 
 #include "compat.h"
+#include "http_parser.h"
 
 #define HTTP_VHOSTS_MAX 64
 /* A host name is at most 253 bytes (RFC 1035, without the root's dot). */
@@ -30,11 +31,14 @@ int http_vhosts_add(struct http_vhosts *t,
                     size_t len,
                     const char **why);
 
-/* The entry a Host field's value names, or -1 for the default site: the
- * port is ignored, case too, and a trailing dot; an exact name first, then
- * the longest wildcard whose suffix ends the name (a wildcard does not
- * match its suffix alone); an IP literal ("127.0.0.1", "[::1]:8080"), an
- * empty or overlong value: -1. */
-int http_vhosts_find(const struct http_vhosts *t, const char *host, size_t len);
+/* The entry a parsed request's Host field (or absolute-form authority)
+ * names, buf being the head its slices point into, or -1 for the default
+ * site: the port is ignored, case too, and a trailing dot; an exact name
+ * first, then the longest wildcard whose suffix ends the name (a wildcard
+ * does not match its suffix alone); an IP literal ("127.0.0.1",
+ * "[::1]:8080"), an empty or overlong value, no Host, no request: -1. */
+int http_vhosts_request(const struct http_vhosts *t,
+                        const struct http_request *req,
+                        const char *buf);
 
 #endif /* KTCP_CORE_HTTP_VHOST_H */

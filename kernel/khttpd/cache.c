@@ -282,9 +282,10 @@ static struct khttpd_obj *khttpd_obj_get(const struct path *path,
 	return o;
 }
 
-static int khttpd_stat(const char *rel, struct path *path, struct kstat *st)
+static int khttpd_stat(const struct khttpd_site *site, const char *rel,
+		       struct path *path, struct kstat *st)
 {
-	int err = khttpd_lookup_beneath(rel, path);
+	int err = khttpd_lookup_beneath(site, rel, path);
 
 	if (err < 0)
 		return err;
@@ -295,15 +296,15 @@ static int khttpd_stat(const char *rel, struct path *path, struct kstat *st)
 }
 
 /* Build an entry from the file system; refs = 1 (the caller's). */
-static int khttpd_load(const char *rel, size_t len, u32 hash,
-		       struct khttpd_entry **out)
+static int khttpd_load(const struct khttpd_site *site, const char *rel,
+		       size_t len, u32 hash, struct khttpd_entry **out)
 {
 	struct khttpd_entry *e;
 	struct path path;
 	struct kstat st;
 	int err;
 
-	err = khttpd_stat(rel, &path, &st);
+	err = khttpd_stat(site, rel, &path, &st);
 	if (err < 0)
 		return err;
 	if (!S_ISREG(st.mode) && !S_ISDIR(st.mode)) {
@@ -318,6 +319,7 @@ static int khttpd_load(const char *rel, size_t len, u32 hash,
 	refcount_set(&e->refs, 1);
 	INIT_LIST_HEAD(&e->lru);
 	e->hash = hash;
+	e->site = site;
 	http_resource_init(&e->meta, rel, len, S_ISDIR(st.mode), st.size,
 			   st.mtime.tv_sec, st.mtime.tv_nsec, st.ino);
 	e->path_len = len;
@@ -360,7 +362,7 @@ static bool khttpd_still_fresh(struct khttpd_entry *e, const char *rel)
 		return true;
 	if (cmpxchg(&e->checked, checked, now) != checked)
 		return true; /* another worker is checking right now */
-	if (khttpd_stat(rel, &path, &st) < 0)
+	if (khttpd_stat(e->site, rel, &path, &st) < 0)
 		return false;
 	same = khttpd_obj_is(e->obj, &st);
 	path_put(&path);
@@ -383,17 +385,26 @@ static void khttpd_touch(struct khttpd_entry *e)
 	spin_unlock(&khttpd_cache_lock);
 }
 
-int khttpd_cache_get(const char *rel, size_t len, struct khttpd_entry **out)
+/* One path of one site: two hosts' "/index.html" are two entries. */
+static bool khttpd_entry_is(const struct khttpd_entry *e,
+			    const struct khttpd_site *site, const char *rel,
+			    size_t len, u32 hash)
 {
-	u32 hash = jhash(rel, len, 0);
+	return e->hash == hash && e->site == site && e->path_len == len &&
+	       !memcmp(e->path, rel, len);
+}
+
+int khttpd_cache_get(const struct khttpd_site *site, const char *rel,
+		     size_t len, struct khttpd_entry **out)
+{
+	u32 hash = jhash(rel, len, site->id);
 	struct khttpd_entry *e, *found = NULL;
 	LIST_HEAD(gone);
 	int err;
 
 	rcu_read_lock();
 	hash_for_each_possible_rcu(khttpd_cache, e, node, hash) {
-		if (e->hash == hash && e->path_len == len &&
-		    !memcmp(e->path, rel, len) &&
+		if (khttpd_entry_is(e, site, rel, len, hash) &&
 		    refcount_inc_not_zero(&e->refs)) {
 			found = e;
 			break;
@@ -416,7 +427,7 @@ int khttpd_cache_get(const char *rel, size_t len, struct khttpd_entry **out)
 	}
 	khttpd_count(cache_misses, 1);
 
-	err = khttpd_load(rel, len, hash, &e);
+	err = khttpd_load(site, rel, len, hash, &e);
 	if (err < 0)
 		return err;
 	if (e->charge + READ_ONCE(e->obj->charge) > khttpd_cache_bytes) {
@@ -429,8 +440,7 @@ int khttpd_cache_get(const char *rel, size_t len, struct khttpd_entry **out)
 	spin_lock(&khttpd_cache_lock);
 	/* A concurrent load of the same path may have won: replace it. */
 	hash_for_each_possible(khttpd_cache, found, node, hash) {
-		if (found->hash == hash && found->path_len == len &&
-		    !memcmp(found->path, rel, len)) {
+		if (khttpd_entry_is(found, site, rel, len, hash)) {
 			khttpd_unpublish_locked(found, &gone);
 			break;
 		}
@@ -480,13 +490,15 @@ bool khttpd_cache_set_names(struct khttpd_entry *e, struct khttpd_names *t)
 struct khttpd_gzip_job {
 	struct work_struct work;
 	struct khttpd_obj *obj;
+	const struct khttpd_site *site; /* path is beneath its root */
 	char path[];
 };
 
 /* The whole file as the object knows it, into a fresh buffer, or NULL. */
-static char *khttpd_gzip_source(const char *rel, const struct khttpd_obj *o)
+static char *khttpd_gzip_source(const struct khttpd_site *site, const char *rel,
+				const struct khttpd_obj *o)
 {
-	struct file *f = khttpd_open_beneath(rel);
+	struct file *f = khttpd_open_beneath(site, rel);
 	struct kstat st;
 	char *buf = NULL;
 
@@ -515,7 +527,7 @@ static void khttpd_gzip_work(struct work_struct *work)
 		const char *src = o->body;
 
 		if (!src) {
-			tmp = khttpd_gzip_source(job->path, o);
+			tmp = khttpd_gzip_source(job->site, job->path, o);
 			src = tmp;
 		}
 		/* A file that changed or cannot be read: identity for this
@@ -549,6 +561,7 @@ static bool khttpd_gzip_queue(struct khttpd_entry *e)
 	INIT_WORK(&job->work, khttpd_gzip_work);
 	refcount_inc(&e->obj->refs); /* the build's */
 	job->obj = e->obj;
+	job->site = e->site;
 	memcpy(job->path, e->path, e->path_len + 1);
 	queue_work(khttpd_gzip_wq, &job->work);
 	return true;

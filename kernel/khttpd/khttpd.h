@@ -30,29 +30,45 @@ extern ulong khttpd_cache_bytes;
 extern bool khttpd_gzip_enabled;
 extern uint khttpd_expires_s;
 extern bool khttpd_gzip_static;
-extern struct http_error_page khttpd_error_pages[HTTP_SERVER_ERROR_PAGES_MAX];
-extern size_t khttpd_error_pages_n;
 extern bool khttpd_dotfiles; /* serve and list names starting with '.' */
 extern bool khttpd_listings; /* list directories without an index */
-extern const struct http_index_files *khttpd_index; /* NULL: index.html */
-extern char khttpd_fallback[HTTP_ERROR_PAGE_PATH_MAX]; /* relative */
-extern size_t khttpd_fallback_len; /* 0: no fallback */
-/* site= and cors=: the fields added to responses, and CORS */
-extern struct http_headers khttpd_headers;
 extern ulong khttpd_listing_bytes; /* listings' buffers and builds; 0: any */
 extern uint khttpd_listing_max; /* listings in flight; 0: any */
 /* a PROXY protocol header starts every connection (not adopted ones) */
 extern bool khttpd_proxy_protocol;
-extern struct path khttpd_root; /* the served directory, referenced */
 extern struct http_access khttpd_access; /* acl=; n 0: every client */
 extern struct http_rate_conf khttpd_rate_conf; /* rate=; rate 0: off */
-/* Check every parameter and take the root: 0, or -errno (nothing held).
+/*
+ * A site: the default one (root=, error_pages=, index=, fallback=, cors=
+ * and the site= file's lines before any host), or one the site= file's
+ * host blocks name (at most HTTP_VHOSTS_MAX). Read-only after load; freed
+ * at unload, after every user.
+ */
+struct khttpd_site {
+	struct path root; /* the served directory, referenced */
+	u32 id; /* 0: the default, 1 + k: host k; part of the cache's key */
+	struct http_error_page error_pages[HTTP_SERVER_ERROR_PAGES_MAX];
+	size_t error_pages_n;
+	const struct http_index_files *index; /* NULL: index.html */
+	struct http_index_files index_files;
+	char fallback[HTTP_ERROR_PAGE_PATH_MAX]; /* relative */
+	size_t fallback_len; /* 0: no fallback */
+	struct http_headers headers; /* the fields added to responses, CORS */
+};
+
+extern struct khttpd_site khttpd_default_site;
+/* The site a request's Host names (core's http_vhosts_request): a host
+ * block's, else the default (no request, no Host, an unknown name).
+ */
+const struct khttpd_site *khttpd_site_of(const struct http_request *req,
+					 const char *buf);
+/* Check every parameter and take the roots: 0, or -errno (nothing held).
  * p: the server's parameters; uid, gid: the server's user.
  */
 int khttpd_params_load(struct ktcp_server_params *p, kuid_t *uid, kgid_t *gid);
 /* What is served, where, how: one line in the kernel log. */
 void khttpd_params_log(void);
-/* Unload: drop the root. */
+/* Unload: drop every site's root. */
 void khttpd_params_put(void);
 
 /*
@@ -184,6 +200,7 @@ struct khttpd_entry {
 	bool in_table; /* under khttpd_cache_lock */
 	u32 hash;
 	struct http_resource meta;
+	const struct khttpd_site *site; /* with the path, the key */
 	struct khttpd_obj *obj;
 	char *body; /* obj->body */
 	unsigned long checked; /* jiffies of the last revalidation */
@@ -195,7 +212,9 @@ struct khttpd_entry {
 };
 
 int khttpd_cache_init(void);
-int khttpd_cache_get(const char *rel, size_t len, struct khttpd_entry **out);
+/* The entry of rel beneath site's root (the site is part of the key). */
+int khttpd_cache_get(const struct khttpd_site *site, const char *rel,
+		     size_t len, struct khttpd_entry **out);
 void khttpd_cache_put(struct khttpd_entry *e);
 /* The gzip copy of e if it is built, else NULL (send identity): a small
  * cached body is compressed on the spot, a bigger one is queued for the
@@ -217,15 +236,18 @@ void khttpd_cache_usage(size_t *bytes, size_t *entries);
 /* Every call below runs as the server's user (uid, gid): the credential. */
 int khttpd_cred_init(kuid_t uid, kgid_t gid);
 void khttpd_cred_exit(void);
-/* Look rel up beneath the root: -EXDEV/-ELOOP when it leads out, -EACCES
+/* Look rel up beneath the site's root: -EXDEV/-ELOOP when it leads out, -EACCES
  * when the server's user may not read it.
  */
-int khttpd_lookup_beneath(const char *rel, struct path *out);
+int khttpd_lookup_beneath(const struct khttpd_site *site, const char *rel,
+			  struct path *out);
 struct kstat;
 int khttpd_getattr(const struct path *path, struct kstat *st);
 struct file *khttpd_open_path(const struct path *path);
-struct file *khttpd_open_beneath(const char *rel);
-struct file *khttpd_open_dir_beneath(const char *rel);
+struct file *khttpd_open_beneath(const struct khttpd_site *site,
+				 const char *rel);
+struct file *khttpd_open_dir_beneath(const struct khttpd_site *site,
+				     const char *rel);
 struct dir_context;
 int khttpd_iterate_dir(struct file *dir, struct dir_context *ctx);
 int khttpd_read_whole(struct file *f, char *buf, size_t len);
@@ -236,7 +258,8 @@ ssize_t khttpd_splice_file(struct file *f, struct splice_desc *sd,
 			   int (*actor)(struct pipe_inode_info *pipe,
 					struct splice_desc *sd));
 /* A listing row's metadata: rel is "dir/name" beneath the root. */
-int khttpd_stat_beneath(const char *rel, struct kstat *st);
+int khttpd_stat_beneath(const struct khttpd_site *site, const char *rel,
+			struct kstat *st);
 
 /* ---- gzip (gzip.c) ---- */
 /* gzip in[0..len) into a fresh khttpd_gz, in slices of
@@ -373,7 +396,8 @@ void khttpd_trace_end(struct khttpd_conn *conn);
  * find or build its name table; an ERR_PTR on failure, -EBUSY beyond the
  * listing budget.
  */
-struct khttpd_listing *khttpd_listing_open(const char *rel, size_t rel_len,
+struct khttpd_listing *khttpd_listing_open(const struct khttpd_site *site,
+					   const char *rel, size_t rel_len,
 					   bool chunked, bool dotfiles);
 /* Render the next piece of a listing into out.mem; 0, or -errno. Sets
  * out.listing to NULL (and frees it) after the last piece.

@@ -68,6 +68,7 @@ static struct mutex khttpd_build_locks[KHTTPD_BUILD_LOCKS] = {
 };
 
 struct khttpd_listing {
+	const struct khttpd_site *site; /* rel is beneath its root */
 	struct khttpd_entry *ref; /* the directory's entry: keeps its table */
 	const struct khttpd_names *names; /* ref's object's, or own */
 	struct khttpd_names *own; /* a table only this listing reads */
@@ -315,7 +316,7 @@ static int khttpd_listing_table(struct khttpd_listing *l, struct file *dir,
 	err = khttpd_getattr(&dir->f_path, &st);
 	if (err < 0)
 		return err;
-	if (khttpd_cache_get(rel, rel_len, &l->ref) < 0)
+	if (khttpd_cache_get(l->site, rel, rel_len, &l->ref) < 0)
 		l->ref = NULL;
 	if (!l->ref || !khttpd_obj_holds(l->ref->obj, &st)) {
 		/* not the cache's version: a table of its own */
@@ -404,7 +405,7 @@ static int khttpd_listing_row(struct khttpd_listing *l, const char *name)
 	if (len > NAME_MAX) /* no room in rel: no file system has one */
 		return 0;
 	memcpy(l->rel + l->dir_len, name, len + 1);
-	if (khttpd_stat_beneath(l->rel, &st) < 0)
+	if (khttpd_stat_beneath(l->site, l->rel, &st) < 0)
 		return 0;
 	return http_listing_entry(&l->b, name, len, S_ISDIR(st.mode), st.size,
 				  st.mtime.tv_sec);
@@ -459,7 +460,8 @@ int khttpd_listing_next(struct khttpd_conn *conn)
 	return 0;
 }
 
-struct khttpd_listing *khttpd_listing_open(const char *rel, size_t rel_len,
+struct khttpd_listing *khttpd_listing_open(const struct khttpd_site *site,
+					   const char *rel, size_t rel_len,
 					   bool chunked, bool dotfiles)
 {
 	bool root = rel_len == 1 && rel[0] == '.';
@@ -488,6 +490,7 @@ struct khttpd_listing *khttpd_listing_open(const char *rel, size_t rel_len,
 	}
 	/* from here on khttpd_listing_free undoes everything */
 	l->charge = size + KHTTPD_LISTING_MEM;
+	l->site = site;
 	l->chunked = chunked;
 	/* rows are looked up as "dir/name" from the root ("name" there) */
 	if (!root) {
@@ -503,7 +506,7 @@ struct khttpd_listing *khttpd_listing_open(const char *rel, size_t rel_len,
 	http_buf_init(&l->b, l->mem + HTTP_CHUNK_HEADER_MAX,
 		      KHTTPD_LISTING_DATA);
 
-	dir = khttpd_open_dir_beneath(rel);
+	dir = khttpd_open_dir_beneath(site, rel);
 	if (IS_ERR(dir)) {
 		err = PTR_ERR(dir);
 		goto fail;

@@ -67,8 +67,6 @@ module_param(error_pages, charp, 0444);
 MODULE_PARM_DESC(error_pages,
 		 "custom error pages beneath the root, served with the original status: \"404=/404.html,403=/403.html\" (default none: the built-in text)");
 
-struct http_error_page khttpd_error_pages[HTTP_SERVER_ERROR_PAGES_MAX];
-size_t khttpd_error_pages_n;
 static uint uid = 65534;
 module_param(uid, uint, 0444);
 MODULE_PARM_DESC(uid,
@@ -102,7 +100,7 @@ MODULE_PARM_DESC(fallback,
 static char *site;
 module_param(site, charp, 0444);
 MODULE_PARM_DESC(site,
-		 "a file of settings read at load, one a line as ktcp-httpd's --config: add-header [/PREFIX ]NAME: VALUE (at most 32), cors ORIGIN|*; a bad line fails the load (default none)");
+		 "a file of settings read at load, one a line as ktcp-httpd's --config: add-header [/PREFIX ]NAME: VALUE (at most 32), cors ORIGIN|*, and virtual hosts: host NAME|*.NAME (at most 64), each followed by its root DIR and its error-page, index, fallback, add-header and cors lines; a bad line fails the load (default none)");
 
 static char *cors;
 module_param(cors, charp, 0444);
@@ -148,11 +146,10 @@ MODULE_PARM_DESC(rate_entries,
 struct http_rate_conf khttpd_rate_conf;
 struct http_access khttpd_access;
 bool khttpd_dotfiles;
-struct http_headers khttpd_headers;
-static struct http_index_files khttpd_index_files;
-const struct http_index_files *khttpd_index; /* NULL: index.html */
-char khttpd_fallback[HTTP_ERROR_PAGE_PATH_MAX];
-size_t khttpd_fallback_len; /* 0: none */
+struct khttpd_site khttpd_default_site;
+/* site='s host blocks: names.h[k] is served by khttpd_hosts[k] */
+static struct http_vhosts khttpd_vhosts;
+static struct khttpd_site *khttpd_hosts; /* HTTP_VHOSTS_MAX, or NULL */
 
 /* Longest idle timeout accepted: a day, as the user-space server. */
 #define KHTTPD_IDLE_TIMEOUT_MAX (24U * 3600 * 1000)
@@ -163,32 +160,169 @@ size_t khttpd_fallback_len; /* 0: none */
  */
 #define KHTTPD_KTHREAD_MAX_CONNS 1024
 
-struct path khttpd_root;
+const struct khttpd_site *khttpd_site_of(const struct http_request *req,
+					 const char *buf)
+{
+	int k = http_vhosts_request(&khttpd_vhosts, req, buf);
 
-/* root resolves to the loader's "/" (also as "//", "/.", a symlink). */
-static bool khttpd_root_is_fs_root(void)
+	return k < 0 ? &khttpd_default_site : &khttpd_hosts[k];
+}
+
+/* p resolves to the loader's "/" (also as "//", "/.", a symlink). */
+static bool khttpd_is_fs_root(const struct path *p)
 {
 	struct path fs_root;
 	bool same;
 
 	get_fs_root(current->fs, &fs_root);
-	same = path_equal(&khttpd_root, &fs_root);
+	same = path_equal(p, &fs_root);
 	path_put(&fs_root);
 	return same;
 }
 
-/* One line of the site= file, into the settings. */
-static int khttpd_site_line(const struct http_conf_line *l)
+/*
+ * A site's root: an absolute path to a directory, not the whole file
+ * system, taken (referenced) into out; what names it (root=, or the
+ * site= file's line) prefixes the message.
+ */
+static int khttpd_root_take(const char *what, const char *dir, struct path *out)
 {
-	const char *why = "unknown setting (add-header or cors)";
+	int err;
+
+	if (!dir || dir[0] != '/') {
+		pr_err("%s%s: an absolute path to a directory is required\n",
+		       what, dir ? dir : "(unset)");
+		return -EINVAL;
+	}
+	err = kern_path(dir, LOOKUP_FOLLOW | LOOKUP_DIRECTORY, out);
+	if (err < 0) {
+		pr_err("%s%s: %s (%d)\n", what, dir,
+		       err == -ENOENT  ? "no such directory" :
+		       err == -ENOTDIR ? "not a directory" :
+					 "cannot be looked up",
+		       err);
+		return err;
+	}
+	if (khttpd_is_fs_root(out)) {
+		pr_err("%s%s: the whole file system is not served; name the directory of the site\n",
+		       what, dir);
+		path_put(out);
+		out->dentry = NULL;
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* Drop the host blocks' roots and the hosts. */
+static void khttpd_hosts_put(void)
+{
+	u32 k;
+
+	for (k = 0; khttpd_hosts && k < khttpd_vhosts.n; k++)
+		if (khttpd_hosts[k].root.dentry)
+			path_put(&khttpd_hosts[k].root);
+	kvfree(khttpd_hosts);
+	khttpd_hosts = NULL;
+	khttpd_vhosts.n = 0;
+}
+
+static bool khttpd_is(const struct http_conf_line *l, const char *name)
+{
+	return l->name_len == strlen(name) &&
+	       !memcmp(l->name, name, l->name_len);
+}
+
+/* "host NAME": a new block, whose lines follow; *h is it. */
+static int khttpd_site_host(const struct http_conf_line *l,
+			    struct khttpd_site **h, const char **why)
+{
+	int k;
+
+	if (!khttpd_hosts) {
+		khttpd_hosts = kvcalloc(HTTP_VHOSTS_MAX, sizeof(*khttpd_hosts),
+					GFP_KERNEL);
+		if (!khttpd_hosts) {
+			*why = "out of memory";
+			return -1;
+		}
+	}
+	k = http_vhosts_add(&khttpd_vhosts, l->value, l->value_len, why);
+	if (k < 0)
+		return -1;
+	*h = &khttpd_hosts[k];
+	(*h)->id = 1 + k;
+	return 0;
+}
+
+/* "root DIR" of a host block: the value copied for kern_path(). */
+static int khttpd_site_root(const struct http_conf_line *l,
+			    struct khttpd_site *h)
+{
+	char *dir = kmemdup_nul(l->value, l->value_len, GFP_KERNEL);
+	char *what = kasprintf(GFP_KERNEL, "site=%s: line %u: root ", site,
+			       l->number);
+	struct path p;
+	int err = -ENOMEM;
+
+	if (dir && what)
+		err = khttpd_root_take(what, dir, &p);
+	kfree(what);
+	kfree(dir);
+	if (err < 0)
+		return err;
+	if (h->root.dentry)
+		path_put(&h->root); /* the last root line wins */
+	h->root = p;
+	return 0;
+}
+
+static const char khttpd_site_settings[] =
+	"unknown setting (add-header, cors, host, root, error-page, index or fallback)";
+
+/*
+ * One line of the site= file into the settings of *h (the default site
+ * before any host line, then each host's); -EINVAL said why.
+ */
+static int khttpd_site_line(const struct http_conf_line *l,
+			    struct khttpd_site **h)
+{
+	const char *why = khttpd_site_settings;
+	struct khttpd_site *s = *h;
+	bool host = s != &khttpd_default_site;
 	int err = -1;
 
-	if (l->name_len == 10 && !memcmp(l->name, "add-header", 10))
-		err = http_headers_add(&khttpd_headers, l->value, l->value_len,
+	if (khttpd_is(l, "add-header")) {
+		err = http_headers_add(&s->headers, l->value, l->value_len,
 				       &why);
-	else if (l->name_len == 4 && !memcmp(l->name, "cors", 4))
-		err = http_headers_cors(&khttpd_headers, l->value, l->value_len,
+	} else if (khttpd_is(l, "cors")) {
+		err = http_headers_cors(&s->headers, l->value, l->value_len,
 					&why);
+	} else if (khttpd_is(l, "host")) {
+		err = khttpd_site_host(l, h, &why);
+	} else if (!host &&
+		   (khttpd_is(l, "root") || khttpd_is(l, "error-page") ||
+		    khttpd_is(l, "index") || khttpd_is(l, "fallback"))) {
+		why = "only after a host line (the default's is a module parameter)";
+	} else if (khttpd_is(l, "root")) {
+		return khttpd_site_root(l, s);
+	} else if (khttpd_is(l, "error-page")) {
+		err = http_error_pages_parse(l->value, l->value_len,
+					     s->error_pages,
+					     HTTP_SERVER_ERROR_PAGES_MAX,
+					     &s->error_pages_n, &why);
+	} else if (khttpd_is(l, "index")) {
+		err = http_index_files_parse(l->value, l->value_len,
+					     &s->index_files, &why);
+		if (err >= 0)
+			s->index = &s->index_files;
+	} else if (khttpd_is(l, "fallback")) {
+		s->fallback_len = 0;
+		err = l->value_len ?
+			      http_fallback_parse(l->value, l->value_len,
+						  s->fallback, &s->fallback_len,
+						  &why) :
+			      0;
+	}
 	if (err < 0) {
 		pr_err("site=%s: line %u: %.*s: %s\n", site, l->number,
 		       (int)l->name_len, l->name, why);
@@ -204,6 +338,7 @@ static int khttpd_site_line(const struct http_conf_line *l)
  */
 static int khttpd_site_load(void)
 {
+	struct khttpd_site *h = &khttpd_default_site;
 	struct http_conf_line l = {};
 	struct file *f;
 	char *text;
@@ -211,6 +346,7 @@ static int khttpd_site_load(void)
 	size_t at = 0, cur = 0;
 	ssize_t n = 0;
 	int err = 0;
+	u32 k;
 
 	f = filp_open(site, O_RDONLY, 0);
 	if (IS_ERR(f)) {
@@ -244,8 +380,15 @@ static int khttpd_site_load(void)
 		return n < 0 ? n : -EFBIG;
 	}
 	while (!err && http_conf_next(text, at, &cur, &l))
-		err = khttpd_site_line(&l);
+		err = khttpd_site_line(&l, &h);
 	kvfree(text);
+	for (k = 0; !err && k < khttpd_vhosts.n; k++) {
+		if (!khttpd_hosts[k].root.dentry) {
+			pr_err("site=%s: host %s: needs a root line after it\n",
+			       site, khttpd_vhosts.h[k].name);
+			err = -EINVAL;
+		}
+	}
 	return err;
 }
 
@@ -288,9 +431,10 @@ static int khttpd_check_params(enum khttpd_mode *m, kuid_t *kuid, kgid_t *kgid)
 		const char *why = NULL;
 
 		if (http_error_pages_parse(error_pages, strlen(error_pages),
-					   khttpd_error_pages,
+					   khttpd_default_site.error_pages,
 					   HTTP_SERVER_ERROR_PAGES_MAX,
-					   &khttpd_error_pages_n, &why) < 0) {
+					   &khttpd_default_site.error_pages_n,
+					   &why) < 0) {
 			pr_err("error_pages=%s: %s\n", error_pages, why);
 			return -EINVAL;
 		}
@@ -299,17 +443,19 @@ static int khttpd_check_params(enum khttpd_mode *m, kuid_t *kuid, kgid_t *kgid)
 		const char *why = NULL;
 
 		if (http_index_files_parse(index_files, strlen(index_files),
-					   &khttpd_index_files, &why) < 0) {
+					   &khttpd_default_site.index_files,
+					   &why) < 0) {
 			pr_err("index=%s: %s\n", index_files, why);
 			return -EINVAL;
 		}
-		khttpd_index = &khttpd_index_files;
+		khttpd_default_site.index = &khttpd_default_site.index_files;
 	}
 	if (fallback && fallback[0]) {
 		const char *why = NULL;
 
 		if (http_fallback_parse(fallback, strlen(fallback),
-					khttpd_fallback, &khttpd_fallback_len,
+					khttpd_default_site.fallback,
+					&khttpd_default_site.fallback_len,
 					&why) < 0) {
 			pr_err("fallback=%s: %s\n", fallback, why);
 			return -EINVAL;
@@ -323,8 +469,8 @@ static int khttpd_check_params(enum khttpd_mode *m, kuid_t *kuid, kgid_t *kgid)
 	if (cors && cors[0]) {
 		const char *why = NULL;
 
-		if (http_headers_cors(&khttpd_headers, cors, strlen(cors),
-				      &why) < 0) {
+		if (http_headers_cors(&khttpd_default_site.headers, cors,
+				      strlen(cors), &why) < 0) {
 			pr_err("cors=%s: %s\n", cors, why);
 			return -EINVAL;
 		}
@@ -372,27 +518,8 @@ static int khttpd_check_params(enum khttpd_mode *m, kuid_t *kuid, kgid_t *kgid)
 		       uid, gid);
 		return -EINVAL;
 	}
-	if (!root || root[0] != '/') {
-		pr_err("root=%s: an absolute path to a directory is required\n",
-		       root ? root : "(unset)");
-		return -EINVAL;
-	}
-	err = kern_path(root, LOOKUP_FOLLOW | LOOKUP_DIRECTORY, &khttpd_root);
-	if (err < 0) {
-		pr_err("root=%s: %s (%d)\n", root,
-		       err == -ENOENT  ? "no such directory" :
-		       err == -ENOTDIR ? "not a directory" :
-					 "cannot be looked up",
-		       err);
-		return err;
-	}
-	if (khttpd_root_is_fs_root()) {
-		pr_err("root=%s: the whole file system is not served; name the directory of the site\n",
-		       root);
-		path_put(&khttpd_root);
-		return -EINVAL;
-	}
-	return 0;
+	/* last: nothing after it fails */
+	return khttpd_root_take("root=", root, &khttpd_default_site.root);
 }
 
 int khttpd_params_load(struct ktcp_server_params *p, kuid_t *kuid, kgid_t *kgid)
@@ -401,8 +528,10 @@ int khttpd_params_load(struct ktcp_server_params *p, kuid_t *kuid, kgid_t *kgid)
 	int err;
 
 	err = khttpd_check_params(&m, kuid, kgid);
-	if (err < 0)
+	if (err < 0) {
+		khttpd_hosts_put(); /* the site= file's, if it got that far */
 		return err;
+	}
 	*p = ktcp_server_params("khttpd", max_conns);
 	/*
 	 * unbound: workers not tied to the CPU that queued the work, so the
@@ -424,12 +553,13 @@ int khttpd_params_load(struct ktcp_server_params *p, kuid_t *kuid, kgid_t *kgid)
 
 void khttpd_params_log(void)
 {
-	pr_info("serving %s on %s port %u as uid %u gid %u (mode=%s, idle_timeout_ms=%u, dotfiles=%s, %u address rules)\n",
+	pr_info("serving %s on %s port %u as uid %u gid %u (mode=%s, idle_timeout_ms=%u, dotfiles=%s, %u address rules, %u hosts)\n",
 		root, bind && *bind ? bind : "*", port, uid, gid, mode,
-		idle_timeout_ms, dotfiles, khttpd_access.n);
+		idle_timeout_ms, dotfiles, khttpd_access.n, khttpd_vhosts.n);
 }
 
 void khttpd_params_put(void)
 {
-	path_put(&khttpd_root);
+	khttpd_hosts_put();
+	path_put(&khttpd_default_site.root);
 }

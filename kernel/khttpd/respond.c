@@ -33,17 +33,18 @@ void khttpd_out_reset(struct khttpd_out *o)
  * The body's source, opened into src before the head is built so that a
  * failure can still change the answer; src->ref holds the cache entry.
  */
-static void khttpd_source_open(struct http_plan *p, struct khttpd_out *src)
+static void khttpd_source_open(const struct khttpd_site *site,
+			       struct http_plan *p, struct khttpd_out *src)
 {
 	if (p->body == HTTP_PLAN_BODY_FILE ||
 	    (p->body == HTTP_PLAN_BODY_PARTS && !p->parts_cached)) {
-		src->file = khttpd_open_beneath(p->path);
+		src->file = khttpd_open_beneath(site, p->path);
 		if (IS_ERR(src->file)) {
 			http_plan_fail(p, PTR_ERR(src->file));
 			src->file = NULL;
 		}
 	} else if (p->body == HTTP_PLAN_BODY_LISTING) {
-		src->listing = khttpd_listing_open(p->path, p->path_len,
+		src->listing = khttpd_listing_open(site, p->path, p->path_len,
 						   p->head.chunked,
 						   khttpd_dotfiles);
 		if (PTR_ERR_OR_ZERO(src->listing) == -EBUSY) {
@@ -129,19 +130,20 @@ static bool khttpd_head(struct khttpd_conn *conn, struct http_plan *p)
 	return true;
 }
 
-/* The operator's settings (module parameters) the planner takes. */
-static void khttpd_add_settings(struct http_plan_input *in)
+/* The operator's settings (module parameters, site's) the planner takes. */
+static void khttpd_add_settings(struct http_plan_input *in,
+				const struct khttpd_site *site)
 {
 	in->expires = khttpd_expires_s;
 	in->gzip_static = khttpd_gzip_static;
-	in->error_pages = khttpd_error_pages;
-	in->error_pages_n = khttpd_error_pages_n;
+	in->error_pages = site->error_pages;
+	in->error_pages_n = site->error_pages_n;
 	in->dotfiles = khttpd_dotfiles;
 	in->no_listings = !khttpd_listings;
-	in->index = khttpd_index;
-	in->fallback = khttpd_fallback_len ? khttpd_fallback : NULL;
-	in->fallback_len = khttpd_fallback_len;
-	in->headers = &khttpd_headers;
+	in->index = site->index;
+	in->fallback = site->fallback_len ? site->fallback : NULL;
+	in->fallback_len = site->fallback_len;
+	in->headers = &site->headers;
 }
 
 /*
@@ -149,7 +151,9 @@ static void khttpd_add_settings(struct http_plan_input *in)
  * to the output; the entry of the last lookup is the body's. False if no
  * head could be built.
  */
-static bool khttpd_finish(struct khttpd_conn *conn, enum http_plan_step step)
+static bool khttpd_finish(struct khttpd_conn *conn,
+			  const struct khttpd_site *site,
+			  enum http_plan_step step)
 {
 	struct http_plan *p = &conn->req->plan;
 	const struct khttpd_gz *gz = NULL;
@@ -160,7 +164,7 @@ static bool khttpd_finish(struct khttpd_conn *conn, enum http_plan_step step)
 		int err;
 
 		khttpd_out_reset(&src);
-		err = khttpd_cache_get(p->path, p->path_len, &src.ref);
+		err = khttpd_cache_get(site, p->path, p->path_len, &src.ref);
 		if (err < 0)
 			src.ref = NULL;
 		step = http_plan_resource(p, err, err ? NULL : &src.ref->meta);
@@ -169,7 +173,7 @@ static bool khttpd_finish(struct khttpd_conn *conn, enum http_plan_step step)
 		gz = khttpd_cache_gzip(src.ref);
 		http_plan_gzip(p, gz && !gz->worthless, gz ? gz->len : 0);
 	}
-	khttpd_source_open(p, &src);
+	khttpd_source_open(site, p, &src);
 	ok = khttpd_head(conn, p);
 	if (ok)
 		khttpd_source_attach(conn, p, &src, gz);
@@ -182,10 +186,11 @@ bool khttpd_respond(struct khttpd_conn *conn, const struct http_plan_input *in)
 	/* too big for a kernel stack; NULL makes the plan a 500 */
 	struct http_plan_work *w = kmalloc(sizeof(*w), GFP_KERNEL);
 	struct http_plan_input full = *in;
+	const struct khttpd_site *site = khttpd_site_of(in->req, in->buf);
 	enum http_plan_step step;
 	bool ok;
 
-	khttpd_add_settings(&full);
+	khttpd_add_settings(&full, site);
 	/* a multipart answer's boundary: only a Range request can need one */
 	if (in->req && (in->req->seen & HTTP_SEEN_RANGE))
 		full.random = get_random_u64();
@@ -200,7 +205,7 @@ bool khttpd_respond(struct khttpd_conn *conn, const struct http_plan_input *in)
 		if (wait)
 			step = http_plan_limited(&conn->req->plan, wait);
 	}
-	ok = khttpd_finish(conn, step);
+	ok = khttpd_finish(conn, site, step);
 	kfree(w);
 	return ok;
 }
@@ -208,12 +213,15 @@ bool khttpd_respond(struct khttpd_conn *conn, const struct http_plan_input *in)
 void khttpd_respond_error(struct khttpd_conn *conn, int status)
 {
 	struct http_plan_input in = { .now = ktime_get_real_seconds() };
+	/* no request: no Host, the default site */
+	const struct khttpd_site *site = &khttpd_default_site;
 	/* NULL: the built-in text */
 	struct http_plan_work *w =
-		khttpd_error_pages_n ? kmalloc(sizeof(*w), GFP_KERNEL) : NULL;
+		site->error_pages_n ? kmalloc(sizeof(*w), GFP_KERNEL) : NULL;
 
-	khttpd_add_settings(&in);
-	khttpd_finish(conn, http_plan_no_request_page(&conn->req->plan, &in, w,
-						      status));
+	khttpd_add_settings(&in, site);
+	khttpd_finish(conn, site,
+		      http_plan_no_request_page(&conn->req->plan, &in, w,
+						status));
 	kfree(w);
 }

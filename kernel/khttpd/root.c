@@ -99,15 +99,16 @@ void khttpd_cred_exit(void)
  */
 #define KHTTPD_LOOKUP_TRIES 3
 
-/* Look rel up beneath the root as the server's user; the caller holds
+/* Look rel up beneath site's root as the server's user; the caller holds
  * the credential.
  */
-static int khttpd_lookup(const char *rel, unsigned int follow, struct path *out)
+static int khttpd_lookup(const struct khttpd_site *site, const char *rel,
+			 unsigned int follow, struct path *out)
 {
 	int i, err = -EAGAIN;
 
 	for (i = 0; i < KHTTPD_LOOKUP_TRIES && err == -EAGAIN; i++)
-		err = vfs_path_lookup(khttpd_root.dentry, khttpd_root.mnt, rel,
+		err = vfs_path_lookup(site->root.dentry, site->root.mnt, rel,
 				      follow | KHTTPD_BENEATH, out);
 	return err;
 }
@@ -117,10 +118,11 @@ static int khttpd_lookup(const char *rel, unsigned int follow, struct path *out)
  * directory on the way and reading the target are checked, as an open()
  * by that user would. Unreadable: -EACCES (403).
  */
-int khttpd_lookup_beneath(const char *rel, struct path *out)
+int khttpd_lookup_beneath(const struct khttpd_site *site, const char *rel,
+			  struct path *out)
 {
 	const struct cred *old = override_creds(khttpd_cred);
-	int err = khttpd_lookup(rel, LOOKUP_FOLLOW, out);
+	int err = khttpd_lookup(site, rel, LOOKUP_FOLLOW, out);
 
 	if (!err) {
 		/*
@@ -180,13 +182,14 @@ struct file *khttpd_open_path(const struct path *path)
 	return f;
 }
 
-/* Open rel beneath the root: a regular file, or with dir a directory. */
-static struct file *khttpd_open_kind(const char *rel, bool dir)
+/* Open rel beneath site's root: a regular file, or with dir a directory. */
+static struct file *khttpd_open_kind(const struct khttpd_site *site,
+				     const char *rel, bool dir)
 {
 	const struct cred *old = override_creds(khttpd_cred);
 	struct path path;
 	struct file *f;
-	int err = khttpd_lookup(rel, LOOKUP_FOLLOW, &path);
+	int err = khttpd_lookup(site, rel, LOOKUP_FOLLOW, &path);
 
 	if (err < 0) {
 		f = ERR_PTR(err);
@@ -205,14 +208,16 @@ static struct file *khttpd_open_kind(const char *rel, bool dir)
 	return f;
 }
 
-struct file *khttpd_open_beneath(const char *rel)
+struct file *khttpd_open_beneath(const struct khttpd_site *site,
+				 const char *rel)
 {
-	return khttpd_open_kind(rel, false);
+	return khttpd_open_kind(site, rel, false);
 }
 
-struct file *khttpd_open_dir_beneath(const char *rel)
+struct file *khttpd_open_dir_beneath(const struct khttpd_site *site,
+				     const char *rel)
 {
-	return khttpd_open_kind(rel, true);
+	return khttpd_open_kind(site, rel, true);
 }
 
 int khttpd_iterate_dir(struct file *dir, struct dir_context *ctx)
@@ -258,7 +263,8 @@ ssize_t khttpd_splice_file(struct file *f, struct splice_desc *sd,
  * symlink points to when that stays beneath the root, else (dangling, or
  * leading out) the link itself, never what lies outside.
  */
-int khttpd_stat_beneath(const char *rel, struct kstat *st)
+int khttpd_stat_beneath(const struct khttpd_site *site, const char *rel,
+			struct kstat *st)
 {
 	const struct cred *old = override_creds(khttpd_cred);
 	unsigned int follow[] = { LOOKUP_FOLLOW, 0 };
@@ -267,7 +273,7 @@ int khttpd_stat_beneath(const char *rel, struct kstat *st)
 	for (i = 0; i < ARRAY_SIZE(follow); i++) {
 		struct path p;
 
-		err = khttpd_lookup(rel, follow[i], &p);
+		err = khttpd_lookup(site, rel, follow[i], &p);
 		if (err < 0)
 			continue;
 		err = vfs_getattr(&p, st, STATX_BASIC_STATS,

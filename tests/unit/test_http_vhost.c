@@ -1,6 +1,7 @@
 /* Unit tests of the virtual host table: names as configured, Host values
  * as clients send them. */
 #include "http_core.h"
+#include "http_internal.h"
 #include "unit.h"
 
 static struct http_vhosts t;
@@ -17,6 +18,18 @@ static int add(const char *name)
 static int find(const char *host)
 {
     return http_vhosts_find(&t, host, strlen(host));
+}
+
+/* The entry a whole request head names (http_vhosts_request). */
+static int request(const char *head)
+{
+    struct http_parser p;
+    size_t consumed;
+
+    http_parser_init(&p, NULL);
+    CHECK_INT(http_parse_request(&p, head, strlen(head), &consumed),
+              HTTP_PARSE_COMPLETE);
+    return http_vhosts_request(&t, &p.req, head);
 }
 
 int main(void)
@@ -58,6 +71,15 @@ int main(void)
     CHECK_INT(find(""), -1);
     CHECK_INT(find(":80"), -1);
     CHECK_INT(find("."), -1);
+    /* a parsed request: its Host field, or an absolute-form target's
+     * authority, which wins; none (HTTP/1.0), or no request: -1 */
+    CHECK_INT(request("GET / HTTP/1.1\r\nHost: B.example:80\r\n\r\n"), 1);
+    CHECK_INT(request("GET http://c.example/ HTTP/1.1\r\n"
+                      "Host: a.example\r\n\r\n"),
+              2);
+    CHECK_INT(request("GET / HTTP/1.0\r\n\r\n"), -1);
+    CHECK_INT(request("GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"), -1);
+    CHECK_INT(http_vhosts_request(&t, NULL, NULL), -1);
 
     /* the bounds: a 253-byte name, not 254; 64 names */
     char name[300];

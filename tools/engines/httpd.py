@@ -32,7 +32,8 @@ parameters (cache_size is its cache_bytes):
   cors             "*" or an origin: Access-Control-Allow-Origin and the
                    CORS preflight (ktcp-httpd --cors, khttpd cors=)
   site             the text of a settings file in the syntax both read
-                   ("add-header /a/ X-A: 1", "cors *", one a line): written
+                   ("add-header /a/ X-A: 1", "cors *", host blocks: "host
+                   a.example", "root /srv/a"; one a line): written
                    to a file given as ktcp-httpd's --config and khttpd's
                    site=
   proxy_protocol   a PROXY protocol header (v1 or v2) starts every

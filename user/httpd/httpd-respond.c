@@ -140,12 +140,8 @@ static const struct httpd_site *site_of(const struct http_plan_input *in)
 {
     const struct httpd_sites *sites =
         atomic_load_explicit(&httpd_cfg.sites, memory_order_acquire);
-    const struct http_request *req = in->req;
-    int k = req && (req->seen & HTTP_SEEN_HOST)
-                ? http_vhosts_find(&sites->names, in->buf + req->host.off,
-                                   req->host.len)
-                : -1;
-    return &sites->site[k + 1];
+    return &sites->site[http_vhosts_request(&sites->names, in->req, in->buf) +
+                        1];
 }
 
 /* The operator's settings the planner takes, as they are now (a SIGHUP

@@ -52,12 +52,18 @@ def lines(*rows):
     return "\n".join(rows) + "\n"
 
 
-def test_hosts_and_their_roots(http_engine, sites):
+@pytest.mark.parametrize("mode", [None, "kthread"], ids=["default", "kthread"])
+def test_hosts_and_their_roots(http_engine, sites, mode):
+    """Also on khttpd's kthread mode: the suite's khttpd runs on the
+    workqueue, and the host is chosen in the same shared path."""
+    if mode and (http_engine.kind != "kernel" or http_engine.tls):
+        pytest.skip("khttpd's kthread mode: on the plain khttpd engine")
+    modes = {"mode": mode} if mode else {}
     site = lines("add-header X-Site: default",
                  "host a.example", f"root {sites}/a", "add-header X-Site: a", "cors *",
                  "host *.b.example", f"root {sites}/b", "error-page 404=/404.html",
                  "fallback /app/index.html", "add-header /app/ X-App: b")
-    with http_engine.spawn(site=site) as srv:
+    with http_engine.spawn(site=site, **modes) as srv:
         for host in ("a.example", "A.EXAMPLE", "a.example.", f"a.example:{srv.port}",
                      "A.Example.:80"):
             r = get_host(srv.port, "/same.txt", host)

@@ -27,8 +27,14 @@ def spa(docroot):
     return docroot
 
 
-def test_missing_path_gets_the_fallback(http_engine, spa):
-    with http_engine.spawn(fallback="/spa/index.html") as srv:
+@pytest.mark.parametrize("mode", [None, "kthread"], ids=["default", "kthread"])
+def test_missing_path_gets_the_fallback(http_engine, spa, mode):
+    """Also on khttpd's kthread mode (the suite's khttpd runs on the
+    workqueue): the decision is core's, carried out by either."""
+    if mode and (http_engine.kind != "kernel" or http_engine.tls):
+        pytest.skip("khttpd's kthread mode: on the plain khttpd engine")
+    modes = {"mode": mode} if mode else {}
+    with http_engine.spawn(fallback="/spa/index.html", **modes) as srv:
         want = get(srv.port, "/spa/index.html")
         for path in ("/spa/route/deep", "/nope", "/spa/assets/missing.js", "/x?y=1"):
             r = get(srv.port, path)

@@ -35,8 +35,14 @@ def test_default_is_index_html(http_engine, ix):
     assert r.status == 200 and b"index.htm" in r.body and r.body != b"htm\n"
 
 
-def test_index_list_in_order(http_engine, ix):
-    with http_engine.spawn(index="index.htm,index.html,home.html") as srv:
+@pytest.mark.parametrize("mode", [None, "kthread"], ids=["default", "kthread"])
+def test_index_list_in_order(http_engine, ix, mode):
+    """Also on khttpd's kthread mode (the suite's khttpd runs on the
+    workqueue): the decision is core's, carried out by either."""
+    if mode and (http_engine.kind != "kernel" or http_engine.tls):
+        pytest.skip("khttpd's kthread mode: on the plain khttpd engine")
+    modes = {"mode": mode} if mode else {}
+    with http_engine.spawn(index="index.htm,index.html,home.html", **modes) as srv:
         r = get(srv.port, "/ix/htm/")
         assert r.status == 200 and r.body == b"htm\n"
         assert r.header("Content-Type") == "text/html; charset=utf-8"

@@ -71,6 +71,21 @@ def test_ranges_large_file_exact(http_engine, docroot):
                 [(0, 0), (100, 199), (n - 10, n - 1), (500000, 600000)])
 
 
+def test_ranges_on_khttpd_kthread(http_engine, docroot):
+    """khttpd's kthread mode sends the same parts (the suite's khttpd runs
+    on the workqueue): a small file's and the 1 MiB file's, zero-copy."""
+    if http_engine.kind != "kernel" or http_engine.tls:
+        pytest.skip("khttpd's kthread mode: on the plain khttpd engine")
+    data = docroot.read("mib.bin")
+    n = len(data)
+    with http_engine.spawn(mode="kthread") as srv:
+        r = get(srv.port, "/a.txt", [("Range", "bytes=0-1,3-4")])
+        check_parts(r, b"hello\n", "text/plain; charset=utf-8", [(0, 1), (3, 4)])
+        r = get(srv.port, "/mib.bin", [("Range", "bytes=0-0,100-199,-10,500000-600000")])
+        check_parts(r, data, "application/octet-stream",
+                    [(0, 0), (100, 199), (n - 10, n - 1), (500000, 600000)])
+
+
 def test_reversed_and_unsatisfiable_dropped(http_engine, docroot):
     # the order asked is the order sent (as nginx)
     r = get(http_engine.port, "/a.txt", [("Range", "bytes=4-5, 0-1")])

@@ -127,11 +127,11 @@ check-host: user
 # tools, bench) are not repeated under emulation.
 VM_TESTS = $(wildcard tests/test_echo.py tests/test_kernel_modules.py tests/test_drop_tcp_socket.py tests/http \
 	tests/test_khttpd_kernel.py tests/test_khttpd_tls.py tests/test_kcm.py tests/test_conn_per_ip.py tests/test_access.py tests/test_server_flags.py tests/test_dkms.py tests/test_scaleout.py)
-# The HTTP suite's transport files over kTLS (tests/http/conftest.py's
-# KTLS_FILES): in the 6.12 guest (khttpd unbound behind ktcp-tlsd,
-# ktcp-httpd epoll), about 2.3 min; the 6.1 pair (khttpd kthread, mn) runs
-# with VM_HTTPS=1 by hand (docs/tls.md says why).
-VM_HTTPS ?= $(if $(filter 6.12,$(KERNEL)),1,0)
+# VM_HTTPS=1: also the HTTP suite's transport files over kTLS
+# (tests/http/conftest.py's KTLS_FILES; 6.12: khttpd unbound behind
+# ktcp-tlsd and ktcp-httpd epoll, about 2.3 min; 6.1: khttpd kthread and
+# mn). Off by default until its flaky tests are fixed (docs/tls.md).
+VM_HTTPS ?= 0
 check-vm: user modules dkms-prebuild
 	scripts/vm --kernel $(KERNEL) --timeout 2400 -- env KTCP_ENGINES=kernel KTCP_VM_HTTPS=$(VM_HTTPS) $(CURDIR)/$(PYTHON) -m pytest -q -rs $(VM_TESTS) $(PYTEST_ARGS)
 

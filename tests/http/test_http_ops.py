@@ -246,6 +246,46 @@ def test_sighup_with_a_bad_file_keeps_running_settings(server, site, tmp_path, m
         assert gzip_get(c) == "gzip"
 
 
+@pytest.mark.parametrize("model", ["epoll", "mn"])
+def test_sighup_applies_all_or_nothing(server, site, tmp_path, model):
+    """The settings a SIGHUP changes are one object, built whole: a reload
+    whose site cannot be made (a --host root that is gone) names it and
+    changes nothing, gzip included; replaced objects are freed while
+    requests of every site go on (a burst of reloads)."""
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "a.txt").write_bytes(b"other\n")
+    conf = tmp_path / "ktcp-httpd.conf"
+    conf.write_text(f"no-gzip\nhost other.test\nroot {other}\n")
+    srv = server(model, site, "--config", str(conf))
+
+    def other_site():
+        with Conn(srv.port) as c:
+            c.send(b"GET /a.txt HTTP/1.1\r\nHost: other.test\r\n\r\n")
+            return c.read_response().body
+
+    assert other_site() == b"other\n"
+    conf.write_text(f"gzip\nhost other.test\nroot {tmp_path / 'gone'}\n")
+    srv.proc.send_signal(signal.SIGHUP)
+    wait_for(lambda: "kept the running settings" in srv.stderr(), "the refusal")
+    assert f"--host other.test: --root {tmp_path / 'gone'}: No such file" in srv.stderr()
+    assert "SIGHUP: reloaded" not in srv.stderr()
+    with Conn(srv.port) as c:
+        assert gzip_get(c) is None  # not half applied
+    assert other_site() == b"other\n"
+    conf.write_text(f"gzip\nhost other.test\nroot {other}\n")
+    with Conn(srv.port) as c:
+        for i in range(20):
+            srv.proc.send_signal(signal.SIGHUP)
+            assert gzip_get(c) in (None, "gzip")
+            c.send(b"GET /a.txt HTTP/1.1\r\nHost: other.test\r\n\r\n")
+            assert c.read_response().body == b"other\n"
+        wait_for(lambda: srv.stderr().count("SIGHUP: reloaded") >= 1, "a reload")
+        assert gzip_get(c) == "gzip"
+    assert srv.proc.poll() is None
+    srv.stop()
+
+
 @pytest.mark.parametrize("model", ["epoll"])
 def test_sighup_reloads_expires_and_gzip_static(server, site, tmp_path, model):
     (site / "app.js").write_bytes(b"var x = 1;\n" * 50)

@@ -4,6 +4,7 @@
  * and the token arithmetic are core's (http_access.c, http_rate.c); here
  * the connection's address is handed to them, the rate table allocated
  * and locked, and what they refuse counted. */
+#define _LGPL_SOURCE /* liburcu's read-side lock inline */
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -35,13 +36,15 @@ bool httpd_client_allowed(const struct rt_conn *c)
      * rules see that one (httpd_serve asks again then) */
     if (httpd_cfg.proxy_protocol[c->listener & 1] && !c->handler_state)
         return true;
-    const struct http_access *a =
-        atomic_load_explicit(&httpd_cfg.access, memory_order_acquire);
     uint8_t addr[16];
-    if (!a || !a->n || !client_addr(c, addr) || http_access_allowed(a, addr))
-        return true;
-    rt_count(HTTPD_C_DENIED, 1);
-    return false;
+    urcu_memb_read_lock();
+    const struct http_access *a =
+        &atomic_load_explicit(&httpd_cfg.live, memory_order_acquire)->access;
+    bool ok = !a->n || !client_addr(c, addr) || http_access_allowed(a, addr);
+    urcu_memb_read_unlock();
+    if (!ok)
+        rt_count(HTTPD_C_DENIED, 1);
+    return ok;
 }
 
 /* ---- request rates (--limit-req) ---- */
@@ -77,17 +80,15 @@ int httpd_rate_setup(uint32_t entries)
     return 0;
 }
 
-uint32_t httpd_rate_take(const struct rt_conn *c)
+uint32_t httpd_rate_take(const struct rt_conn *c, const struct httpd_live *l)
 {
-    uint64_t rb =
-        atomic_load_explicit(&httpd_cfg.rate_burst, memory_order_relaxed);
     uint8_t addr[16], key[16];
-    if (!(rb >> 32) ||
+    if (!l->rate_limit ||
         !atomic_load_explicit(&rate_ready, memory_order_acquire) ||
         !client_addr(c, addr))
         return 0;
-    struct http_rate_conf conf = {.rate = (uint32_t) (rb >> 32),
-                                  .burst = (uint32_t) rb};
+    struct http_rate_conf conf = {.rate = l->rate_limit,
+                                  .burst = l->rate_burst};
     http_addr_key(key, addr, httpd_cfg.per_ip_v6_prefix);
     uint32_t set = http_rate_set(&rate.t, key);
     bool grew;

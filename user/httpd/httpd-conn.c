@@ -252,7 +252,6 @@ static bool answer(struct conn *cs, size_t head_len, bool *linger)
         .buffered = cs->len - cs->start,
         .head_len = head_len,
         .stopping = rt_stopping(),
-        .gzip = httpd_cfg.gzip,
     };
     struct http_plan p;
 

@@ -3,8 +3,11 @@
  * and carries the plan out. Bodies in memory (cached small files, gzip
  * copies, error texts) leave in one writev with the head; large files
  * follow the head by sendfile; listings are streamed. */
+#define _LGPL_SOURCE /* liburcu's read-side lock inline */
 #include <errno.h>
 #include <fcntl.h>
+#include <stddef.h>
+#include <string.h>
 #include <sys/random.h>
 #include <unistd.h>
 
@@ -135,36 +138,42 @@ static bool carry_out(struct httpd_req *r,
     }
 }
 
-/* The site a request's Host names (the default without one). */
-static const struct httpd_site *site_of(const struct http_plan_input *in)
-{
-    const struct httpd_sites *sites =
-        atomic_load_explicit(&httpd_cfg.sites, memory_order_acquire);
-    return &sites->site[http_vhosts_request(&sites->names, in->req, in->buf) +
-                        1];
-}
+/* The operator's block of the planner's input (core's "operator
+ * settings", expires to headers), which each site holds made (its plan):
+ * one copy per request. Every field of the block is one of those, so a
+ * field core adds there is the site's too. */
+#define PLAN_SITE_FROM offsetof(struct http_plan_input, expires)
+#define PLAN_SITE_TO offsetof(struct http_plan_input, random)
+_Static_assert(PLAN_SITE_TO ==
+                   offsetof(struct http_plan_input, headers) +
+                       sizeof(((struct http_plan_input *) 0)->headers),
+               "the operator's settings end with headers");
+_Static_assert(offsetof(struct http_plan_input, gzip) < PLAN_SITE_FROM &&
+                   offsetof(struct http_plan_input, dotfiles) <
+                       PLAN_SITE_FROM &&
+                   offsetof(struct http_plan_input, now) < PLAN_SITE_FROM,
+               "the request's own fields come before the operator's");
 
-/* The operator's settings the planner takes, as they are now (a SIGHUP
- * may change expires, gzip_static and listings between two requests),
- * and the tree of the request's site into r->root. */
+/* The live settings into the planner's input, read inside the section r
+ * entered (a SIGHUP replaces them whole between two requests), and the
+ * tree of the request's site into r->root. */
 static void add_settings(struct httpd_req *r, struct http_plan_input *in)
 {
-    in->expires =
-        atomic_load_explicit(&httpd_cfg.expires, memory_order_relaxed);
-    in->gzip_static =
-        atomic_load_explicit(&httpd_cfg.gzip_static, memory_order_relaxed);
-    in->mime = httpd_cfg.mime;
+    const struct httpd_live *l = httpd_live_enter(r);
+    const struct httpd_sites *sites = l->sites;
+    /* one site (no --host): no name to look up */
+    const struct httpd_site *site =
+        sites->n == 1
+            ? &sites->site[0]
+            : &sites
+                   ->site[http_vhosts_request(&sites->names, in->req, in->buf) +
+                          1];
+    memcpy((char *) in + PLAN_SITE_FROM,
+           (const char *) &site->plan + PLAN_SITE_FROM,
+           PLAN_SITE_TO - PLAN_SITE_FROM);
+    in->gzip = l->gzip;
     in->dotfiles = httpd_cfg.dotfiles;
-    in->no_listings =
-        !atomic_load_explicit(&httpd_cfg.listings, memory_order_relaxed);
-    const struct httpd_site *site = site_of(in);
     r->root = site->root;
-    in->error_pages = site->error_pages;
-    in->error_pages_n = site->error_pages_n;
-    in->index = site->index_given ? &site->index : NULL;
-    in->fallback = site->fallback_len ? site->fallback : NULL;
-    in->fallback_len = site->fallback_len;
-    in->headers = &site->headers;
 }
 
 /* Run the planner's remaining steps against the cache, carry the plan
@@ -189,6 +198,7 @@ static bool finish(struct httpd_req *r,
     }
     r->file = f;
     bool ok = carry_out(r, p, f, gz);
+    httpd_live_leave(r); /* left when the head was built, or now */
     r->file = NULL;
     if (f)
         httpd_cache_put(f);
@@ -211,12 +221,15 @@ bool httpd_respond(struct httpd_req *r,
     if (step == HTTP_PLAN_LOOKUP && !p->error_page) {
         /* --limit-req: every request that would be looked up is charged
          * to its client's address, the status page's too */
-        uint32_t wait = httpd_rate_take(r->c);
+        uint32_t wait = httpd_rate_take(r->c, r->live);
         if (wait)
             step = http_plan_limited(p, wait);
     }
-    if (step == HTTP_PLAN_LOOKUP && !p->error_page && httpd_status_wanted(r))
-        return httpd_status_serve(r, p); /* --status-path: the counters */
+    if (step == HTTP_PLAN_LOOKUP && !p->error_page && httpd_status_wanted(r)) {
+        bool ok = httpd_status_serve(r, p); /* --status-path: the counters */
+        httpd_live_leave(r);
+        return ok;
+    }
     return finish(r, p, step);
 }
 

@@ -1,6 +1,7 @@
 /* httpd-send.c — the output layer: a planned head, gathered with a body in
  * memory into one writev. Whether the bytes may wait in the socket for
  * more (MSG_MORE) is the caller's, from the plan. */
+#define _LGPL_SOURCE /* liburcu's read-side lock inline */
 #include <stdlib.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
@@ -55,6 +56,7 @@ bool httpd_send_head(struct httpd_req *r,
             {.iov_base = r->hbuf, .iov_len = (size_t) n},
             {.iov_base = e.text, .iov_len = e.head_only ? 0 : e.body_len},
         };
+        httpd_live_leave(r); /* the head is built: the first wait next */
         if (rt_sendv(r->c, iov, 2, e.more, httpd_cfg.idle_timeout_ms) > 0 &&
             !e.head_only)
             r->sent += e.body_len;
@@ -67,6 +69,7 @@ bool httpd_send_head(struct httpd_req *r,
         {.iov_base = (void *) body, .iov_len = body_len},
     };
     int cnt = (body && body_len && !p->head_only) ? 2 : 1;
+    httpd_live_leave(r); /* the head is built: the first wait next */
     ssize_t s = rt_sendv(r->c, iov, cnt, more, httpd_cfg.idle_timeout_ms);
     if (s < 0)
         return false;

@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <urcu/compiler.h> /* caa_container_of */
 #include "httpd-start.h"
 #include "ktcp-tls.h"
 
@@ -37,8 +38,10 @@ void httpd_reopen_log(const char *path, const char *why)
     }
 }
 
-/* A site's per-request settings from h (its tree: root). */
+/* A site's per-request settings from h (its tree: root) and s, and the
+ * planner's input they make. */
 static void site_from(const struct host_settings *h,
+                      const struct settings *s,
                       struct httpd_root root,
                       struct httpd_site *site)
 {
@@ -53,6 +56,17 @@ static void site_from(const struct host_settings *h,
     memcpy(site->fallback, h->fallback, h->fallback_len);
     site->fallback_len = h->fallback_len;
     site->headers = h->headers;
+    struct http_plan_input *in = &site->plan;
+    in->expires = s->expires;
+    in->gzip_static = s->gzip_static;
+    in->no_listings = !s->listings;
+    in->index = site->index_given ? &site->index : NULL;
+    in->fallback = site->fallback_len ? site->fallback : NULL;
+    in->fallback_len = site->fallback_len;
+    in->error_pages = site->error_pages;
+    in->error_pages_n = site->error_pages_n;
+    in->mime = httpd_cfg.mime;
+    in->headers = &site->headers;
 }
 
 /* The tree at path: 0, or -errno. */
@@ -99,7 +113,7 @@ static struct httpd_sites *sites_make(const struct settings *s, const char *why)
         root.dev = (uint64_t) st.st_dev;
         root.ino = (uint64_t) st.st_ino;
     }
-    site_from(&s->site, root, &t->site[0]);
+    site_from(&s->site, s, root, &t->site[0]);
     t->n = 1;
     for (uint32_t k = 0; k < s->names.n; k++) {
         const struct host_settings *h = &s->hosts[k];
@@ -110,64 +124,55 @@ static struct httpd_sites *sites_make(const struct settings *s, const char *why)
             sites_free(t);
             return NULL;
         }
-        site_from(h, root, &t->site[1 + k]);
+        site_from(h, s, root, &t->site[1 + k]);
         t->n++;
     }
     return t;
 }
 
-/* The sites (--host, and per site --root, --error-page, --index,
- * --fallback, --add-header, --cors): a request holds them only while it
- * is planned, so the set a reload replaces is freed at the reload after.
- * False if the new set could not be made (the running one is kept). */
-static bool reload_sites(const struct settings *n)
+/* The live settings of s (httpd.h), its sites' trees opened now; NULL
+ * after saying why. --limit-req's table is made the first time a rate
+ * is set, its size fixed from then on. */
+static struct httpd_live *live_make(const struct settings *s, const char *why)
 {
-    static struct httpd_sites *retired;
-    struct httpd_sites *t = sites_make(n, "SIGHUP");
-    if (!t)
-        return false;
-    struct httpd_sites *old = (struct httpd_sites *) atomic_exchange(
-        &httpd_cfg.sites, (const struct httpd_sites *) t);
-    sites_free(retired);
-    retired = old;
-    return true;
+    if (s->limit_req.rate && httpd_rate_setup(s->limit_req.entries) < 0) {
+        fprintf(stderr,
+                "ktcp-httpd: %s: --limit-req: no memory for its table\n", why);
+        return NULL;
+    }
+    struct httpd_live *l = malloc(sizeof(*l));
+    if (!l) {
+        fprintf(stderr, "ktcp-httpd: %s: out of memory\n", why);
+        return NULL;
+    }
+    *l = (struct httpd_live){
+        .gzip = s->gzip,
+        .rate_limit = s->limit_req.rate,
+        .rate_burst = s->limit_req.burst,
+        .sites = sites_make(s, why),
+        .access = s->access,
+    };
+    if (!l->sites) {
+        free(l);
+        return NULL;
+    }
+    return l;
 }
 
-/* --allow and --deny: the rules are read at each accept, briefly, so the
- * list a reload replaces is freed at the reload after. Same rules: kept.
- * At the start (retire false) nothing is replaced. */
-static void publish_access(const struct http_access *want, bool retire)
+static void live_free(struct rcu_head *head)
 {
-    static struct http_access *retired;
-    const struct http_access *cur = atomic_load(&httpd_cfg.access);
-    size_t used =
-        offsetof(struct http_access, rule) + want->n * sizeof(want->rule[0]);
-    if (cur ? cur->n == want->n && memcmp(cur, want, used) == 0 : !want->n)
-        return;
-    struct http_access *copy = NULL;
-    if (want->n && !(copy = malloc(sizeof(*copy)))) {
-        fprintf(stderr, "ktcp-httpd: --allow and --deny kept: out of memory\n");
-        return;
-    }
-    if (copy)
-        memcpy(copy, want, sizeof(*copy));
-    const struct http_access *old = atomic_exchange(&httpd_cfg.access, copy);
-    if (retire) {
-        free(retired);
-        retired = (struct http_access *) old;
-    }
+    struct httpd_live *l = caa_container_of(head, struct httpd_live, rcu);
+    sites_free(l->sites);
+    free(l);
 }
 
-/* --limit-req: rate and burst apply to the next request; the table is
- * made the first time a rate is set, its size fixed from then on. */
-static bool publish_rate(const struct http_rate_conf *c)
+/* l in place of the running settings; the object it replaces is freed
+ * once every reader that may hold it has left its section. */
+static void live_publish(struct httpd_live *l)
 {
-    if (c->rate && httpd_rate_setup(c->entries) < 0) {
-        rt_cli_bad("--limit-req", "", "no memory for its table");
-        return false;
-    }
-    atomic_store(&httpd_cfg.rate_burst, (uint64_t) c->rate << 32 | c->burst);
-    return true;
+    struct httpd_live *old = atomic_exchange(&httpd_cfg.live, l);
+    if (old)
+        urcu_memb_call_rcu(&old->rcu, live_free);
 }
 
 /* SIGHUP: the certificate and key of --tls-port read again (the paths
@@ -202,7 +207,10 @@ void httpd_settings_reload(int argc, char **argv, struct settings *running)
      * them until this reload replaces it */
     static struct settings last;
     struct settings n;
-    if (httpd_load_settings(argc, argv, &n) != RT_CLI_OK) {
+    struct httpd_live *l = NULL;
+    if (httpd_load_settings(argc, argv, &n) != RT_CLI_OK ||
+        !(l = live_make(&n, "SIGHUP"))) {
+        /* what was wrong is said: nothing changes */
         fprintf(stderr, "ktcp-httpd: SIGHUP: kept the running settings\n");
         httpd_settings_release(&n);
         return;
@@ -249,26 +257,11 @@ void httpd_settings_reload(int argc, char **argv, struct settings *running)
                     "the running value is kept\n",
                     fixed[i].flag);
 
+    live_publish(l);
     reload_tls(&n);
-    atomic_store(&httpd_cfg.gzip, n.gzip);
-    running->gzip = n.gzip;
-    atomic_store(&httpd_cfg.gzip_static, n.gzip_static);
-    running->gzip_static = n.gzip_static;
-    atomic_store(&httpd_cfg.expires, n.expires);
-    running->expires = n.expires;
-    atomic_store(&httpd_cfg.listings, n.listings);
-    running->listings = n.listings;
-    if (!reload_sites(&n))
-        fprintf(stderr,
-                "ktcp-httpd: SIGHUP: kept the running sites (hosts, "
-                "error pages, index, fallback, added fields)\n");
-    publish_access(&n.access, true);
-    if (publish_rate(&n.limit_req)) {
-        if (!running->limit_req.rate)
-            running->limit_req.entries = n.limit_req.entries;
-        running->limit_req.rate = n.limit_req.rate;
-        running->limit_req.burst = n.limit_req.burst;
-    }
+    if (!running->limit_req.rate)
+        running->limit_req.entries = n.limit_req.entries;
+    running->limit_req.rate = n.limit_req.rate;
     /* read by the signal loop, on this thread, when a stop begins */
     running->rt.shutdown_timeout_s = n.rt.shutdown_timeout_s;
     /* the same path too: a reload also reopens the log, as SIGUSR1 does */
@@ -355,17 +348,12 @@ static bool start_tls(const struct settings *s)
     return httpd_cfg.tls != NULL;
 }
 
-/* The settings read by the layers below, from s; false after saying
- * why. */
-static bool publish(const struct settings *s)
+/* The settings fixed until a restart, read by the layers below, from s. */
+static void publish(const struct settings *s)
 {
     httpd_cfg.root_path = s->site.root;
-    httpd_cfg.gzip = s->gzip;
     httpd_cfg.cache_size = s->cache_size;
     httpd_cfg.status_path = s->status_path;
-    httpd_cfg.gzip_static = s->gzip_static;
-    httpd_cfg.expires = s->expires;
-    httpd_cfg.listings = s->listings;
     httpd_cfg.listing_max = s->listing_max;
     httpd_cfg.listing_bytes = s->listing_bytes;
     httpd_cfg.dotfiles = s->dotfiles;
@@ -376,8 +364,6 @@ static bool publish(const struct settings *s)
     httpd_cfg.per_ip_v6_prefix = s->rt.per_ip_v6_prefix > 0
                                      ? (unsigned) s->rt.per_ip_v6_prefix
                                      : RT_PER_IP_V6_PREFIX;
-    publish_access(&s->access, false);
-    return publish_rate(&s->limit_req);
 }
 
 /* The access log, through an opener that keeps root when the server
@@ -406,8 +392,7 @@ static bool start_log(const struct settings *s, int argc, char **argv)
 
 int httpd_settings_start(struct settings *s, int argc, char **argv)
 {
-    if (!publish(s))
-        return 1;
+    publish(s);
     if (!load_mime_types(s))
         return 2;
     /* only root can change its user; anyone else serves as itself */
@@ -430,8 +415,11 @@ int httpd_settings_start(struct settings *s, int argc, char **argv)
         rt_cli_bad("--root", s->site.root, strerror(errno));
         return 1;
     }
-    httpd_cfg.sites = sites_make(s, "start");
-    if (!httpd_cfg.sites || !start_log(s, argc, argv))
+    struct httpd_live *l = live_make(s, "start");
+    if (!l)
+        return 1;
+    live_publish(l);
+    if (!start_log(s, argc, argv))
         return 1;
 
     /* one fd per connection: take all the kernel allows */

@@ -39,6 +39,10 @@ struct httpd_site {
     char fallback[HTTP_ERROR_PAGE_PATH_MAX]; /* relative, NUL-terminated */
     size_t fallback_len;                     /* 0: none */
     struct http_headers headers;             /* --add-header, --cors */
+    /* the operator's part of the planner's input for this site (core's
+     * "operator settings", expires .. headers, pointing into this site),
+     * made with it: a request takes it whole (httpd-respond.c) */
+    struct http_plan_input plan;
 };
 
 /* The sites: [0] the default, [1 + k] the host names[k] names. */
@@ -48,32 +52,38 @@ struct httpd_sites {
     struct httpd_site site[];
 };
 
-/* Settings, written by main() before the runtime starts and read-only
- * after, except the atomics, which a reload (SIGHUP) may change while
+/* The settings a SIGHUP may change, as one object: built whole from the
+ * command line and --config (httpd-settings.c), immutable once published
+ * in httpd_cfg.live, replaced whole by a reload and freed a grace period
+ * after (call_rcu; the sites' trees closed then). A reader uses it inside
+ * an RCU read-side section: a request from its plan's start until its
+ * head is built, before its first wait (httpd_live_enter/leave). */
+struct httpd_live {
+    struct rcu_head rcu;
+    bool gzip;           /* --gzip */
+    uint32_t rate_limit; /* --limit-req's rate (0: off) and burst; the */
+    uint32_t rate_burst; /* table's size is fixed at start */
+    /* the default site and each --host's, their planner's input made
+     * (--gzip-static, --expires and --listings are in it) */
+    struct httpd_sites *sites;
+    struct http_access access; /* --allow, --deny in their order */
+};
+
+/* Settings, written before the runtime starts and read-only after,
+ * except the live ones, which a reload (SIGHUP) replaces whole while
  * workers read them. */
 
 struct httpd_config {
     const char *root_path;
     int root_fd; /* O_PATH|O_DIRECTORY of --root */
-    _Atomic bool gzip;
     size_t cache_size;
     int idle_timeout_ms;
     _Atomic int access_log_fd;          /* -1: off */
     const char *status_path;            /* NULL: no status page */
-    _Atomic uint32_t expires;           /* --expires, 0: off */
-    _Atomic bool gzip_static;           /* --gzip-static */
     const struct http_mime_table *mime; /* --mime-types, NULL: core's */
-    bool dotfiles;         /* serve and list names starting with '.' */
-    _Atomic bool listings; /* --listings: directories without an index */
-    /* --index, --fallback, --add-header and --cors, replaced whole by a
-     * SIGHUP */
-    const struct httpd_sites *_Atomic sites;
-    /* --allow and --deny in their order, replaced whole by a SIGHUP;
-     * NULL: none (every address served) */
-    const struct http_access *_Atomic access;
-    /* --limit-req's rate and burst (rate << 32 | burst), a SIGHUP may
-     * change them; rate 0: off. The table's size is fixed at start. */
-    _Atomic uint64_t rate_burst;
+    bool dotfiles; /* serve and list names starting with '.' */
+    /* the settings a SIGHUP may change (never NULL once serving) */
+    struct httpd_live *_Atomic live;
     unsigned per_ip_v6_prefix; /* an IPv6 client's bits in its rate key */
     /* --tls-port's context (user/tls), NULL: no HTTPS; a reload swaps
      * its certificate inside it */
@@ -134,7 +144,28 @@ struct httpd_req {
     /* the thread's data, got when the request began: valid until the
      * first wait, so for the plan's lookups (made before any send) */
     struct httpd_worker *w;
+    /* the live settings while the request is planned (inside a read-side
+     * section), NULL before and once its head is built */
+    const struct httpd_live *live;
 };
+
+/* Enter the read-side section of r's planning and take the live
+ * settings; leave it (no-op when left) before the first wait: a
+ * coroutine may resume on another thread. A file that calls them defines
+ * _LGPL_SOURCE first, for liburcu's inline read side. */
+static inline const struct httpd_live *httpd_live_enter(struct httpd_req *r)
+{
+    urcu_memb_read_lock();
+    r->live = atomic_load_explicit(&httpd_cfg.live, memory_order_acquire);
+    return r->live;
+}
+static inline void httpd_live_leave(struct httpd_req *r)
+{
+    if (r->live) {
+        r->live = NULL;
+        urcu_memb_read_unlock();
+    }
+}
 
 /* Build p's head and send it, with body[0..body_len) unless p is
  * head-only. more: MSG_MORE (a body or another response follows). False
@@ -357,9 +388,10 @@ bool httpd_client_allowed(const struct rt_conn *c);
 /* --limit-req: the table of entries addresses (core's http_rate.h), set
  * up once (later calls keep the first table); 0 or -ENOMEM. */
 int httpd_rate_setup(uint32_t entries);
-/* One request from c's address against --limit-req: 0 when it passes,
- * else the seconds it should wait (429 with Retry-After), counted. */
-uint32_t httpd_rate_take(const struct rt_conn *c);
+/* One request from c's address against --limit-req (l's rate and burst):
+ * 0 when it passes, else the seconds it should wait (429 with
+ * Retry-After), counted. */
+uint32_t httpd_rate_take(const struct rt_conn *c, const struct httpd_live *l);
 /* Addresses in the rate table now. */
 uint64_t httpd_rate_entries(void);
 

@@ -37,6 +37,8 @@ bool httpd_client_allowed(const struct rt_conn *c)
     if (httpd_cfg.proxy_protocol[c->listener & 1] && !c->handler_state)
         return true;
     uint8_t addr[16];
+    if (!atomic_load_explicit(&httpd_cfg.access_rules, memory_order_relaxed))
+        return true; /* as if accepted before the reload that adds them */
     urcu_memb_read_lock();
     const struct http_access *a =
         &atomic_load_explicit(&httpd_cfg.live, memory_order_acquire)->access;

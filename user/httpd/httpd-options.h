@@ -1,5 +1,6 @@
 /* httpd-options.h — ktcp-httpd's settings as the command line and a
- * --config file give them (httpd-options.c), for httpd-main.c. */
+ * --config file give them (httpd-options.c), for the start-up that
+ * applies them (httpd-start.h). */
 #ifndef KTCP_HTTPD_OPTIONS_H
 #define KTCP_HTTPD_OPTIONS_H
 

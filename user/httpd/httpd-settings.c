@@ -171,6 +171,7 @@ static void live_free(struct rcu_head *head)
 static void live_publish(struct httpd_live *l)
 {
     struct httpd_live *old = atomic_exchange(&httpd_cfg.live, l);
+    atomic_store(&httpd_cfg.access_rules, l->access.n > 0);
     if (old)
         urcu_memb_call_rcu(&old->rcu, live_free);
 }

@@ -82,8 +82,10 @@ struct httpd_config {
     const char *status_path;            /* NULL: no status page */
     const struct http_mime_table *mime; /* --mime-types, NULL: core's */
     bool dotfiles; /* serve and list names starting with '.' */
-    /* the settings a SIGHUP may change (never NULL once serving) */
+    /* the settings a SIGHUP may change (never NULL once serving), and
+     * whether they have address rules (accept skips the section without) */
     struct httpd_live *_Atomic live;
+    _Atomic bool access_rules;
     unsigned per_ip_v6_prefix; /* an IPv6 client's bits in its rate key */
     /* --tls-port's context (user/tls), NULL: no HTTPS; a reload swaps
      * its certificate inside it */

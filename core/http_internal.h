@@ -8,6 +8,7 @@
 
 #include "http_access.h"
 #include "http_buf.h"
+#include "http_cache.h"
 #include "http_conditional.h"
 #include "http_date.h"
 #include "http_encoding.h"

@@ -270,4 +270,16 @@ int http_chunked_decode(struct http_chunked_decoder *d,
                         size_t *data_off,
                         size_t *data_len);
 
+/* Drop what buf[0..len) holds of a request body the server does not read
+ * (it answered without it): *left bytes of a Content-Length body, or a
+ * chunked one through d (NULL: not chunked). *used is always set. 0: the
+ * body is over (the rest of buf is the next request); 1: all of buf was
+ * body, read more and call again; or the decoder's error (a negative
+ * HTTP_PARSE_ERR_*, answered with http_parse_error_status()). */
+int http_body_skip(uint64_t *left,
+                   struct http_chunked_decoder *d,
+                   const char *buf,
+                   size_t len,
+                   size_t *used);
+
 #endif /* KTCP_CORE_HTTP_PARSER_H */

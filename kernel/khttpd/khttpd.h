@@ -334,7 +334,7 @@ struct khttpd_conn {
 	/* Both NULL while idle with nothing buffered, both set otherwise. */
 	char *rbuf;
 	struct khttpd_req *req;
-	u32 rstart, rlen, rcap; /* the current request is rbuf[rstart..rlen) */
+	size_t rstart, rlen, rcap; /* the current request: rbuf[rstart..rlen) */
 	u64 body_left; /* Content-Length body still to drop */
 	u64 sent; /* bytes sent on this connection */
 };

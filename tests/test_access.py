@@ -21,16 +21,13 @@ the others on unbound and kthread.
 """
 import os
 import re
-import pathlib
-import shutil
 import signal
 import subprocess
-import tempfile
 import time
 
 import pytest
 
-from testlib import BUILD, module_path, require_kind, run
+from testlib import BUILD, module_path, require_kind, run, served_config
 from test_conn_per_ip import UserServed
 from test_kernel_modules import Served
 
@@ -259,16 +256,8 @@ def test_rules_reload_on_sighup(tmp_path):
     """ktcp-httpd: a SIGHUP reads --config's rules again; connections are
     checked against the new list from then on."""
     require_kind("user")
-    # the server reads the file again as the user it serves as
-    d = tempfile.mkdtemp(prefix="ktcp-acl-")
-    os.chmod(d, 0o755)
-    conf = pathlib.Path(d) / "ktcp-httpd.conf"
-    conf.write_text("deny 127.0.0.2\n")
-    conf.chmod(0o644)
-    try:
+    with served_config("deny 127.0.0.2\n", "ktcp-acl-") as conf:
         reload_rules(tmp_path, conf)
-    finally:
-        shutil.rmtree(d)
 
 
 def reload_rules(tmp_path, conf):

@@ -376,6 +376,36 @@ def test_endpoint_length_bounded(drop_module):
     assert write_errno(f"{padded(DROP_MAX_TOKEN + 1)} {longest}") == errno.EINVAL
 
 
+README_PORTS = (40000, 40002)
+
+
+def bind_readme_port(c, host, port):
+    """Binds the client port README names. A connection of this test's own
+    earlier run may still hold it in TIME-WAIT: wait for that, bounded by
+    the TIME-WAIT length (60 s), rather than fail on EADDRINUSE."""
+    deadline = time.monotonic() + 65
+    while True:
+        try:
+            c.bind((host, port))
+            return
+        except OSError as e:
+            if e.errno != errno.EADDRINUSE or time.monotonic() > deadline:
+                raise
+            time.sleep(0.5)
+
+
+def test_readme_ports_are_not_ephemeral():
+    """The guest reserves README's client ports (scripts/vm-guest), so an
+    earlier test's outgoing connection never takes one of them."""
+    with open("/proc/sys/net/ipv4/ip_local_reserved_ports") as f:
+        reserved = set()
+        for part in f.read().strip().split(","):
+            if part:
+                lo, _, hi = part.partition("-")
+                reserved.update(range(int(lo), int(hi or lo) + 1))
+    assert set(README_PORTS) <= reserved
+
+
 def test_readme_commands():
     """README's drop_tcp_socket.ko lines, run exactly as written from the
     top of the tree, on the two connections they name (127.0.0.1:40000 to
@@ -386,13 +416,13 @@ def test_readme_commands():
     socks = []
     try:
         conns = []
-        for family, host, cport in ((socket.AF_INET, "127.0.0.1", 40000),
-                                    (socket.AF_INET6, "::1", 40002)):
+        for family, host, cport in ((socket.AF_INET, "127.0.0.1", README_PORTS[0]),
+                                    (socket.AF_INET6, "::1", README_PORTS[1])):
             srv = socket.create_server((host, 8081), family=family)
             c = socket.socket(family, socket.SOCK_STREAM)
             socks += [srv, c]
             c.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            c.bind((host, cport))
+            bind_readme_port(c, host, cport)
             c.connect((host, 8081))
             socks.append(srv.accept()[0])
             local, remote = c.getsockname()[:2], c.getpeername()[:2]

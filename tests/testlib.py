@@ -6,10 +6,15 @@ by KTCP_ENGINES: "user" (the default: user-space engines on the host) or
 "kernel" (kernel engines; set by scripts/vm inside the guest), or "all".
 An engine that is not selected is skipped with the reason written out.
 """
+import contextlib
 import os
+import pathlib
 import re
+import shutil
 import socket
+import subprocess
 import sys
+import tempfile
 
 import pytest
 
@@ -173,3 +178,29 @@ def start_background(line, cwd):
                        timeout=60, stdout=f, stderr=subprocess.STDOUT,
                        stdin=subprocess.DEVNULL)
     return int(re.search(r"pid=(\d+)", open(log).read()).group(1))
+
+
+@contextlib.contextmanager
+def served_config(text, prefix="ktcp-conf-"):
+    """A ktcp-httpd --config file holding text, in a folder of its own that
+    every user may read: the server reads it again on SIGHUP as the user
+    it serves as. Yields its path; removes the folder afterwards."""
+    d = tempfile.mkdtemp(prefix=prefix)
+    try:
+        os.chmod(d, 0o755)
+        conf = pathlib.Path(d) / "ktcp-httpd.conf"
+        conf.write_text(text)
+        conf.chmod(0o644)
+        yield conf
+    finally:
+        shutil.rmtree(d)
+
+
+def httpd_refuses(*args):
+    """ktcp-httpd started with args (on port 1, never reached) must refuse
+    them at start-up with exit status 2; returns what it wrote to stderr."""
+    from engines.httpd import HTTPD_BIN
+    r = subprocess.run([HTTPD_BIN, "--port", "1", *args], capture_output=True, text=True,
+                       timeout=10)
+    assert r.returncode == 2, r
+    return r.stderr

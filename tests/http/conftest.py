@@ -84,6 +84,16 @@ class Served:
                 self.engine.start(self.root)
 
 
+@pytest.fixture(params=[None, "kthread"], ids=["default", "kthread"])
+def khttpd_modes(request, http_engine):
+    """http_engine.spawn()'s arguments for each mode a test also runs in:
+    the engine's own, and khttpd's kthread mode (the suite's khttpd runs
+    on the workqueue), the latter on the plain khttpd engine only."""
+    if request.param and (http_engine.kind != "kernel" or http_engine.tls):
+        pytest.skip("khttpd's kthread mode: on the plain khttpd engine")
+    return {"mode": request.param} if request.param else {}
+
+
 @pytest.fixture(scope="session")
 def docroot(tmp_path_factory):
     return build_docroot(str(tmp_path_factory.mktemp("http")))

@@ -2,19 +2,14 @@
 that is not a dotfile and not under /.well-known/ is answered 200 with a
 named file and that file's validators; ktcp-httpd --fallback, khttpd
 fallback=. Bad paths are refused at start."""
-import os
-import pathlib
-import shutil
 import signal
-import subprocess
-import tempfile
 import time
 
 import pytest
 
 from engines.base import EngineError
-from engines.httpd import HTTPD_BIN
 from rawhttp import get
+from testlib import httpd_refuses, served_config
 
 APP = b"<!doctype html><div id=app></div>\n" * 10
 
@@ -27,14 +22,10 @@ def spa(docroot):
     return docroot
 
 
-@pytest.mark.parametrize("mode", [None, "kthread"], ids=["default", "kthread"])
-def test_missing_path_gets_the_fallback(http_engine, spa, mode):
+def test_missing_path_gets_the_fallback(http_engine, spa, khttpd_modes):
     """Also on khttpd's kthread mode (the suite's khttpd runs on the
     workqueue): the decision is core's, carried out by either."""
-    if mode and (http_engine.kind != "kernel" or http_engine.tls):
-        pytest.skip("khttpd's kthread mode: on the plain khttpd engine")
-    modes = {"mode": mode} if mode else {}
-    with http_engine.spawn(fallback="/spa/index.html", **modes) as srv:
+    with http_engine.spawn(fallback="/spa/index.html", **khttpd_modes) as srv:
         want = get(srv.port, "/spa/index.html")
         for path in ("/spa/route/deep", "/nope", "/spa/assets/missing.js", "/x?y=1"):
             r = get(srv.port, path)
@@ -79,10 +70,7 @@ BAD = ["spa/index.html", "/", "/spa/", "/../x", "/.env", "/spa/.x/a.html", "/a?b
 @pytest.mark.parametrize("bad", BAD)
 def test_bad_fallback_refused(http_engine, spa, bad):
     if http_engine.kind == "user":
-        r = subprocess.run([HTTPD_BIN, "--root", spa.root, "--port", "1", "--fallback", bad],
-                           capture_output=True, text=True, timeout=10)
-        assert r.returncode == 2, r
-        assert "--fallback" in r.stderr, r.stderr
+        assert "--fallback" in httpd_refuses("--root", spa.root, "--fallback", bad)
         return
     with pytest.raises(EngineError):
         with http_engine.spawn(fallback=bad):
@@ -93,13 +81,7 @@ def test_bad_fallback_refused(http_engine, spa, bad):
 def test_fallback_reloaded_on_sighup(http_engine, spa):
     if http_engine.kind != "user":
         pytest.skip("khttpd's parameters are set at load")
-    # the server reads the file again as the user it serves as
-    d = tempfile.mkdtemp(prefix="ktcp-spa-")
-    os.chmod(d, 0o755)
-    conf = pathlib.Path(d) / "ktcp-httpd.conf"
-    conf.write_text("fallback /spa/index.html\n")
-    conf.chmod(0o644)
-    try:
+    with served_config("fallback /spa/index.html\n", "ktcp-spa-") as conf:
         with http_engine.spawn(args=["--config", str(conf)]) as srv:
             assert get(srv.port, "/route").body == APP
             conf.write_text("fallback /spa/other.html\nindex other.html\n")
@@ -115,5 +97,3 @@ def test_fallback_reloaded_on_sighup(http_engine, spa):
                 assert time.monotonic() < deadline + 10, "the second reload"
                 time.sleep(0.05)
             assert get(srv.port, "/spa/").body == APP
-    finally:
-        shutil.rmtree(d)

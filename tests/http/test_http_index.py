@@ -2,18 +2,14 @@
 under (nginx's "index"), ktcp-httpd --index and khttpd index=; names
 that are not one plain path segment are refused at start."""
 import os
-import pathlib
-import shutil
 import signal
-import subprocess
-import tempfile
 import time
 
 import pytest
 
 from engines.base import EngineError
-from engines.httpd import HTTPD_BIN
 from rawhttp import get
+from testlib import httpd_refuses, served_config
 
 
 @pytest.fixture(scope="module")
@@ -35,14 +31,10 @@ def test_default_is_index_html(http_engine, ix):
     assert r.status == 200 and b"index.htm" in r.body and r.body != b"htm\n"
 
 
-@pytest.mark.parametrize("mode", [None, "kthread"], ids=["default", "kthread"])
-def test_index_list_in_order(http_engine, ix, mode):
+def test_index_list_in_order(http_engine, ix, khttpd_modes):
     """Also on khttpd's kthread mode (the suite's khttpd runs on the
     workqueue): the decision is core's, carried out by either."""
-    if mode and (http_engine.kind != "kernel" or http_engine.tls):
-        pytest.skip("khttpd's kthread mode: on the plain khttpd engine")
-    modes = {"mode": mode} if mode else {}
-    with http_engine.spawn(index="index.htm,index.html,home.html", **modes) as srv:
+    with http_engine.spawn(index="index.htm,index.html,home.html", **khttpd_modes) as srv:
         r = get(srv.port, "/ix/htm/")
         assert r.status == 200 and r.body == b"htm\n"
         assert r.header("Content-Type") == "text/html; charset=utf-8"
@@ -69,10 +61,7 @@ BAD = ["a/b", ".hidden", "..", "", "a,,b", "x" * 64, ",".join(f"i{n}" for n in r
 @pytest.mark.parametrize("bad", BAD)
 def test_bad_index_refused(http_engine, ix, bad):
     if http_engine.kind == "user":
-        r = subprocess.run([HTTPD_BIN, "--root", ix.root, "--port", "1", "--index", bad],
-                           capture_output=True, text=True, timeout=10)
-        assert r.returncode == 2, r
-        assert "--index" in r.stderr, r.stderr
+        assert "--index" in httpd_refuses("--root", ix.root, "--index", bad)
         return
     with pytest.raises(EngineError):
         with http_engine.spawn(index=bad):
@@ -83,16 +72,8 @@ def test_bad_index_refused(http_engine, ix, bad):
 def test_index_reloaded_on_sighup(http_engine, ix):
     if http_engine.kind != "user":
         pytest.skip("khttpd's parameters are set at load")
-    # the server reads the file again as the user it serves as
-    d = tempfile.mkdtemp(prefix="ktcp-ix-")
-    os.chmod(d, 0o755)
-    conf = pathlib.Path(d) / "ktcp-httpd.conf"
-    conf.write_text("index index.htm\n")
-    conf.chmod(0o644)
-    try:
+    with served_config("index index.htm\n", "ktcp-ix-") as conf:
         reload_index(http_engine, conf)
-    finally:
-        shutil.rmtree(d)
 
 
 def reload_index(http_engine, conf):

@@ -92,7 +92,25 @@ def site_file(engine, text):
     return path
 
 
-class UserHttpd(Engine):
+class ServesTls:
+    """For an engine whose port speaks TLS when self.tls: while it runs,
+    the suite's clients find the test CA of its port in tlscert.TLS_PORTS
+    (self.certs, made by the engine's start)."""
+
+    def launch(self, o):
+        if self.tls:
+            tlscert.TLS_PORTS[self.port] = self.certs["ca"]
+        super().launch(o)
+
+    def stop(self, check=True):
+        try:
+            return super().stop(check)
+        finally:
+            if self.tls:
+                tlscert.TLS_PORTS.pop(self.port, None)
+
+
+class UserHttpd(ServesTls, Engine):
     """ktcp-httpd --model <model>. Defaults are the suite's."""
     family = "ktcp-httpd"
     stop_timeout = 15
@@ -114,18 +132,6 @@ class UserHttpd(Engine):
             # a failed handshake)
             options.setdefault("ready", "ktcp-httpd: HTTPS on port")
         return super().start(root, port, **options)
-
-    def launch(self, o):
-        if self.tls:
-            tlscert.TLS_PORTS[self.port] = self.certs["ca"]
-        super().launch(o)
-
-    def stop(self, check=True):
-        try:
-            super().stop(check)
-        finally:
-            if self.tls:
-                tlscert.TLS_PORTS.pop(self.port, None)
 
     @property
     def stderr_path(self):
@@ -347,7 +353,7 @@ def nginx_path():
     return shutil.which("nginx", path=os.environ.get("PATH", "") + ":/usr/sbin")
 
 
-class Nginx(Engine):
+class Nginx(ServesTls, Engine):
     """A private nginx configured as ktcp-httpd behaves: sendfile, keep-alive
     with no per-connection request limit, access log off, one worker per core
     each with its own SO_REUSEPORT listener (ktcp-httpd's epoll model), an open
@@ -380,18 +386,6 @@ class Nginx(Engine):
         if self.tls:
             self.certs = tlscert.make_ca()
         return super().start(root, port, **options)
-
-    def launch(self, o):
-        if self.tls:
-            tlscert.TLS_PORTS[self.port] = self.certs["ca"]
-        super().launch(o)
-
-    def stop(self, check=True):
-        try:
-            return super().stop(check)
-        finally:
-            if self.tls:
-                tlscert.TLS_PORTS.pop(self.port, None)
 
     def listen(self, port):
         """The server block's listener and, over TLS, its settings."""

@@ -1,0 +1,477 @@
+/* httpd-settings.c — ktcp-httpd's settings applied: at the start (the
+ * MIME table of --mime-types, the checks of --test-config, the TLS
+ * context, the trees, the access log) and at each SIGHUP, which reloads
+ * the settings that can change while serving (gzip, gzip-static, expires,
+ * listings, the sites, the address rules and request rates, the access
+ * log, the TLS certificate, --shutdown-timeout) without touching a
+ * connection. The options are parsed by httpd-options.c. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "httpd-start.h"
+#include "ktcp-tls.h"
+
+static bool same_str(const char *a, const char *b)
+{
+    return a == b || (a && b && strcmp(a, b) == 0);
+}
+
+void httpd_reopen_log(const char *path, const char *why)
+{
+    int err = httpd_log_open(path);
+    if (err < 0) {
+        rt_count(HTTPD_C_LOG_REOPEN_FAILED, 1);
+        fprintf(stderr,
+                "ktcp-httpd: %s: --access-log %s: %s (still logging to the "
+                "file open before)\n",
+                why, path, strerror(-err));
+    } else {
+        fprintf(stderr, "ktcp-httpd: %s: access log reopened at %s\n", why,
+                path);
+    }
+}
+
+/* A site's per-request settings from h (its tree: root). */
+static void site_from(const struct host_settings *h,
+                      struct httpd_root root,
+                      struct httpd_site *site)
+{
+    memset(site, 0, sizeof(*site));
+    site->root = root;
+    memcpy(site->error_pages, h->error_pages,
+           h->error_pages_n * sizeof(h->error_pages[0]));
+    site->error_pages_n = h->error_pages_n;
+    site->index_given = h->index_given;
+    if (h->index_given)
+        site->index = h->index;
+    memcpy(site->fallback, h->fallback, h->fallback_len);
+    site->fallback_len = h->fallback_len;
+    site->headers = h->headers;
+}
+
+/* The tree at path: 0, or -errno. */
+static int root_open(const char *path, struct httpd_root *root)
+{
+    struct stat st;
+    root->fd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (root->fd < 0)
+        return -errno;
+    if (fstat(root->fd, &st) < 0) {
+        int err = -errno;
+        close(root->fd);
+        return err;
+    }
+    root->dev = (uint64_t) st.st_dev;
+    root->ino = (uint64_t) st.st_ino;
+    return 0;
+}
+
+/* Close the trees of sites' hosts (the default's is --root's, kept). */
+static void sites_free(struct httpd_sites *t)
+{
+    if (!t)
+        return;
+    for (size_t i = 1; i < t->n; i++)
+        close(t->site[i].root.fd);
+    free(t);
+}
+
+/* The sites s names: the default on --root's tree (httpd_cfg.root_fd),
+ * each --host on its own, opened now. NULL after saying why. */
+static struct httpd_sites *sites_make(const struct settings *s, const char *why)
+{
+    size_t n = 1 + s->names.n;
+    struct httpd_sites *t = calloc(1, sizeof(*t) + n * sizeof(t->site[0]));
+    struct httpd_root root = {.fd = httpd_cfg.root_fd};
+    struct stat st;
+    if (!t) {
+        fprintf(stderr, "ktcp-httpd: %s: out of memory\n", why);
+        return NULL;
+    }
+    t->names = s->names;
+    if (fstat(root.fd, &st) == 0) {
+        root.dev = (uint64_t) st.st_dev;
+        root.ino = (uint64_t) st.st_ino;
+    }
+    site_from(&s->site, root, &t->site[0]);
+    t->n = 1;
+    for (uint32_t k = 0; k < s->names.n; k++) {
+        const struct host_settings *h = &s->hosts[k];
+        int err = root_open(h->root, &root);
+        if (err < 0) {
+            fprintf(stderr, "ktcp-httpd: %s: --host %s: --root %s: %s\n", why,
+                    s->names.h[k].name, h->root, strerror(-err));
+            sites_free(t);
+            return NULL;
+        }
+        site_from(h, root, &t->site[1 + k]);
+        t->n++;
+    }
+    return t;
+}
+
+/* The sites (--host, and per site --root, --error-page, --index,
+ * --fallback, --add-header, --cors): a request holds them only while it
+ * is planned, so the set a reload replaces is freed at the reload after.
+ * False if the new set could not be made (the running one is kept). */
+static bool reload_sites(const struct settings *n)
+{
+    static struct httpd_sites *retired;
+    struct httpd_sites *t = sites_make(n, "SIGHUP");
+    if (!t)
+        return false;
+    struct httpd_sites *old = (struct httpd_sites *) atomic_exchange(
+        &httpd_cfg.sites, (const struct httpd_sites *) t);
+    sites_free(retired);
+    retired = old;
+    return true;
+}
+
+/* --allow and --deny: the rules are read at each accept, briefly, so the
+ * list a reload replaces is freed at the reload after. Same rules: kept.
+ * At the start (retire false) nothing is replaced. */
+static void publish_access(const struct http_access *want, bool retire)
+{
+    static struct http_access *retired;
+    const struct http_access *cur = atomic_load(&httpd_cfg.access);
+    size_t used =
+        offsetof(struct http_access, rule) + want->n * sizeof(want->rule[0]);
+    if (cur ? cur->n == want->n && memcmp(cur, want, used) == 0 : !want->n)
+        return;
+    struct http_access *copy = NULL;
+    if (want->n && !(copy = malloc(sizeof(*copy)))) {
+        fprintf(stderr, "ktcp-httpd: --allow and --deny kept: out of memory\n");
+        return;
+    }
+    if (copy)
+        memcpy(copy, want, sizeof(*copy));
+    const struct http_access *old = atomic_exchange(&httpd_cfg.access, copy);
+    if (retire) {
+        free(retired);
+        retired = (struct http_access *) old;
+    }
+}
+
+/* --limit-req: rate and burst apply to the next request; the table is
+ * made the first time a rate is set, its size fixed from then on. */
+static bool publish_rate(const struct http_rate_conf *c)
+{
+    if (c->rate && httpd_rate_setup(c->entries) < 0) {
+        rt_cli_bad("--limit-req", "", "no memory for its table");
+        return false;
+    }
+    atomic_store(&httpd_cfg.rate_burst, (uint64_t) c->rate << 32 | c->burst);
+    return true;
+}
+
+/* SIGHUP: the certificate and key of --tls-port read again (the paths
+ * may have changed too); new handshakes use them, open connections keep
+ * theirs, and a pair that does not load leaves the running one. */
+static void reload_tls(const struct settings *n)
+{
+    if (!httpd_cfg.tls || !n->tls_cert || !n->tls_key)
+        return;
+    char err[512];
+    if (ktcp_tls_ctx_reload(httpd_cfg.tls, n->tls_cert, n->tls_key, err,
+                            sizeof(err)) < 0)
+        fprintf(stderr,
+                "ktcp-httpd: SIGHUP: --tls-cert %s --tls-key %s: %s (kept "
+                "the certificate and key loaded before)\n",
+                n->tls_cert, n->tls_key, err);
+    else
+        fprintf(stderr,
+                "ktcp-httpd: SIGHUP: TLS certificate %s and key %s "
+                "reloaded\n",
+                n->tls_cert, n->tls_key);
+}
+
+/* SIGHUP: read the settings again; apply what workers read atomically
+ * (or through a pointer replaced whole), and say which other changes wait
+ * for a restart. Connections and listeners are not touched. What else a
+ * reload applies goes here, after the settings are read and before the
+ * line that says what was reloaded. */
+void httpd_settings_reload(int argc, char **argv, struct settings *running)
+{
+    /* the strings of the reload before: running->access_log points into
+     * them until this reload replaces it */
+    static struct settings last;
+    struct settings n;
+    if (httpd_load_settings(argc, argv, &n) != RT_CLI_OK) {
+        fprintf(stderr, "ktcp-httpd: SIGHUP: kept the running settings\n");
+        httpd_settings_release(&n);
+        return;
+    }
+    const struct {
+        bool changed;
+        const char *flag;
+    } fixed[] = {
+        {!same_str(n.site.root, running->site.root), "--root"},
+        {n.rt.port != running->rt.port, "--port"},
+        {!same_str(n.rt.bind, running->rt.bind), "--bind"},
+        {n.rt.workers != running->rt.workers, "--threads"},
+        {n.rt.model != running->rt.model, "--model"},
+        {n.rt.idle_timeout_ms != running->rt.idle_timeout_ms,
+         "--idle-timeout-ms"},
+        {n.rt.max_conns != running->rt.max_conns, "--max-conns"},
+        {n.rt.max_conns_per_ip != running->rt.max_conns_per_ip,
+         "--max-conns-per-ip"},
+        {n.rt.per_ip_v6_prefix != running->rt.per_ip_v6_prefix,
+         "--per-ip-v6-prefix"},
+        {n.rt.backlog != running->rt.backlog, "--backlog"},
+        {n.rt.busy_poll_us != running->rt.busy_poll_us, "--busy-poll-us"},
+        {n.cache_size != running->cache_size, "--cache-size"},
+        {!same_str(n.status_path, running->status_path), "--status-path"},
+        {!same_str(n.mime_types, running->mime_types), "--mime-types"},
+        {!same_str(n.user, running->user), "--user"},
+        {n.dotfiles != running->dotfiles, "--dotfiles"},
+        {n.listing_max != running->listing_max, "--listing-max"},
+        {n.listing_bytes != running->listing_bytes, "--listing-bytes"},
+        {n.rt.second_port != running->rt.second_port, "--tls-port"},
+        {n.tls_handshake_timeout_ms != running->tls_handshake_timeout_ms,
+         "--tls-handshake-timeout-ms"},
+        {n.limit_req.entries != running->limit_req.entries &&
+             running->limit_req.rate,
+         "--limit-req's entries"},
+        {n.proxy_protocol != running->proxy_protocol, "--proxy-protocol"},
+        {n.tls_proxy_protocol != running->tls_proxy_protocol,
+         "--tls-proxy-protocol"},
+    };
+    for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++)
+        if (fixed[i].changed)
+            fprintf(stderr,
+                    "ktcp-httpd: SIGHUP: %s changed: it takes a restart, "
+                    "the running value is kept\n",
+                    fixed[i].flag);
+
+    reload_tls(&n);
+    atomic_store(&httpd_cfg.gzip, n.gzip);
+    running->gzip = n.gzip;
+    atomic_store(&httpd_cfg.gzip_static, n.gzip_static);
+    running->gzip_static = n.gzip_static;
+    atomic_store(&httpd_cfg.expires, n.expires);
+    running->expires = n.expires;
+    atomic_store(&httpd_cfg.listings, n.listings);
+    running->listings = n.listings;
+    if (!reload_sites(&n))
+        fprintf(stderr,
+                "ktcp-httpd: SIGHUP: kept the running sites (hosts, "
+                "error pages, index, fallback, added fields)\n");
+    publish_access(&n.access, true);
+    if (publish_rate(&n.limit_req)) {
+        if (!running->limit_req.rate)
+            running->limit_req.entries = n.limit_req.entries;
+        running->limit_req.rate = n.limit_req.rate;
+        running->limit_req.burst = n.limit_req.burst;
+    }
+    /* read by the signal loop, on this thread, when a stop begins */
+    running->rt.shutdown_timeout_s = n.rt.shutdown_timeout_s;
+    /* the same path too: a reload also reopens the log, as SIGUSR1 does */
+    if (n.access_log)
+        httpd_reopen_log(n.access_log, "SIGHUP");
+    else
+        httpd_log_open(NULL);
+    running->access_log = n.access_log;
+    fprintf(stderr,
+            "ktcp-httpd: SIGHUP: reloaded (gzip %s, access log %s, "
+            "gzip-static %s, expires %u, listings %s, %u address "
+            "rule%s, limit-req %s)\n",
+            n.gzip ? "on" : "off", n.access_log ? n.access_log : "off",
+            n.gzip_static ? "on" : "off", n.expires, n.listings ? "on" : "off",
+            n.access.n, n.access.n == 1 ? "" : "s",
+            n.limit_req.rate ? "on" : "off");
+    httpd_settings_release(&last);
+    last.owned = n.owned;
+    last.owned_n = n.owned_n;
+}
+
+/* --mime-types: read the file (at most HTTP_MIME_FILE_MAX bytes) into
+ * core's table, which the planner consults before its own. A missing
+ * file leaves core's table alone; false on another error. */
+static bool load_mime_types(const struct settings *s)
+{
+    static struct http_mime_table table;
+    if (!s->mime_types[0])
+        return true;
+    FILE *f = fopen(s->mime_types, "re");
+    if (!f) {
+        if (errno == ENOENT) {
+            if (s->mime_types_given)
+                fprintf(stderr,
+                        "ktcp-httpd: --mime-types %s: no such file, "
+                        "using the built-in table\n",
+                        s->mime_types);
+            return true;
+        }
+        return rt_cli_bad("--mime-types", s->mime_types, strerror(errno));
+    }
+    char *text = malloc(HTTP_MIME_FILE_MAX);
+    size_t len = text ? fread(text, 1, HTTP_MIME_FILE_MAX, f) : 0;
+    bool ok = text && !ferror(f);
+    if (ok && len == HTTP_MIME_FILE_MAX && fgetc(f) != EOF)
+        fprintf(stderr,
+                "ktcp-httpd: --mime-types %s: only its first %d bytes are "
+                "read\n",
+                s->mime_types, HTTP_MIME_FILE_MAX);
+    fclose(f);
+    char *store = ok ? malloc(HTTP_MIME_STORE_SIZE(len)) : NULL;
+    table.types =
+        store ? calloc(HTTP_MIME_TABLE_MAX, sizeof(*table.types)) : NULL;
+    if (!table.types) {
+        free(text);
+        free(store);
+        return rt_cli_bad("--mime-types", s->mime_types,
+                          ok ? strerror(ENOMEM) : "read error");
+    }
+    http_mime_table_parse(&table, HTTP_MIME_TABLE_MAX, store,
+                          HTTP_MIME_STORE_SIZE(len), text, len);
+    free(text); /* the table's strings are in store, kept for good */
+    httpd_cfg.mime = &table;
+    return true;
+}
+
+/* the kernel has the tls ULP (kTLS), probed at start */
+static bool tls_ulp;
+
+/* --tls-port's context, read before --user drops root (a key readable
+ * by root only); false after saying why. */
+static bool start_tls(const struct settings *s)
+{
+    char err[512];
+    struct ktcp_tls_opts to = {.cert_file = s->tls_cert,
+                               .key_file = s->tls_key};
+    httpd_cfg.tls = ktcp_tls_ctx_new(&to, err, sizeof(err));
+    /* probed while still root: a kernel whose tls ULP is a module loads
+     * it now (an unprivileged process cannot have it loaded) */
+    tls_ulp = ktcp_tls_kernel_has_ulp();
+    if (!httpd_cfg.tls)
+        fprintf(stderr, "ktcp-httpd: --tls-cert %s --tls-key %s: %s\n",
+                s->tls_cert, s->tls_key, err);
+    return httpd_cfg.tls != NULL;
+}
+
+/* The settings read by the layers below, from s; false after saying
+ * why. */
+static bool publish(const struct settings *s)
+{
+    httpd_cfg.root_path = s->site.root;
+    httpd_cfg.gzip = s->gzip;
+    httpd_cfg.cache_size = s->cache_size;
+    httpd_cfg.status_path = s->status_path;
+    httpd_cfg.gzip_static = s->gzip_static;
+    httpd_cfg.expires = s->expires;
+    httpd_cfg.listings = s->listings;
+    httpd_cfg.listing_max = s->listing_max;
+    httpd_cfg.listing_bytes = s->listing_bytes;
+    httpd_cfg.dotfiles = s->dotfiles;
+    httpd_cfg.proxy_protocol[0] = s->proxy_protocol;
+    httpd_cfg.proxy_protocol[1] = s->tls_proxy_protocol;
+    httpd_cfg.tls_handshake_timeout_ms = s->tls_handshake_timeout_ms;
+    httpd_cfg.idle_timeout_ms = s->rt.idle_timeout_ms;
+    httpd_cfg.per_ip_v6_prefix = s->rt.per_ip_v6_prefix > 0
+                                     ? (unsigned) s->rt.per_ip_v6_prefix
+                                     : RT_PER_IP_V6_PREFIX;
+    publish_access(&s->access, false);
+    return publish_rate(&s->limit_req);
+}
+
+/* The access log, through an opener that keeps root when the server
+ * drops to --user; false after saying why. */
+static bool start_log(const struct settings *s, int argc, char **argv)
+{
+    /* a --config file read again at SIGHUP may name a log too */
+    bool log_file = s->access_log && strcmp(s->access_log, "-") != 0;
+    if (httpd_user_name() && (log_file || s->config)) {
+        int err =
+            httpd_opener_start(log_file ? s->access_log : NULL, argc, argv);
+        if (err < 0) {
+            fprintf(stderr, "ktcp-httpd: the access log's opener: %s\n",
+                    strerror(-err));
+            return false;
+        }
+    }
+    httpd_cfg.open_log = httpd_open_log;
+    if (s->access_log) {
+        int err = httpd_log_open(s->access_log);
+        if (err < 0)
+            return rt_cli_bad("--access-log", s->access_log, strerror(-err));
+    }
+    return true;
+}
+
+int httpd_settings_start(struct settings *s, int argc, char **argv)
+{
+    if (!publish(s))
+        return 1;
+    if (!load_mime_types(s))
+        return 2;
+    /* only root can change its user; anyone else serves as itself */
+    if (geteuid() == 0 && !httpd_user_resolve(s->user))
+        return 2;
+    int problems = httpd_check(s);
+    if (s->rt.second_port && !start_tls(s))
+        problems++;
+    if (s->test_config) {
+        if (!problems)
+            fprintf(stderr,
+                    "ktcp-httpd: --test-config: the settings are "
+                    "usable\n");
+        return problems ? 1 : 0;
+    }
+    if (problems)
+        return 1;
+    httpd_cfg.root_fd = open(s->site.root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (httpd_cfg.root_fd < 0) {
+        rt_cli_bad("--root", s->site.root, strerror(errno));
+        return 1;
+    }
+    httpd_cfg.sites = sites_make(s, "start");
+    if (!httpd_cfg.sites || !start_log(s, argc, argv))
+        return 1;
+
+    /* one fd per connection: take all the kernel allows */
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &rl);
+    }
+    s->rt.name = "ktcp-httpd";
+    s->rt.handler = httpd_serve;
+    s->rt.refuse = httpd_conn_refuse;
+    s->rt.admit = httpd_client_allowed;
+    s->rt.worker_data_size = sizeof(struct httpd_worker);
+    s->rt.worker_flush = httpd_worker_flush;
+    s->rt.worker_exit = httpd_worker_exit;
+    s->rt.listening = httpd_user_drop;
+    return -1;
+}
+
+void httpd_settings_serving(const struct settings *s)
+{
+    char where[96];
+    if (rt_socket_activated())
+        snprintf(where, sizeof(where), "the socket passed by systemd");
+    else
+        snprintf(where, sizeof(where), "%s port %d",
+                 s->rt.bind ? s->rt.bind : "every address", s->rt.port);
+    char as[64] = "";
+    if (httpd_user_name())
+        snprintf(as, sizeof(as), " as %s", httpd_user_name());
+    fprintf(stderr, "ktcp-httpd: serving %s on %s%s (model %s, %d worker%s)\n",
+            s->site.root, where, as, rt_model_name(s->rt.model),
+            s->rt.model == RT_MODEL_THREADS ? 1 : s->rt.workers,
+            s->rt.model != RT_MODEL_THREADS && s->rt.workers > 1 ? "s" : "");
+    if (httpd_cfg.tls)
+        fprintf(stderr,
+                "ktcp-httpd: HTTPS on port %d (%s; TLS 1.2 and 1.3, ALPN "
+                "http/1.1; %s)\n",
+                s->rt.second_port, ktcp_tls_library(),
+                tls_ulp ? "kernel TLS (kTLS) TX and RX when the cipher allows"
+                        : "records written by OpenSSL: this kernel has no tls "
+                          "ULP for kTLS");
+}

@@ -260,15 +260,6 @@ enum http_chunked_result {
 void http_chunked_init(struct http_chunked_decoder *d,
                        uint64_t max_body,
                        uint32_t max_trailer_bytes);
-/* Consume from buf[0..len). *consumed is always set; on HTTP_CHUNKED_DATA
- * the data is buf[*data_off .. *data_off + *data_len) and lies inside the
- * consumed bytes. Call again with the rest (buf + *consumed). */
-int http_chunked_decode(struct http_chunked_decoder *d,
-                        const char *buf,
-                        size_t len,
-                        size_t *consumed,
-                        size_t *data_off,
-                        size_t *data_len);
 
 /* Drop what buf[0..len) holds of a request body the server does not read
  * (it answered without it): *left bytes of a Content-Length body, or a

@@ -349,9 +349,17 @@ ssize_t ktcp_tls_sendfile(struct ktcp_tls_conn *t,
         if (ktls_keys_stale(t))
             return -EPROTO;
         ERR_clear_error();
+        errno = 0;
         ossl_ssize_t n = SSL_sendfile(t->ssl, file_fd, off, len, 0);
         if (n > 0)
             return n;
+        /* A full socket: OpenSSL 3.0 marks its BIO for a retried write
+         * but not the SSL, so SSL_get_error says SSL_ERROR_SYSCALL and
+         * failed() would read the EAGAIN as a wait for input, which the
+         * client, waiting for the body, never sends. A wait for room. */
+        if (n < 0 && (errno == EAGAIN || errno == EINTR) &&
+            ERR_peek_error() == 0)
+            return KTCP_TLS_WANT_WRITE;
         ssize_t r = failed(t, (int) n);
         return r == 0 ? -EPIPE : r;
     }

@@ -289,6 +289,13 @@ int main(int argc, char **argv)
     if (optind != argc || !cert || !key)
         goto bad;
 
+    /* The tls ULP loaded now, not by the first handshake's setsockopt,
+     * whose module load (a slow one: seconds in an emulated guest) the
+     * client would wait through; and said at once when it cannot be. */
+    if (!ktcp_tls_kernel_has_ulp())
+        fprintf(stderr,
+                "ktcp-tlsd: this kernel has no tls ULP (kTLS): "
+                "no handshake can be handed to khttpd\n");
     topts.cert_file = cert;
     topts.key_file = key;
     d.tls = ktcp_tls_ctx_new(&topts, err, sizeof(err));

@@ -60,19 +60,12 @@ void khttpd_conns_sum(struct ktcp_server_stats *sum)
 	ktcp_server_sum(&khttpd_server, sum);
 }
 
-int khttpd_conns_adopt(struct file *file)
-{
-	int err = ktcp_server_adopt(&khttpd_server, file);
-
-	if (err == 0)
-		khttpd_count(tls_adopted, 1);
-	return err;
-}
-
 /* A socket over max_conns or max_conns_per_ip: a planned 503, then the
- * lifecycle closes it.
+ * lifecycle closes it. Over kTLS (an adoption refused) the 503 is one
+ * record, never held open with MSG_MORE, and a close_notify follows it
+ * before the FIN; a fresh socket's send buffer takes both at once.
  */
-static void khttpd_refuse(struct socket *sock)
+static void khttpd_refuse_answer(struct socket *sock, bool tls)
 {
 	struct http_plan_input in = { .now = ktime_get_real_seconds() };
 	struct msghdr msg = { .msg_flags = MSG_DONTWAIT | MSG_NOSIGNAL };
@@ -83,7 +76,7 @@ static void khttpd_refuse(struct socket *sock)
 
 	http_plan_no_request(&p, &in, 503);
 	/* The plan holds the end back (more) for the shutdown's FIN. */
-	if (p.more)
+	if (p.more && !tls)
 		msg.msg_flags |= MSG_MORE;
 	n = http_plan_head(&p, head, sizeof(head));
 	if (n > 0) {
@@ -94,7 +87,33 @@ static void khttpd_refuse(struct socket *sock)
 		/* Best effort: a fresh socket's send buffer is empty. */
 		kernel_sendmsg(sock, &msg, vec, 2, n + p.body_len);
 	}
+	if (tls &&
+	    (khttpd_tls_close_notify(sock) < 0 || khttpd_tls_tx_pending(sock)))
+		return; /* a FIN would go ahead of the records */
 	kernel_sock_shutdown(sock, SHUT_WR);
+}
+
+static void khttpd_refuse(struct socket *sock)
+{
+	khttpd_refuse_answer(sock, false);
+}
+
+/* A kTLS socket from the agent: adopted, or over max_conns or
+ * max_conns_per_ip (-EBUSY) answered as an accepted one is, 503 with
+ * Retry-After, and left to the agent to close. -EBUSY also says that
+ * another owner took the socket's callbacks meanwhile: then nothing is
+ * written.
+ */
+int khttpd_conns_adopt(struct file *file)
+{
+	struct socket *sock = sock_from_file(file);
+	int err = ktcp_server_adopt(&khttpd_server, file);
+
+	if (err == 0)
+		khttpd_count(tls_adopted, 1);
+	else if (err == -EBUSY && !rcu_access_pointer(sock->sk->sk_user_data))
+		khttpd_refuse_answer(sock, true);
+	return err;
 }
 
 /*
@@ -224,24 +243,17 @@ static int khttpd_recv(struct khttpd_conn *conn, char *buf, size_t len)
  */
 static bool khttpd_make_room(struct khttpd_conn *conn)
 {
+	size_t want = http_reqbuf_room(conn->rbuf, &conn->rstart, &conn->rlen,
+				       conn->rcap);
 	char *nb;
 
-	if (conn->rlen < conn->rcap)
-		return true;
-	if (conn->rstart > 0) {
-		memmove(conn->rbuf, conn->rbuf + conn->rstart,
-			conn->rlen - conn->rstart);
-		conn->rlen -= conn->rstart;
-		conn->rstart = 0;
-		return true;
-	}
-	if (conn->rcap >= HTTP_SERVER_REQ_BUF_MAX)
-		return false;
-	nb = krealloc(conn->rbuf, conn->rcap * 2, GFP_KERNEL);
+	if (want == conn->rcap || !want)
+		return want;
+	nb = krealloc(conn->rbuf, want, GFP_KERNEL);
 	if (!nb)
 		return false;
 	conn->rbuf = nb;
-	conn->rcap *= 2;
+	conn->rcap = want;
 	return true;
 }
 
@@ -483,35 +495,20 @@ static void khttpd_refuse_body(struct khttpd_conn *conn, int result)
  */
 static int khttpd_drain_body(struct khttpd_conn *conn)
 {
+	size_t used;
 	int n;
 
-	if (conn->body_left) {
-		u64 take =
-			min_t(u64, conn->body_left, conn->rlen - conn->rstart);
-
-		conn->rstart += take;
-		conn->body_left -= take;
-		if (!conn->body_left)
-			return 0;
-	} else if (conn->body_chunked) {
-		while (conn->rstart < conn->rlen) {
-			size_t used, off, len;
-			int r = http_chunked_decode(&conn->req->chunked,
-						    conn->rbuf + conn->rstart,
-						    conn->rlen - conn->rstart,
-						    &used, &off, &len);
-
-			conn->rstart += used;
-			if (r == HTTP_CHUNKED_DONE) {
-				conn->body_chunked = false;
-				return 0;
-			}
-			if (r < 0) {
-				khttpd_refuse_body(conn, r);
-				return 0;
-			}
-		}
-	} else {
+	if (!conn->body_left && !conn->body_chunked)
+		return 0;
+	n = http_body_skip(&conn->body_left,
+			   conn->body_left ? NULL : &conn->req->chunked,
+			   conn->rbuf + conn->rstart, conn->rlen - conn->rstart,
+			   &used);
+	conn->rstart += used;
+	if (n <= 0) {
+		conn->body_chunked = false;
+		if (n < 0)
+			khttpd_refuse_body(conn, n);
 		return 0;
 	}
 	if (WARN_ON_ONCE(!conn->rbuf)) /* a request came through it */

@@ -54,7 +54,7 @@ TRACE_EVENT(khttpd_request, /* checkpatch: PARENTHESIS_ALIGNMENT: trace layout *
 
 	TP_printk("peer=%pISpc method=%s target=%s status=%d bytes=%llu usecs=%llu",
 		  __entry->peer, __entry->method,
-		  (char *)__get_dynamic_array(target),
+		  __get_str(target),
 		  __entry->status, __entry->bytes, __entry->usecs)
 );
 /* clang-format on */

@@ -50,6 +50,9 @@ class Conn:
         self.t0 = None
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         if rcvbuf and not pace:
+            if port in tlscert.TLS_PORTS:
+                # a TLS reader's buffer holds one record, as below
+                rcvbuf = max(rcvbuf, TLS_RECORD_RCVBUF)
             self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.sock.settimeout(timeout)

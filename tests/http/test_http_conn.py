@@ -257,9 +257,18 @@ def test_max_conns(http_engine):
             if http_engine.tls and not getattr(http_engine.engine, "tls_agent", False):
                 # HTTPS: no plain 503 on a TLS port; the refusal is a close,
                 # which ends the client's handshake (behind ktcp-tlsd the
-                # handshake comes first: then a refusal as on a plain port)
+                # handshake comes first: then a 503, below)
                 with pytest.raises((ssl.SSLError, ConnectionResetError, BrokenPipeError)):
                     Conn(srv.port).close()
+            elif http_engine.tls:
+                # behind ktcp-tlsd: the handshake first, then khttpd refuses
+                # the hand-off and answers in the kernel's records: a 503
+                # with Retry-After, as on a plain port
+                with Conn(srv.port) as extra:
+                    extra.send(b"GET /a.txt HTTP/1.1\r\nHost: x\r\n\r\n")
+                    r = extra.read_response(timeout=5)
+                    assert r.status == 503 and r.header("Retry-After"), r
+                    assert extra.closed_within(3)
             else:
                 with Conn(srv.port) as extra:
                     try:

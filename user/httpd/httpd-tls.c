@@ -98,6 +98,8 @@ static enum rt_verdict tls_requests(struct rt_conn *c)
         ktcp_tls_conn_trim(t);
         return RT_IDLE;
     }
+    /* the records kTLS still holds go before the close frees them */
+    ktcp_tls_rt_flush(c);
     ktcp_tls_rt_detach(c);
     ktcp_tls_conn_free(t);
     return RT_CLOSE;
@@ -135,7 +137,7 @@ static enum rt_verdict tls_serve(struct rt_conn *c)
         rt_count(HTTPD_C_TLS_KTLS_TX, 1);
     if (ktcp_tls_ktls_rx(t))
         rt_count(HTTPD_C_TLS_KTLS_RX, 1);
-    ktcp_tls_rt_attach(t, c);
+    ktcp_tls_rt_attach(t, c, httpd_cfg.idle_timeout_ms);
     return tls_requests(c);
 }
 

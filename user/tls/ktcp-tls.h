@@ -113,8 +113,10 @@ ssize_t ktcp_tls_sendfile(struct ktcp_tls_conn *t,
                           int file_fd,
                           off_t off,
                           size_t len);
-/* Send close_notify, without waiting for the peer's. */
-void ktcp_tls_shutdown(struct ktcp_tls_conn *t);
+/* Send close_notify, without waiting for the peer's: 0 (sent, or given
+ * up on), or KTCP_TLS_WANT_WRITE (no room now: call again once
+ * writable). None after a KeyUpdate kTLS could not follow. */
+int ktcp_tls_shutdown(struct ktcp_tls_conn *t);
 /* For an agent that hands the socket to the kernel once kTLS carries both
  * directions: the fd, with the connection's state freed and nothing sent;
  * -EBUSY (and nothing freed) when kTLS is not on both ways or OpenSSL
@@ -134,8 +136,17 @@ int ktcp_tls_rt_handshake(struct ktcp_tls_conn *t,
                           struct rt_conn *c,
                           uint64_t deadline_ms);
 /* Make c's rt_read/rt_sendv/rt_sendfile/rt_shutdown_write go through t
- * (c->io), until ktcp_tls_rt_detach. */
-void ktcp_tls_rt_attach(struct ktcp_tls_conn *t, struct rt_conn *c);
+ * (c->io), until ktcp_tls_rt_detach. timeout_ms: how long the end of a
+ * connection waits for the peer to acknowledge a byte while kTLS may
+ * still hold records (ktcp_tls_rt_flush). */
+void ktcp_tls_rt_attach(struct ktcp_tls_conn *t,
+                        struct rt_conn *c,
+                        int timeout_ms);
+/* Before c closes: under kTLS TX, wait until the kernel has handed
+ * every record to TCP (a close frees those it still holds, a FIN goes
+ * ahead of them); 0, or -errno when it gave up (the peer took nothing
+ * for timeout_ms, the connection broke, a stop's cut). */
+int ktcp_tls_rt_flush(struct rt_conn *c);
 void ktcp_tls_rt_detach(struct rt_conn *c);
 
 #endif /* KTCP_TLS_H */

@@ -99,12 +99,45 @@ static ssize_t failed(struct ktcp_tls_conn *t, int ret)
     }
 }
 
+/* The handshake messages of a session the kernel writes the records of:
+ * a TLS 1.3 KeyUpdate that asks for the server's new sending keys, and
+ * the KeyUpdate OpenSSL answers it with. OpenSSL 3.0 writes that answer
+ * from within the SSL_read that read the peer's (the key_update request
+ * it leaves pending is cleared by then), so what was asked and what went
+ * out can only be learnt as the messages pass. */
+static void on_message(int write_p,
+                       int version,
+                       int content_type,
+                       const void *buf,
+                       size_t len,
+                       SSL *ssl,
+                       void *arg)
+{
+    const unsigned char *m = buf;
+    struct ktcp_tls_conn *t = arg;
+    (void) version;
+    (void) ssl;
+    /* type (1), length (3), request_update (1) */
+    if (content_type != SSL3_RT_HANDSHAKE || len < 5 ||
+        m[0] != SSL3_MT_KEY_UPDATE)
+        return;
+    if (write_p)
+        t->key_update_sent = true;
+    else if (m[4] == SSL_KEY_UPDATE_REQUESTED)
+        t->key_update_asked = true;
+}
+
 int ktcp_tls_handshake(struct ktcp_tls_conn *t)
 {
     ERR_clear_error();
     int n = SSL_do_handshake(t->ssl);
-    if (n == 1)
+    if (n == 1) {
+        if (ktcp_tls_ktls_tx(t)) {
+            SSL_set_msg_callback_arg(t->ssl, t);
+            SSL_set_msg_callback(t->ssl, on_message);
+        }
         return 0;
+    }
     ssize_t r = failed(t, n);
     if (r == 0) {
         snprintf(t->err, sizeof(t->err), "closed during the handshake");
@@ -221,17 +254,19 @@ ssize_t ktcp_tls_read(struct ktcp_tls_conn *t, void *buf, size_t len)
     return (ssize_t) got;
 }
 
-/* A TLS 1.3 peer's KeyUpdate that asked for new sending keys (OpenSSL
- * then has one of its own pending) while the kernel writes the records:
- * OpenSSL 3.0 cannot move new keys into kTLS, so its KeyUpdate would go
- * out and every record after it under the kernel's old keys, which the
- * peer could no longer decrypt. Nothing more is written but the close
- * (close_notify is an alert, not data: still valid under the old keys):
- * -EPROTO, the reason in t->err. */
+/* A TLS 1.3 peer's KeyUpdate that asked for new sending keys while the
+ * kernel writes the records: OpenSSL 3.0 cannot move new keys into kTLS,
+ * so its KeyUpdate goes out (or is pending) and every record after it
+ * would go under the kernel's old keys, which the peer can no longer
+ * decrypt. Nothing more is written: -EPROTO, the reason in t->err; and
+ * once OpenSSL's KeyUpdate went out, not even a close_notify
+ * (ktcp_tls_shutdown). */
 static bool ktls_keys_stale(struct ktcp_tls_conn *t)
 {
-    if (SSL_get_key_update_type(t->ssl) == SSL_KEY_UPDATE_NONE ||
-        !ktcp_tls_ktls_tx(t))
+    if (!t->key_update_asked &&
+        SSL_get_key_update_type(t->ssl) == SSL_KEY_UPDATE_NONE)
+        return false;
+    if (!ktcp_tls_ktls_tx(t))
         return false;
     snprintf(t->err, sizeof(t->err),
              "the peer asked for new sending keys, which kTLS cannot take");
@@ -314,9 +349,17 @@ ssize_t ktcp_tls_sendfile(struct ktcp_tls_conn *t,
         if (ktls_keys_stale(t))
             return -EPROTO;
         ERR_clear_error();
+        errno = 0;
         ossl_ssize_t n = SSL_sendfile(t->ssl, file_fd, off, len, 0);
         if (n > 0)
             return n;
+        /* A full socket: OpenSSL 3.0 marks its BIO for a retried write
+         * but not the SSL, so SSL_get_error says SSL_ERROR_SYSCALL and
+         * failed() would read the EAGAIN as a wait for input, which the
+         * client, waiting for the body, never sends. A wait for room. */
+        if (n < 0 && (errno == EAGAIN || errno == EINTR) &&
+            ERR_peek_error() == 0)
+            return KTCP_TLS_WANT_WRITE;
         ssize_t r = failed(t, (int) n);
         return r == 0 ? -EPIPE : r;
     }
@@ -336,9 +379,18 @@ ssize_t ktcp_tls_sendfile(struct ktcp_tls_conn *t,
     return write_buf(t);
 }
 
-void ktcp_tls_shutdown(struct ktcp_tls_conn *t)
+int ktcp_tls_shutdown(struct ktcp_tls_conn *t)
 {
+    /* after OpenSSL's KeyUpdate the peer reads under keys the kernel
+     * does not have: a close_notify would be a record it cannot decrypt */
+    if (t->key_update_sent && ktcp_tls_ktls_tx(t))
+        return 0;
     ERR_clear_error();
-    if (SSL_shutdown(t->ssl) < 0)
-        ERR_clear_error(); /* best effort: the FIN follows anyway */
+    int n = SSL_shutdown(t->ssl);
+    if (n >= 0)
+        return 0;
+    ssize_t r = failed(t, n);
+    /* kTLS had no room for the alert: worth a wait. Else best effort:
+     * the FIN follows anyway */
+    return r == KTCP_TLS_WANT_WRITE ? KTCP_TLS_WANT_WRITE : 0;
 }

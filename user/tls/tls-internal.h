@@ -42,6 +42,12 @@ struct ktcp_tls_conn {
     char *buf;
     size_t buf_len, buf_done;
     off_t buf_file_off; /* where the file chunk came from; -1: not one */
+    /* TLS 1.3 KeyUpdate messages seen (msg callback, kTLS TX only): the
+     * peer's asking for new sending keys, and OpenSSL's own sent */
+    bool key_update_asked, key_update_sent;
+    /* tls-rt.c: how long a flush of kTLS's records waits for an
+     * acknowledged byte before it gives up */
+    int flush_timeout_ms;
     char err[160];
 };
 

@@ -5,8 +5,11 @@
  * thread polls; no call here blocks a worker. */
 #include <errno.h>
 #include <linux/sockios.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/ioctl.h>
+#include <sys/socket.h>
 
 #include "rt.h"
 #include "tls-internal.h"
@@ -172,9 +175,72 @@ static ssize_t io_sendfile(struct rt_conn *c,
     return (ssize_t) count;
 }
 
+/* How long apart a flush looks at TCP's queue. */
+#define KTLS_FLUSH_LOOK_MS 5
+
+/* Whether c's TCP connection can still carry what we send, and how many
+ * bytes TCP holds unacknowledged (*queued). */
+static bool tcp_sending(struct rt_conn *c, int *queued)
+{
+    struct tcp_info ti;
+    socklen_t len = sizeof(ti);
+    if (getsockopt(c->fd, IPPROTO_TCP, TCP_INFO, &ti, &len) < 0 ||
+        (ti.tcpi_state != TCP_ESTABLISHED && ti.tcpi_state != TCP_CLOSE_WAIT))
+        return false;
+    return ioctl(c->fd, SIOCOUTQ, queued) == 0;
+}
+
+/* A record the kernel encrypted while TCP had no room stays with kTLS
+ * (tls_sw's tx_list) until the socket's write-space callback hands it to
+ * TCP. close() frees such records (tls_sw_release_resources_tx) and a
+ * shutdown's FIN goes ahead of them: the response would end cut, the
+ * last bytes never sent. No call tells user space whether kTLS still
+ * holds one, but it holds one only while TCP's queue is not empty (TCP
+ * frees room, the callback pushes, before the queue can drain): so wait
+ * until the peer has acknowledged every byte TCP holds (SIOCOUTQ 0) on
+ * two looks KTLS_FLUSH_LOOK_MS apart (the callback's work had its time
+ * to run). Bounded as a send is: no byte acknowledged for
+ * flush_timeout_ms gives up, and so does a stop's cut. */
+int ktcp_tls_rt_flush(struct rt_conn *c)
+{
+    struct ktcp_tls_conn *t = c->io_data;
+    if (!t || !ktcp_tls_ktls_tx(t))
+        return 0;
+    int queued = -1, zeros = 0;
+    uint64_t give_up = rt_now_ms() + (uint64_t) t->flush_timeout_ms;
+    for (;;) {
+        int q;
+        if (!tcp_sending(c, &q))
+            return -EPIPE;
+        zeros = q == 0 ? zeros + 1 : 0;
+        if (zeros == 2)
+            return 0;
+        uint64_t now = rt_now_ms();
+        if (queued < 0 || q < queued)
+            give_up = now + (uint64_t) t->flush_timeout_ms;
+        queued = q;
+        if (now >= give_up)
+            return -ETIMEDOUT;
+        /* a wait for nothing but the time (POLLPRI: TCP's urgent data,
+         * which HTTP never sends); an early return only looks sooner */
+        int w = rt_wait(c, POLLPRI, now + KTLS_FLUSH_LOOK_MS, false);
+        if (w < 0 && w != -ETIMEDOUT)
+            return w;
+    }
+}
+
+/* close_notify after every record before it, then (rt_shutdown_write)
+ * the FIN after the close_notify. */
 static void io_shutdown_write(struct rt_conn *c)
 {
-    ktcp_tls_shutdown(c->io_data);
+    struct ktcp_tls_conn *t = c->io_data;
+    if (ktcp_tls_rt_flush(c) < 0)
+        return;
+    if (ktcp_tls_shutdown(t) == KTCP_TLS_WANT_WRITE &&
+        rt_wait(c, POLLOUT, rt_now_ms() + (uint64_t) t->flush_timeout_ms,
+                false) == 0)
+        ktcp_tls_shutdown(t);
+    ktcp_tls_rt_flush(c);
 }
 
 /* The runtime closes an idle connection (its timeout, a stop): the TLS
@@ -196,8 +262,11 @@ static const struct rt_io tls_io = {
     .release = io_release,
 };
 
-void ktcp_tls_rt_attach(struct ktcp_tls_conn *t, struct rt_conn *c)
+void ktcp_tls_rt_attach(struct ktcp_tls_conn *t,
+                        struct rt_conn *c,
+                        int timeout_ms)
 {
+    t->flush_timeout_ms = timeout_ms > 0 ? timeout_ms : 10000;
     /* Records OpenSSL reads itself: a whole record (header and body) and
      * what follows in one read, as nginx does, not two. ktcp_tls_read
      * still reads until OpenSSL wants more, which it says only once a

@@ -68,8 +68,10 @@ static int hand_off(struct tlsd *d, int fd)
 
 /* The handshake on fd and, once the kernel carries the records both ways,
  * the hand-off: 0; 1 when the client's handshake failed (any client can
- * make one fail: counted, not logged); -1 with the reason in err when what
- * follows a handshake failed (for the operator to see). fd stays ours. */
+ * make one fail: counted, not logged); 2 when khttpd refused it as over
+ * its limits (it answered 503: counted, not logged); -1 with the reason
+ * in err when what follows a handshake failed (for the operator to see).
+ * fd stays ours. */
 static int handshake_and_hand_off(struct tlsd *d, int fd, char *err, size_t len)
 {
     struct ktcp_tls_conn *t = ktcp_tls_conn_new(d->tls, fd);
@@ -100,11 +102,35 @@ static int handshake_and_hand_off(struct tlsd *d, int fd, char *err, size_t len)
         return -1;
     }
     r = hand_off(d, fd);
+    if (r == -EBUSY) {
+        snprintf(err, len, "hand-off to khttpd: over max_conns");
+        return 2;
+    }
     if (r < 0) {
         snprintf(err, len, "hand-off to khttpd: %s", strerror(-r));
         return -1;
     }
     return 0;
+}
+
+/* How long, and for how many reads, a refused connection is drained. */
+#define TLSD_LINGER_MS 500
+#define TLSD_LINGER_READS 8
+
+/* khttpd refused the hand-off (over max_conns or max_conns_per_ip) and
+ * answered in the kernel's records: 503, close_notify, FIN. The client's
+ * request is likely unread in the socket, and closing over unread bytes
+ * sends a reset that can overtake the answer: read and drop for a bit. */
+static void linger(int fd)
+{
+    char sink[2048];
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+
+    for (int i = 0; i < TLSD_LINGER_READS; i++) {
+        if (poll(&p, 1, TLSD_LINGER_MS) <= 0 ||
+            recv(fd, sink, sizeof(sink), MSG_DONTWAIT) <= 0)
+            break;
+    }
 }
 
 static void *handshake_thread(void *arg)
@@ -119,6 +145,8 @@ static void *handshake_thread(void *arg)
     } else {
         if (r < 0)
             fprintf(stderr, "ktcp-tlsd: %s\n", err);
+        else if (r == 2)
+            linger(job->fd);
         atomic_fetch_add(&d->failed, 1);
     }
     /* khttpd holds its own reference: closing ours ends nothing. */
@@ -261,6 +289,13 @@ int main(int argc, char **argv)
     if (optind != argc || !cert || !key)
         goto bad;
 
+    /* The tls ULP loaded now, not by the first handshake's setsockopt,
+     * whose module load (a slow one: seconds in an emulated guest) the
+     * client would wait through; and said at once when it cannot be. */
+    if (!ktcp_tls_kernel_has_ulp())
+        fprintf(stderr,
+                "ktcp-tlsd: this kernel has no tls ULP (kTLS): "
+                "no handshake can be handed to khttpd\n");
     topts.cert_file = cert;
     topts.key_file = key;
     d.tls = ktcp_tls_ctx_new(&topts, err, sizeof(err));

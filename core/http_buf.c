@@ -1,6 +1,7 @@
 /* http_buf.c — bounded appends; see http_buf.h. */
 #include "http_buf.h"
 #include "http_internal.h"
+#include "http_limits.h"
 
 void http_buf_init(struct http_buf *b, char *data, size_t cap)
 {
@@ -54,4 +55,17 @@ void http_buf_append_u64(struct http_buf *b, uint64_t v)
     char tmp[20];
 
     http_buf_append(b, tmp, http_format_u64(v, tmp));
+}
+
+size_t http_reqbuf_room(char *buf, size_t *start, size_t *len, size_t cap)
+{
+    if (*len < cap)
+        return cap;
+    if (*start > 0) {
+        memmove(buf, buf + *start, *len - *start);
+        *len -= *start;
+        *start = 0;
+        return cap;
+    }
+    return cap >= HTTP_SERVER_REQ_BUF_MAX ? 0 : cap * 2;
 }

@@ -188,3 +188,27 @@ int http_chunked_decode(struct http_chunked_decoder *d,
     *consumed = i;
     return HTTP_CHUNKED_AGAIN;
 }
+
+int http_body_skip(uint64_t *left,
+                   struct http_chunked_decoder *d,
+                   const char *buf,
+                   size_t len,
+                   size_t *used)
+{
+    *used = 0;
+    if (!d) {
+        *used = *left < len ? (size_t) *left : len;
+        *left -= *used;
+        return *left ? 1 : 0;
+    }
+    while (*used < len) {
+        size_t n, off, dlen;
+        int r =
+            http_chunked_decode(d, buf + *used, len - *used, &n, &off, &dlen);
+
+        *used += n;
+        if (r == HTTP_CHUNKED_DONE || r < 0)
+            return r;
+    }
+    return 1;
+}

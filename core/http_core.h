@@ -4,6 +4,7 @@
 
 #include "http_access.h"
 #include "http_buf.h"
+#include "http_cache.h"
 #include "http_conditional.h"
 #include "http_conf.h"
 #include "http_date.h"

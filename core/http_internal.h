@@ -8,6 +8,7 @@
 
 #include "http_access.h"
 #include "http_buf.h"
+#include "http_cache.h"
 #include "http_conditional.h"
 #include "http_date.h"
 #include "http_encoding.h"
@@ -186,6 +187,16 @@ const char *http_method_name(enum http_method m);
  * TCP's probe timer (~200 ms). Whether the head is valid is the parser's
  * business; an invalid one gets an error response, which pushes anyway. */
 bool http_head_buffered(const char *buf, size_t len);
+
+/* Consume from buf[0..len). *consumed is always set; on HTTP_CHUNKED_DATA
+ * the data is buf[*data_off .. *data_off + *data_len) and lies inside the
+ * consumed bytes. Call again with the rest (buf + *consumed). */
+int http_chunked_decode(struct http_chunked_decoder *d,
+                        const char *buf,
+                        size_t len,
+                        size_t *consumed,
+                        size_t *data_off,
+                        size_t *data_len);
 
 /* ---- http_path.h ---- */
 

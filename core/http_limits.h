@@ -97,6 +97,9 @@
 #define HTTP_SERVER_REVALIDATE_MS 1000
 /* Bytes a cache charges per entry or object besides its path and body. */
 #define HTTP_SERVER_ENTRY_OVERHEAD 256
+/* Past its budget, a cache evicts from the LRU tail until its bytes are
+ * at most this many tenths of the budget (http_cache_evict_more). */
+#define HTTP_SERVER_CACHE_LOW_TENTHS 9
 /* A listing's name table starts with this many bytes of names and this
  * many offsets, and doubles up to HTTP_SERVER_LISTING_MAX_NAME_BYTES and
  * HTTP_SERVER_LISTING_MAX_ENTRIES. */

@@ -8,6 +8,7 @@
 #include "http_listing.h"
 #include "http_date.h"
 #include "http_internal.h"
+#include "http_limits.h"
 
 static int commit(struct http_buf *b, size_t mark)
 {
@@ -301,4 +302,58 @@ void http_names_sort(struct http_names *n)
         n->off[end] = t;
         sift_down(n, 0, end);
     }
+}
+
+size_t http_names_grow_off(const struct http_names *n)
+{
+    size_t max = n->max * 2;
+
+    if (n->count < n->max)
+        return n->max;
+    if (max > HTTP_SERVER_LISTING_MAX_ENTRIES)
+        max = HTTP_SERVER_LISTING_MAX_ENTRIES;
+    return max > n->max ? max : 0;
+}
+
+size_t http_names_grow_buf(const struct http_names *n, size_t need)
+{
+    size_t cap = n->cap * 2;
+
+    if (need <= n->cap - n->len)
+        return n->cap;
+    if (cap < n->len + need)
+        cap = n->len + need;
+    if (cap > HTTP_SERVER_LISTING_MAX_NAME_BYTES)
+        cap = HTTP_SERVER_LISTING_MAX_NAME_BYTES;
+    return cap >= n->len + need ? cap : 0;
+}
+
+size_t http_names_table_size(const struct http_names *n)
+{
+    return sizeof(struct http_name_table) + n->count * sizeof(uint32_t) +
+           n->len;
+}
+
+void http_names_pack(const struct http_names *n,
+                     struct http_name_table *t,
+                     bool truncated,
+                     bool root,
+                     bool dotfiles)
+{
+    t->bytes = http_names_table_size(n);
+    t->count = (uint32_t) n->count;
+    t->truncated = truncated;
+    t->root = root;
+    t->dotfiles = dotfiles;
+    t->off = (uint32_t *) (t + 1);
+    t->names = (char *) (t->off + t->count);
+    memcpy(t->off, n->off, t->count * sizeof(uint32_t));
+    memcpy(t->names, n->buf, n->len);
+}
+
+bool http_names_table_fits(const struct http_name_table *t,
+                           bool root,
+                           bool dotfiles)
+{
+    return t && t->root == root && t->dotfiles == dotfiles;
 }

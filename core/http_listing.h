@@ -73,4 +73,38 @@ int http_names_add(struct http_names *n, const char *name, size_t name_len);
 /* Sort by name in byte order (unsigned, as strcmp: nginx's autoindex
  * order); in place, no allocation, O(n log n). */
 void http_names_sort(struct http_names *n);
+/* The sizes n's arrays grow to, doubling within the listing's bounds
+ * (HTTP_SERVER_LISTING_MAX_ENTRIES names, HTTP_SERVER_LISTING_MAX_NAME_BYTES
+ * bytes of them), when http_names_add refused a name of need bytes (its
+ * NUL included). The offsets: n->max when they have room, 0 when they may
+ * not grow. The buffer: n->cap when the name fits, 0 when it may not
+ * grow enough. The engine then charges, allocates and copies. */
+size_t http_names_grow_off(const struct http_names *n);
+size_t http_names_grow_buf(const struct http_names *n, size_t need);
+
+/* A directory's listed names, sorted, as a cache keeps them: one block
+ * (the header, then count offsets, then the names), immutable once
+ * published on its directory's object. */
+struct http_name_table {
+    size_t bytes; /* the whole block, this header included */
+    uint32_t count;
+    bool truncated; /* the directory has more than a listing holds */
+    bool root;      /* built as the root (/.well-known/ listed) */
+    bool dotfiles;  /* built with names starting with '.' listed */
+    uint32_t *off;  /* count offsets into names, in sorted order */
+    char *names;    /* NUL-terminated, back to back */
+};
+
+/* The bytes of the block packing n. */
+size_t http_names_table_size(const struct http_names *n);
+/* Pack n (sorted) into t, a block of http_names_table_size(n) bytes. */
+void http_names_pack(const struct http_names *n,
+                     struct http_name_table *t,
+                     bool truncated,
+                     bool root,
+                     bool dotfiles);
+/* Was t (or NULL) built for a listing of this kind? */
+bool http_names_table_fits(const struct http_name_table *t,
+                           bool root,
+                           bool dotfiles);
 #endif /* KTCP_CORE_HTTP_LISTING_H */

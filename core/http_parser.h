@@ -260,14 +260,17 @@ enum http_chunked_result {
 void http_chunked_init(struct http_chunked_decoder *d,
                        uint64_t max_body,
                        uint32_t max_trailer_bytes);
-/* Consume from buf[0..len). *consumed is always set; on HTTP_CHUNKED_DATA
- * the data is buf[*data_off .. *data_off + *data_len) and lies inside the
- * consumed bytes. Call again with the rest (buf + *consumed). */
-int http_chunked_decode(struct http_chunked_decoder *d,
-                        const char *buf,
-                        size_t len,
-                        size_t *consumed,
-                        size_t *data_off,
-                        size_t *data_len);
+
+/* Drop what buf[0..len) holds of a request body the server does not read
+ * (it answered without it): *left bytes of a Content-Length body, or a
+ * chunked one through d (NULL: not chunked). *used is always set. 0: the
+ * body is over (the rest of buf is the next request); 1: all of buf was
+ * body, read more and call again; or the decoder's error (a negative
+ * HTTP_PARSE_ERR_*, answered with http_parse_error_status()). */
+int http_body_skip(uint64_t *left,
+                   struct http_chunked_decoder *d,
+                   const char *buf,
+                   size_t len,
+                   size_t *used);
 
 #endif /* KTCP_CORE_HTTP_PARSER_H */

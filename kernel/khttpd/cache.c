@@ -76,6 +76,12 @@ static struct workqueue_struct *khttpd_gzip_wq;
 static atomic_t khttpd_gzip_jobs = ATOMIC_INIT(0); /* queued or running */
 static bool khttpd_gzip_stop; /* unloading: builds give up */
 
+/* The clock of the stamps core compares (http_cache_due). */
+static u64 khttpd_now_ms(void)
+{
+	return jiffies64_to_msecs(get_jiffies_64());
+}
+
 static void khttpd_obj_free_rcu(struct rcu_head *head)
 {
 	struct khttpd_obj *o = container_of(head, struct khttpd_obj, rcu);
@@ -126,17 +132,18 @@ void khttpd_cache_put(struct khttpd_entry *e)
  */
 static void khttpd_hold(struct khttpd_entry *e)
 {
-	e->held = e->charge;
-	if (refcount_read(&e->obj->refs) == 1)
-		e->held += READ_ONCE(e->obj->charge);
+	e->held = http_cache_leaving(e->charge, READ_ONCE(e->obj->charge),
+				     refcount_read(&e->obj->refs) == 1);
 	atomic_long_add(e->held, &khttpd_cache_held);
 }
 
 /* The bytes eviction can free: the total less what readers hold. */
-static long khttpd_cache_published(void)
+static size_t khttpd_cache_published(void)
 {
-	return atomic_long_read(&khttpd_cache_total) -
-	       atomic_long_read(&khttpd_cache_held);
+	long b = atomic_long_read(&khttpd_cache_total) -
+		 atomic_long_read(&khttpd_cache_held);
+
+	return b > 0 ? b : 0;
 }
 
 static void khttpd_unpublish_locked(struct khttpd_entry *e,
@@ -166,11 +173,11 @@ static void khttpd_put_gone(struct list_head *gone)
  */
 static void khttpd_evict_locked(struct list_head *gone)
 {
-	long target = khttpd_cache_bytes / 10 * 9;
 	struct khttpd_entry *e, *tmp;
 
 	list_for_each_entry_safe_reverse(e, tmp, &khttpd_lru, lru) {
-		if (khttpd_cache_published() <= target)
+		if (!http_cache_evict_more(khttpd_cache_published(), 0,
+					   khttpd_cache_bytes))
 			break;
 		khttpd_unpublish_locked(e, gone);
 		khttpd_count(cache_evictions, 1);
@@ -181,7 +188,7 @@ static void khttpd_evict_if_over(void)
 {
 	LIST_HEAD(gone);
 
-	if (khttpd_cache_published() <= (long)khttpd_cache_bytes)
+	if (!http_cache_over(khttpd_cache_published(), khttpd_cache_bytes))
 		return;
 	spin_lock(&khttpd_cache_lock);
 	khttpd_evict_locked(&gone);
@@ -189,27 +196,34 @@ static void khttpd_evict_if_over(void)
 	khttpd_put_gone(&gone);
 }
 
-/* Is o this version of this file? */
-static bool khttpd_obj_is(const struct khttpd_obj *o, const struct kstat *st)
+static void khttpd_file_id(const struct kstat *st, struct http_file_id *id)
 {
-	return o->dev == st->dev && o->ino == st->ino &&
-	       o->size == (u64)st->size && o->mtime == st->mtime.tv_sec &&
-	       o->mtime_nsec == st->mtime.tv_nsec &&
-	       o->is_dir == S_ISDIR(st->mode);
+	*id = (struct http_file_id){
+		.dev = st->dev,
+		.ino = st->ino,
+		.size = st->size,
+		.mtime = st->mtime.tv_sec,
+		.mtime_nsec = st->mtime.tv_nsec,
+		.is_dir = S_ISDIR(st->mode),
+	};
 }
 
-static u32 khttpd_obj_hash(const struct kstat *st)
+bool khttpd_obj_is(const struct khttpd_obj *o, const struct kstat *st)
 {
-	return jhash_2words((u32)st->ino ^ (u32)(st->ino >> 32), st->dev, 0);
+	struct http_file_id id;
+
+	khttpd_file_id(st, &id);
+	return http_file_id_same(&o->id, &id);
 }
 
 /* The object table's live object for this version, referenced, or NULL. */
-static struct khttpd_obj *khttpd_obj_find(const struct kstat *st, u32 hash)
+static struct khttpd_obj *khttpd_obj_find(const struct http_file_id *id,
+					  u32 hash)
 {
 	struct khttpd_obj *o;
 
 	hash_for_each_possible_rcu(khttpd_objs, o, node, hash) {
-		if (o->hash == hash && khttpd_obj_is(o, st) &&
+		if (o->hash == hash && http_file_id_same(&o->id, id) &&
 		    refcount_inc_not_zero(&o->refs))
 			return o;
 	}
@@ -222,11 +236,14 @@ static struct khttpd_obj *khttpd_obj_find(const struct kstat *st, u32 hash)
 static struct khttpd_obj *khttpd_obj_get(const struct path *path,
 					 const struct kstat *st, bool keep)
 {
-	u32 hash = khttpd_obj_hash(st);
+	struct http_file_id id;
 	struct khttpd_obj *o, *won;
+	u32 hash;
 
+	khttpd_file_id(st, &id);
+	hash = http_file_id_hash(&id);
 	rcu_read_lock();
-	o = khttpd_obj_find(st, hash);
+	o = khttpd_obj_find(&id, hash);
 	rcu_read_unlock();
 	if (o)
 		return o;
@@ -236,28 +253,21 @@ static struct khttpd_obj *khttpd_obj_get(const struct path *path,
 		return NULL;
 	refcount_set(&o->refs, 1);
 	o->hash = hash;
-	o->dev = st->dev;
-	o->ino = st->ino;
-	o->size = st->size;
-	o->mtime = st->mtime.tv_sec;
-	o->mtime_nsec = st->mtime.tv_nsec;
-	o->is_dir = S_ISDIR(st->mode);
-	o->charge = HTTP_SERVER_ENTRY_OVERHEAD;
+	o->id = id;
 	if (keep) {
 		struct file *f = khttpd_open_path(path);
 
 		if (!IS_ERR(f)) {
-			o->body = kvmalloc(o->size, GFP_KERNEL);
+			o->body = kvmalloc(id.size, GFP_KERNEL);
 			if (o->body &&
-			    khttpd_read_whole(f, o->body, o->size) < 0) {
+			    khttpd_read_whole(f, o->body, id.size) < 0) {
 				kvfree(o->body);
 				o->body = NULL; /* the splice path reports it */
 			}
 			fput(f);
 		}
-		if (o->body)
-			o->charge += o->size;
 	}
+	o->charge = http_cache_obj_charge(o->body ? id.size : 0);
 
 	spin_lock(&khttpd_obj_lock);
 	rcu_read_lock();
@@ -265,7 +275,7 @@ static struct khttpd_obj *khttpd_obj_get(const struct path *path,
 	 * the lock no object in the table has dropped its last reference:
 	 * that happens under the lock, together with its removal.
 	 */
-	won = khttpd_obj_find(st, hash);
+	won = khttpd_obj_find(&id, hash);
 	if (!won) {
 		o->hashed = true;
 		hash_add_rcu(khttpd_objs, &o->node, hash);
@@ -324,7 +334,7 @@ static int khttpd_load(const struct khttpd_site *site, const char *rel,
 			   st.mtime.tv_sec, st.mtime.tv_nsec, st.ino);
 	e->path_len = len;
 	memcpy(e->path, rel, len);
-	e->checked = jiffies;
+	e->checked = khttpd_now_ms();
 	e->used = e->checked;
 	e->obj = khttpd_obj_get(&path, &st,
 				http_resource_keep_body(&e->meta,
@@ -336,7 +346,7 @@ static int khttpd_load(const struct khttpd_site *site, const char *rel,
 	}
 	e->body = e->obj->body;
 	e->meta.body_cached = !!e->body;
-	e->charge = HTTP_SERVER_ENTRY_OVERHEAD + len;
+	e->charge = http_cache_entry_charge(len, 0);
 	atomic_long_add(e->charge, &khttpd_cache_total);
 	*out = e;
 	err = 0;
@@ -351,14 +361,13 @@ out_path:
  */
 static bool khttpd_still_fresh(struct khttpd_entry *e, const char *rel)
 {
-	unsigned long checked = READ_ONCE(e->checked);
-	unsigned long now = jiffies;
+	u64 checked = READ_ONCE(e->checked);
+	u64 now = khttpd_now_ms();
 	struct path path;
 	struct kstat st;
 	bool same;
 
-	if (time_before(now,
-			checked + msecs_to_jiffies(HTTP_SERVER_REVALIDATE_MS)))
+	if (!http_cache_due(now, checked, HTTP_SERVER_REVALIDATE_MS))
 		return true;
 	if (cmpxchg(&e->checked, checked, now) != checked)
 		return true; /* another worker is checking right now */
@@ -372,11 +381,10 @@ static bool khttpd_still_fresh(struct khttpd_entry *e, const char *rel)
 /* A hit: to the LRU front, unless it went there a moment ago. */
 static void khttpd_touch(struct khttpd_entry *e)
 {
-	unsigned long used = READ_ONCE(e->used);
-	unsigned long now = jiffies;
+	u64 used = READ_ONCE(e->used);
+	u64 now = khttpd_now_ms();
 
-	if (time_before(now,
-			used + msecs_to_jiffies(HTTP_SERVER_LRU_TOUCH_MS)) ||
+	if (!http_cache_due(now, used, HTTP_SERVER_LRU_TOUCH_MS) ||
 	    cmpxchg(&e->used, used, now) != used)
 		return;
 	spin_lock(&khttpd_cache_lock);
@@ -430,7 +438,8 @@ int khttpd_cache_get(const struct khttpd_site *site, const char *rel,
 	err = khttpd_load(site, rel, len, hash, &e);
 	if (err < 0)
 		return err;
-	if (e->charge + READ_ONCE(e->obj->charge) > khttpd_cache_bytes) {
+	if (!http_cache_keeps(e->charge, READ_ONCE(e->obj->charge),
+			      khttpd_cache_bytes)) {
 		khttpd_hold(e);
 		*out = e; /* too big to cache: used once, freed by the put */
 		return 0;
@@ -448,7 +457,7 @@ int khttpd_cache_get(const struct khttpd_site *site, const char *rel,
 	WRITE_ONCE(e->in_table, true);
 	hash_add_rcu(khttpd_cache, &e->node, hash);
 	list_add(&e->lru, &khttpd_lru);
-	if (khttpd_cache_published() > (long)khttpd_cache_bytes)
+	if (http_cache_over(khttpd_cache_published(), khttpd_cache_bytes))
 		khttpd_evict_locked(&gone);
 	spin_unlock(&khttpd_cache_lock);
 	khttpd_put_gone(&gone);
@@ -459,7 +468,7 @@ int khttpd_cache_get(const struct khttpd_site *site, const char *rel,
 /* Publish gz as o's copy and charge it. */
 static void khttpd_gz_publish(struct khttpd_obj *o, struct khttpd_gz *gz)
 {
-	size_t more = sizeof(*gz) + gz->len;
+	size_t more = http_cache_gz_charge(sizeof(*gz), gz->len, gz->worthless);
 
 	/* The charge is in place before the copy can be seen (and so before
 	 * anyone can drop o's last reference for it).
@@ -471,7 +480,7 @@ static void khttpd_gz_publish(struct khttpd_obj *o, struct khttpd_gz *gz)
 	khttpd_evict_if_over();
 }
 
-bool khttpd_cache_set_names(struct khttpd_entry *e, struct khttpd_names *t)
+bool khttpd_cache_set_names(struct khttpd_entry *e, struct http_name_table *t)
 {
 	struct khttpd_obj *o = e->obj;
 
@@ -505,8 +514,8 @@ static char *khttpd_gzip_source(const struct khttpd_site *site, const char *rel,
 	if (IS_ERR(f))
 		return NULL;
 	if (!khttpd_getattr(&f->f_path, &st) && khttpd_obj_is(o, &st)) {
-		buf = kvmalloc(o->size, GFP_KERNEL);
-		if (buf && khttpd_read_whole(f, buf, o->size) < 0) {
+		buf = kvmalloc(o->id.size, GFP_KERNEL);
+		if (buf && khttpd_read_whole(f, buf, o->id.size) < 0) {
 			kvfree(buf);
 			buf = NULL;
 		}
@@ -533,7 +542,7 @@ static void khttpd_gzip_work(struct work_struct *work)
 		/* A file that changed or cannot be read: identity for this
 		 * version (an empty copy marked worthless), no build again.
 		 */
-		gz = src ? khttpd_gzip(src, o->size, &khttpd_gzip_stop) :
+		gz = src ? khttpd_gzip(src, o->id.size, &khttpd_gzip_stop) :
 			   kvzalloc(sizeof(*gz), GFP_KERNEL);
 		if (gz && !src)
 			gz->worthless = true;
@@ -585,8 +594,8 @@ const struct khttpd_gz *khttpd_cache_gzip(struct khttpd_entry *e)
 		return NULL;
 	if (test_and_set_bit(KHTTPD_OBJ_BUILDING, &o->flags))
 		return NULL; /* being built: identity until it is there */
-	if (o->body && o->size <= HTTP_SERVER_GZIP_INLINE_MAX) {
-		gz = khttpd_gzip(o->body, o->size, NULL);
+	if (o->body && o->id.size <= HTTP_SERVER_GZIP_INLINE_MAX) {
+		gz = khttpd_gzip(o->body, o->id.size, NULL);
 		if (gz) {
 			khttpd_gz_publish(o, gz);
 			return gz;

@@ -243,24 +243,17 @@ static int khttpd_recv(struct khttpd_conn *conn, char *buf, size_t len)
  */
 static bool khttpd_make_room(struct khttpd_conn *conn)
 {
+	size_t want = http_reqbuf_room(conn->rbuf, &conn->rstart, &conn->rlen,
+				       conn->rcap);
 	char *nb;
 
-	if (conn->rlen < conn->rcap)
-		return true;
-	if (conn->rstart > 0) {
-		memmove(conn->rbuf, conn->rbuf + conn->rstart,
-			conn->rlen - conn->rstart);
-		conn->rlen -= conn->rstart;
-		conn->rstart = 0;
-		return true;
-	}
-	if (conn->rcap >= HTTP_SERVER_REQ_BUF_MAX)
-		return false;
-	nb = krealloc(conn->rbuf, conn->rcap * 2, GFP_KERNEL);
+	if (want == conn->rcap || !want)
+		return want;
+	nb = krealloc(conn->rbuf, want, GFP_KERNEL);
 	if (!nb)
 		return false;
 	conn->rbuf = nb;
-	conn->rcap *= 2;
+	conn->rcap = want;
 	return true;
 }
 
@@ -502,35 +495,20 @@ static void khttpd_refuse_body(struct khttpd_conn *conn, int result)
  */
 static int khttpd_drain_body(struct khttpd_conn *conn)
 {
+	size_t used;
 	int n;
 
-	if (conn->body_left) {
-		u64 take =
-			min_t(u64, conn->body_left, conn->rlen - conn->rstart);
-
-		conn->rstart += take;
-		conn->body_left -= take;
-		if (!conn->body_left)
-			return 0;
-	} else if (conn->body_chunked) {
-		while (conn->rstart < conn->rlen) {
-			size_t used, off, len;
-			int r = http_chunked_decode(&conn->req->chunked,
-						    conn->rbuf + conn->rstart,
-						    conn->rlen - conn->rstart,
-						    &used, &off, &len);
-
-			conn->rstart += used;
-			if (r == HTTP_CHUNKED_DONE) {
-				conn->body_chunked = false;
-				return 0;
-			}
-			if (r < 0) {
-				khttpd_refuse_body(conn, r);
-				return 0;
-			}
-		}
-	} else {
+	if (!conn->body_left && !conn->body_chunked)
+		return 0;
+	n = http_body_skip(&conn->body_left,
+			   conn->body_left ? NULL : &conn->req->chunked,
+			   conn->rbuf + conn->rstart, conn->rlen - conn->rstart,
+			   &used);
+	conn->rstart += used;
+	if (n <= 0) {
+		conn->body_chunked = false;
+		if (n < 0)
+			khttpd_refuse_body(conn, n);
 		return 0;
 	}
 	if (WARN_ON_ONCE(!conn->rbuf)) /* a request came through it */

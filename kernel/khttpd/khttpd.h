@@ -146,20 +146,6 @@ struct khttpd_gz {
 };
 
 /*
- * A directory's listed names, sorted (listing.c builds it): one
- * allocation, immutable once published on its directory's object.
- */
-struct khttpd_names {
-	size_t bytes; /* the whole allocation, this header included */
-	u32 count;
-	bool truncated; /* the directory has more than a listing holds */
-	bool root; /* built as the root (/.well-known/ listed) */
-	bool dotfiles; /* built with names starting with '.' listed */
-	u32 *off; /* count offsets into names, in sorted order */
-	char *names; /* NUL-terminated, back to back */
-};
-
-/*
  * One version of one file (device, inode, size, mtime): its body when small
  * enough and its gzip copy once built; a directory's listed names once a
  * listing built them. Every path naming the file shares
@@ -173,16 +159,11 @@ struct khttpd_obj {
 	refcount_t refs;
 	bool hashed; /* under the object table's lock */
 	u32 hash;
-	dev_t dev;
-	u64 ino;
-	u64 size;
-	s64 mtime;
-	long mtime_nsec;
-	bool is_dir;
+	struct http_file_id id; /* the file and its version */
 	size_t charge; /* bytes counted against cache_bytes */
 	char *body; /* whole file, or NULL */
 	struct khttpd_gz *gz; /* set once (smp_store_release) by the build */
-	struct khttpd_names *names; /* a directory's: set once (cmpxchg) */
+	struct http_name_table *names; /* a directory's: set once (cmpxchg) */
 	unsigned long flags; /* KHTTPD_OBJ_BUILDING */
 };
 
@@ -203,8 +184,8 @@ struct khttpd_entry {
 	const struct khttpd_site *site; /* with the path, the key */
 	struct khttpd_obj *obj;
 	char *body; /* obj->body */
-	unsigned long checked; /* jiffies of the last revalidation */
-	unsigned long used; /* jiffies of the last move to the LRU front */
+	u64 checked; /* ms (jiffies64) of the last revalidation */
+	u64 used; /* ms (jiffies64) of the last move to the LRU front */
 	size_t charge; /* bytes counted against cache_bytes */
 	long held; /* out of the table, still referenced: bytes in cache_held */
 	size_t path_len;
@@ -225,7 +206,9 @@ const struct khttpd_gz *khttpd_cache_gzip(struct khttpd_entry *e);
 /* Publish t as the name table of e's object (a directory) and charge it
  * against cache_bytes: false (t not taken) when the object has one.
  */
-bool khttpd_cache_set_names(struct khttpd_entry *e, struct khttpd_names *t);
+bool khttpd_cache_set_names(struct khttpd_entry *e, struct http_name_table *t);
+/* Is o this version (st) of its file? */
+bool khttpd_obj_is(const struct khttpd_obj *o, const struct kstat *st);
 void khttpd_cache_exit(void);
 /* What the cache holds now: bytes charged and files (objects); what a
  * reader still holds stays counted until it lets go.
@@ -351,7 +334,7 @@ struct khttpd_conn {
 	/* Both NULL while idle with nothing buffered, both set otherwise. */
 	char *rbuf;
 	struct khttpd_req *req;
-	u32 rstart, rlen, rcap; /* the current request is rbuf[rstart..rlen) */
+	size_t rstart, rlen, rcap; /* the current request: rbuf[rstart..rlen) */
 	u64 body_left; /* Content-Length body still to drop */
 	u64 sent; /* bytes sent on this connection */
 };

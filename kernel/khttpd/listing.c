@@ -8,7 +8,7 @@
  * table, bounded by HTTP_SERVER_LISTING_MAX_ENTRIES names and
  * HTTP_SERVER_LISTING_MAX_NAME_BYTES bytes (past them the listing says it
  * is truncated); core sorts them and the result is packed into one
- * immutable struct khttpd_names. It is published on the directory's cache
+ * immutable struct http_name_table. It is published on the directory's cache
  * object (one version of the directory: device, inode, size, mtime), so
  * it is built once per version, shared by every reader through the cache
  * entry each holds, charged against cache_bytes and freed with the object.
@@ -70,8 +70,8 @@ static struct mutex khttpd_build_locks[KHTTPD_BUILD_LOCKS] = {
 struct khttpd_listing {
 	const struct khttpd_site *site; /* rel is beneath its root */
 	struct khttpd_entry *ref; /* the directory's entry: keeps its table */
-	const struct khttpd_names *names; /* ref's object's, or own */
-	struct khttpd_names *own; /* a table only this listing reads */
+	const struct http_name_table *names; /* ref's object's, or own */
+	struct http_name_table *own; /* a table only this listing reads */
 	size_t charge; /* bytes counted against listing_bytes */
 	bool chunked;
 	bool truncated; /* the last row saying so is still to come */
@@ -164,14 +164,13 @@ static bool khttpd_build_actor(struct dir_context *ctx, const char *name,
 static int khttpd_build_grow(struct khttpd_build *b)
 {
 	struct http_names *n = &b->n;
+	size_t max = http_names_grow_off(n), cap;
 
-	if (n->count >= n->max) {
-		size_t max = min_t(size_t, n->max * 2,
-				   HTTP_SERVER_LISTING_MAX_ENTRIES);
+	if (!max)
+		return -ENOSPC;
+	if (max > n->max) {
 		u32 *off;
 
-		if (max <= n->max)
-			return -ENOSPC;
 		if (!khttpd_listing_charge(max * sizeof(*off)))
 			return -EBUSY;
 		off = kvmalloc_array(max, sizeof(*off), GFP_KERNEL);
@@ -185,13 +184,12 @@ static int khttpd_build_grow(struct khttpd_build *b)
 		n->off = off;
 		n->max = max;
 	}
-	if (b->need > n->cap - n->len) {
-		size_t cap = max(n->cap * 2, n->len + b->need);
+	cap = http_names_grow_buf(n, b->need);
+	if (!cap)
+		return -ENOSPC;
+	if (cap > n->cap) {
 		char *buf;
 
-		cap = min_t(size_t, cap, HTTP_SERVER_LISTING_MAX_NAME_BYTES);
-		if (cap < n->len + b->need)
-			return -ENOSPC;
 		if (!khttpd_listing_charge(cap))
 			return -EBUSY;
 		buf = kvmalloc(cap, GFP_KERNEL);
@@ -213,9 +211,9 @@ static int khttpd_build_grow(struct khttpd_build *b)
  * them into one table of exactly their size, charged against
  * listing_bytes (the caller moves the charge when it publishes it).
  */
-static struct khttpd_names *khttpd_build(struct file *dir, const char *rel,
-					 size_t rel_len, bool root,
-					 bool dotfiles)
+static struct http_name_table *khttpd_build(struct file *dir, const char *rel,
+					    size_t rel_len, bool root,
+					    bool dotfiles)
 {
 	struct khttpd_build b = {
 		.ctx.actor = khttpd_build_actor,
@@ -223,7 +221,7 @@ static struct khttpd_names *khttpd_build(struct file *dir, const char *rel,
 		.dir_len = root ? 1 : rel_len,
 		.dotfiles = dotfiles,
 	};
-	struct khttpd_names *t = NULL;
+	struct http_name_table *t = NULL;
 	bool truncated = false;
 	size_t size;
 	int err;
@@ -256,7 +254,7 @@ static struct khttpd_names *khttpd_build(struct file *dir, const char *rel,
 		goto out;
 	http_names_sort(&b.n);
 
-	size = sizeof(*t) + b.n.count * sizeof(u32) + b.n.len;
+	size = http_names_table_size(&b.n);
 	err = khttpd_listing_charge(size) ? 0 : -EBUSY;
 	if (!err) {
 		t = kvmalloc(size, GFP_KERNEL);
@@ -267,15 +265,7 @@ static struct khttpd_names *khttpd_build(struct file *dir, const char *rel,
 	}
 	if (err < 0)
 		goto out;
-	t->bytes = size;
-	t->count = b.n.count;
-	t->truncated = truncated;
-	t->root = root;
-	t->dotfiles = dotfiles;
-	t->off = (u32 *)(t + 1);
-	t->names = (char *)(t->off + t->count);
-	memcpy(t->off, b.n.off, t->count * sizeof(u32));
-	memcpy(t->names, b.n.buf, b.n.len);
+	http_names_pack(&b.n, t, truncated, root, dotfiles);
 out:
 	kvfree(b.n.buf);
 	kvfree(b.n.off);
@@ -286,15 +276,7 @@ out:
 /* Is the directory as opened (st) the version o describes? */
 static bool khttpd_obj_holds(const struct khttpd_obj *o, const struct kstat *st)
 {
-	return o->is_dir && o->dev == st->dev && o->ino == st->ino &&
-	       o->size == (u64)st->size && o->mtime == st->mtime.tv_sec &&
-	       o->mtime_nsec == st->mtime.tv_nsec;
-}
-
-static bool khttpd_names_fit(const struct khttpd_names *t, bool root,
-			     bool dotfiles)
-{
-	return t && t->root == root && t->dotfiles == dotfiles;
+	return o->id.is_dir && khttpd_obj_is(o, st);
 }
 
 /*
@@ -307,7 +289,7 @@ static int khttpd_listing_table(struct khttpd_listing *l, struct file *dir,
 				const char *rel, size_t rel_len, bool dotfiles)
 {
 	bool root = l->dir_len == 0;
-	struct khttpd_names *t;
+	struct http_name_table *t;
 	struct khttpd_obj *o;
 	struct mutex *lock; /* the one this object's builders share */
 	struct kstat st;
@@ -331,14 +313,14 @@ static int khttpd_listing_table(struct khttpd_listing *l, struct file *dir,
 	o = l->ref->obj;
 	/* Pairs with the release in khttpd_cache_set_names(). */
 	l->names = smp_load_acquire(&o->names);
-	if (khttpd_names_fit(l->names, root, dotfiles))
+	if (http_names_table_fits(l->names, root, dotfiles))
 		return 0;
 	lock = &khttpd_build_locks[o->hash % KHTTPD_BUILD_LOCKS];
 	if (mutex_lock_killable(lock))
 		return -EINTR;
 	/* Again under the lock: the builder we waited for published it. */
 	l->names = smp_load_acquire(&o->names);
-	if (khttpd_names_fit(l->names, root, dotfiles)) {
+	if (http_names_table_fits(l->names, root, dotfiles)) {
 		mutex_unlock(lock);
 		return 0;
 	}
@@ -414,7 +396,7 @@ static int khttpd_listing_row(struct khttpd_listing *l, const char *name)
 int khttpd_listing_next(struct khttpd_conn *conn)
 {
 	struct khttpd_listing *l = conn->req->out.listing;
-	const struct khttpd_names *t = l->names;
+	const struct http_name_table *t = l->names;
 	const char *dir = l->dir_len ? l->rel : ".";
 	size_t dir_len = l->dir_len ? l->dir_len - 1 : 1;
 

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "fuzz.h"
+#include "http_internal.h"
 #include "http_parser.h"
 
 #define MAX_BODY 64

@@ -1,5 +1,6 @@
 /* Unit tests of the directory listing renderer and its escaping. */
 #include "http_internal.h"
+#include "http_limits.h"
 #include "http_listing.h"
 #include "listing_whole.h"
 #include "unit.h"
@@ -218,10 +219,67 @@ static void test_truncated(void)
     CHECK(contains(mem, b.len, "Only the first 20000 entries are listed."));
 }
 
+/* Growth of a name table: doubling, never past the listing's bounds,
+ * and no growth when what is there has room. */
+static void test_grow(void)
+{
+    struct http_names n = {NULL, 0, 4096, NULL, 0, 256};
+
+    CHECK_INT(http_names_grow_off(&n), 256); /* room: unchanged */
+    CHECK_INT(http_names_grow_buf(&n, 100), 4096);
+    n.count = 256;
+    CHECK_INT(http_names_grow_off(&n), 512);
+    n.count = n.max = 16384;
+    CHECK_INT(http_names_grow_off(&n), HTTP_SERVER_LISTING_MAX_ENTRIES);
+    n.count = n.max = HTTP_SERVER_LISTING_MAX_ENTRIES;
+    CHECK_INT(http_names_grow_off(&n), 0); /* at the bound */
+    n.len = 4000;
+    CHECK_INT(http_names_grow_buf(&n, 96), 4096); /* exactly fits */
+    CHECK_INT(http_names_grow_buf(&n, 97), 8192);
+    /* a name longer than the doubling: room for it exactly */
+    CHECK_INT(http_names_grow_buf(&n, 10000), 14000);
+    n.cap = n.len = 400 * 1024;
+    CHECK_INT(http_names_grow_buf(&n, 10), HTTP_SERVER_LISTING_MAX_NAME_BYTES);
+    n.cap = n.len = HTTP_SERVER_LISTING_MAX_NAME_BYTES - 5;
+    CHECK_INT(http_names_grow_buf(&n, 5), HTTP_SERVER_LISTING_MAX_NAME_BYTES);
+    CHECK_INT(http_names_grow_buf(&n, 6), 0); /* past the bound */
+}
+
+/* The packed table: header, offsets, names, in one block of its size. */
+static void test_pack(void)
+{
+    static char buf[64];
+    static uint32_t off[8];
+    struct http_names n = {buf, 0, sizeof(buf), off, 0, 8};
+    union {
+        struct http_name_table t;
+        char mem[256];
+    } u;
+    struct http_name_table *t = &u.t;
+
+    CHECK_INT(http_names_add(&n, "b", 1), 0);
+    CHECK_INT(http_names_add(&n, "a", 1), 0);
+    http_names_sort(&n);
+    CHECK_INT(http_names_table_size(&n), sizeof(*t) + 2 * 4 + 4);
+    http_names_pack(&n, t, true, false, true);
+    CHECK_INT(t->bytes, sizeof(*t) + 12);
+    CHECK_INT(t->count, 2);
+    CHECK(t->truncated && !t->root && t->dotfiles);
+    CHECK_STR(t->names + t->off[0], "a");
+    CHECK_STR(t->names + t->off[1], "b");
+    CHECK((char *) t->off == u.mem + sizeof(*t));
+    CHECK(http_names_table_fits(t, false, true));
+    CHECK(!http_names_table_fits(t, true, true));
+    CHECK(!http_names_table_fits(t, false, false));
+    CHECK(!http_names_table_fits(NULL, false, true));
+}
+
 int main(void)
 {
     test_visible();
     test_sort();
+    test_grow();
+    test_pack();
     test_long_title();
     test_truncated();
     test_escape();

@@ -804,8 +804,51 @@ static void test_error_names(void)
     }
 }
 
+/* A body the server drops: what a piece holds of it, where the next
+ * request starts, and the decoder's refusal. */
+static void test_body_skip(void)
+{
+    const char cl[] = "0123456789GET";
+    const char ch[] = "3\r\nabc\r\n0\r\n\r\nGET";
+    struct http_chunked_decoder d;
+    uint64_t left = 10;
+    size_t used = 99;
+    int i;
+
+    /* Content-Length: the rest of the piece is the next request */
+    CHECK_INT(http_body_skip(&left, NULL, cl, 4, &used), 1);
+    CHECK_INT(used, 4);
+    CHECK_INT(left, 6);
+    CHECK_INT(http_body_skip(&left, NULL, cl + 4, 9, &used), 0);
+    CHECK_INT(used, 6);
+    CHECK_INT(left, 0);
+    CHECK_INT(http_body_skip(&left, NULL, cl, 0, &used), 0);
+    CHECK_INT(used, 0);
+    /* chunked, whole and byte by byte: the same end */
+    http_chunked_init(&d, 1024, 64);
+    left = 0;
+    CHECK_INT(http_body_skip(&left, &d, ch, sizeof(ch) - 1, &used), 0);
+    CHECK_INT(used, sizeof(ch) - 4);
+    http_chunked_init(&d, 1024, 64);
+    for (i = 0; i < (int) sizeof(ch) - 5; i++) {
+        CHECK_INT(http_body_skip(&left, &d, ch + i, 1, &used), 1);
+        CHECK_INT(used, 1);
+    }
+    CHECK_INT(http_body_skip(&left, &d, ch + i, 4, &used), 0);
+    CHECK_INT(used, 1);
+    CHECK_INT(http_body_skip(&left, &d, ch, 0, &used), 1); /* nothing yet */
+    /* past the bound: the decoder's error, for a 413 */
+    http_chunked_init(&d, 2, 64);
+    CHECK_INT(http_body_skip(&left, &d, ch, sizeof(ch) - 1, &used),
+              HTTP_PARSE_ERR_BODY_TOO_LARGE);
+    CHECK_INT(http_parse_error_status(HTTP_PARSE_ERR_BODY_TOO_LARGE), 413);
+    http_chunked_init(&d, 1024, 64);
+    CHECK(http_body_skip(&left, &d, "x\r\n", 3, &used) < 0);
+}
+
 int main(void)
 {
+    test_body_skip();
     test_simple_get();
     test_incomplete();
     test_methods();

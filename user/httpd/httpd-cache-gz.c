@@ -19,7 +19,8 @@ static const struct httpd_gz *publish(struct httpd_obj *o, struct httpd_gz *gz)
         free(gz); /* cannot happen with the building flag; be safe */
         return expected;
     }
-    httpd_cache_charge(o, gz->worthless ? sizeof(*gz) : sizeof(*gz) + gz->len);
+    httpd_cache_charge(
+        o, http_cache_gz_charge(sizeof(*gz), gz->len, gz->worthless));
     return gz;
 }
 
@@ -55,13 +56,13 @@ static void build_run(struct httpd_gzip_job *job)
         int fd = httpd_open_beneath(b->root, b->path, O_RDONLY | O_NONBLOCK);
         struct stat st;
         if (fd >= 0 && fstat(fd, &st) == 0 && httpd_obj_is(o, &st) &&
-            (tmp = malloc(o->size ? o->size : 1)) &&
-            httpd_read_all(fd, tmp, o->size) == 0)
+            (tmp = malloc(o->id.size ? o->id.size : 1)) &&
+            httpd_read_all(fd, tmp, o->id.size) == 0)
             src = tmp;
         if (fd >= 0)
             close(fd);
     }
-    gz = src ? httpd_gzip(src, o->size) : gz_worthless();
+    gz = src ? httpd_gzip(src, o->id.size) : gz_worthless();
     free(tmp);
     if (gz)
         publish(o, gz);
@@ -83,8 +84,8 @@ const struct httpd_gz *httpd_cache_gzip(struct httpd_file *f)
         return NULL;
     if (atomic_exchange(&o->building, true))
         return NULL; /* being built: identity until it is there */
-    if (o->body && o->size <= HTTP_SERVER_GZIP_INLINE_MAX) {
-        gz = httpd_gzip(o->body, o->size);
+    if (o->body && o->id.size <= HTTP_SERVER_GZIP_INLINE_MAX) {
+        gz = httpd_gzip(o->body, o->id.size);
         if (gz)
             return publish(o, gz);
         atomic_store(&o->building, false);

@@ -95,12 +95,6 @@ static unsigned long path_hash(const char *s, size_t len)
     return hash_bytes(s, len);
 }
 
-static unsigned long obj_hash(uint64_t dev, uint64_t ino)
-{
-    uint64_t k[2] = {dev, ino};
-    return hash_bytes(k, sizeof(k));
-}
-
 struct key {
     const struct httpd_root *root;
     const char *path;
@@ -118,18 +112,28 @@ static int match(struct cds_lfht_node *node, const void *k)
 }
 
 /* An object's identity: the file and its version. */
+static struct http_file_id file_id(const struct stat *st)
+{
+    return (struct http_file_id){
+        .dev = (uint64_t) st->st_dev,
+        .ino = (uint64_t) st->st_ino,
+        .size = (uint64_t) st->st_size,
+        .mtime = st->st_mtim.tv_sec,
+        .mtime_nsec = (uint32_t) st->st_mtim.tv_nsec,
+        .is_dir = S_ISDIR(st->st_mode),
+    };
+}
+
 bool httpd_obj_is(const struct httpd_obj *o, const struct stat *st)
 {
-    return o->dev == (uint64_t) st->st_dev && o->ino == (uint64_t) st->st_ino &&
-           o->size == (uint64_t) st->st_size &&
-           o->mtime == st->st_mtim.tv_sec &&
-           o->mtime_nsec == st->st_mtim.tv_nsec &&
-           o->is_dir == !!S_ISDIR(st->st_mode);
+    struct http_file_id id = file_id(st);
+    return http_file_id_same(&o->id, &id);
 }
 
 static int obj_match(struct cds_lfht_node *node, const void *k)
 {
-    return httpd_obj_is(caa_container_of(node, struct httpd_obj, node), k);
+    return http_file_id_same(
+        &caa_container_of(node, struct httpd_obj, node)->id, k);
 }
 
 int httpd_cache_init(void)
@@ -216,22 +220,19 @@ static bool unpublish_locked(struct httpd_file *f)
  * entry; each entry leaves once, so the walk is bounded by the list. */
 static void evict_locked(struct httpd_file **gone)
 {
-    size_t target = httpd_cfg.cache_size / 10 * 9;
     struct cds_list_head *pos, *p;
     size_t pending = 0; /* charged bytes of entries chained on *gone */
 
     cds_list_for_each_prev_safe(pos, p, &lru)
     {
-        if (atomic_load(&cache_bytes_shared) <= target + pending)
+        if (!http_cache_evict_more(atomic_load(&cache_bytes_shared), pending,
+                                   httpd_cfg.cache_size))
             break;
         struct httpd_file *f = caa_container_of(pos, struct httpd_file, lru);
         unpublish_locked(f);
         rt_count(HTTPD_C_CACHE_EVICTIONS, 1);
-        /* the entry's own charge and, if no one else holds it, its
-         * object's leave with the put */
-        pending += f->charge;
-        if (atomic_load(&f->obj->refs) == 1)
-            pending += atomic_load(&f->obj->charge);
+        pending += http_cache_leaving(f->charge, atomic_load(&f->obj->charge),
+                                      atomic_load(&f->obj->refs) == 1);
         /* chain through the (now unused) LRU link */
         f->lru.next = (struct cds_list_head *) *gone;
         *gone = f;
@@ -249,7 +250,8 @@ static void put_chain(struct httpd_file *gone)
 
 static void evict_if_over(void)
 {
-    if (atomic_load(&cache_bytes_shared) <= httpd_cfg.cache_size)
+    if (!http_cache_over(atomic_load(&cache_bytes_shared),
+                         httpd_cfg.cache_size))
         return;
     struct httpd_file *gone = NULL;
     pthread_mutex_lock(&cache_lock);
@@ -277,12 +279,13 @@ int httpd_read_all(int fd, char *buf, size_t len)
  * referenced. */
 static struct httpd_obj *obj_get(int fd, const struct stat *st, bool keep)
 {
-    unsigned long hash = obj_hash((uint64_t) st->st_dev, (uint64_t) st->st_ino);
+    struct http_file_id id = file_id(st);
+    unsigned long hash = (unsigned long) http_file_id_hash(&id);
     struct cds_lfht_iter it;
     struct httpd_obj *o = NULL;
 
     urcu_memb_read_lock();
-    cds_lfht_lookup(objs_rcu, hash, obj_match, st, &it);
+    cds_lfht_lookup(objs_rcu, hash, obj_match, &id, &it);
     struct cds_lfht_node *node = cds_lfht_iter_get_node(&it);
     if (node) {
         o = caa_container_of(node, struct httpd_obj, node);
@@ -297,27 +300,20 @@ static struct httpd_obj *obj_get(int fd, const struct stat *st, bool keep)
     if (!o)
         return NULL;
     atomic_init(&o->refs, 1);
-    o->dev = (uint64_t) st->st_dev;
-    o->ino = (uint64_t) st->st_ino;
-    o->size = (uint64_t) st->st_size;
-    o->mtime = st->st_mtim.tv_sec;
-    o->mtime_nsec = st->st_mtim.tv_nsec;
-    o->is_dir = S_ISDIR(st->st_mode);
-    atomic_init(&o->charge, HTTP_SERVER_ENTRY_OVERHEAD);
+    o->id = id;
     if (keep) {
-        o->body = malloc(o->size);
-        if (o->body && httpd_read_all(fd, o->body, o->size) < 0) {
+        o->body = malloc(id.size);
+        if (o->body && httpd_read_all(fd, o->body, id.size) < 0) {
             free(o->body);
             o->body = NULL; /* sendfile will report the problem */
         }
-        if (o->body)
-            atomic_fetch_add(&o->charge, o->size);
     }
+    atomic_init(&o->charge, http_cache_obj_charge(o->body ? id.size : 0));
     atomic_fetch_add(&cache_bytes_shared, atomic_load(&o->charge));
     atomic_fetch_add(&cache_objs_shared, 1);
 
     urcu_memb_read_lock();
-    node = cds_lfht_add_unique(objs_rcu, hash, obj_match, st, &o->node);
+    node = cds_lfht_add_unique(objs_rcu, hash, obj_match, &id, &o->node);
     if (node != &o->node) {
         /* a concurrent load won: share its object if it is still alive,
          * else take the dying one's place */
@@ -330,7 +326,7 @@ static struct httpd_obj *obj_get(int fd, const struct stat *st, bool keep)
             free(o); /* never published */
             return won;
         }
-        cds_lfht_add_replace(objs_rcu, hash, obj_match, st, &o->node);
+        cds_lfht_add_replace(objs_rcu, hash, obj_match, &id, &o->node);
     }
     urcu_memb_read_unlock();
     return o;
@@ -382,8 +378,8 @@ static int load(const struct httpd_root *root,
     f->body = f->obj->body;
     f->meta.body_cached = f->body != NULL;
     /* every kept head it may come to hold, counted from the start */
-    f->charge = HTTP_SERVER_ENTRY_OVERHEAD +
-                HTTP_HEAD_MEMO_KINDS * 2 * sizeof(struct http_head_memo) + len;
+    f->charge = http_cache_entry_charge(
+        len, HTTP_HEAD_MEMO_KINDS * 2 * sizeof(struct http_head_memo));
     atomic_fetch_add(&cache_bytes_shared, f->charge);
     *out = f;
     return 0;
@@ -398,7 +394,7 @@ static bool still_fresh(struct httpd_file *f,
 {
     uint64_t checked = atomic_load(&f->checked_ms);
     /* now is the loop's clock, which may trail another thread's */
-    if (now <= checked || now - checked < HTTP_SERVER_REVALIDATE_MS)
+    if (!http_cache_due(now, checked, HTTP_SERVER_REVALIDATE_MS))
         return true;
     if (!atomic_compare_exchange_strong(&f->checked_ms, &checked, now))
         return true; /* another thread is checking right now */
@@ -417,7 +413,7 @@ static bool still_fresh(struct httpd_file *f,
 static void touch(struct httpd_file *f, uint64_t now)
 {
     uint64_t used = atomic_load_explicit(&f->used_ms, memory_order_relaxed);
-    if (now <= used || now - used < HTTP_SERVER_LRU_TOUCH_MS ||
+    if (!http_cache_due(now, used, HTTP_SERVER_LRU_TOUCH_MS) ||
         !atomic_compare_exchange_strong(&f->used_ms, &used, now))
         return;
     pthread_mutex_lock(&cache_lock);
@@ -495,7 +491,8 @@ int httpd_cache_get(struct httpd_worker *w,
     int err = load(root, rel, len, hash, &f);
     if (err < 0)
         return err;
-    if (f->charge + atomic_load(&f->obj->charge) > httpd_cfg.cache_size) {
+    if (!http_cache_keeps(f->charge, atomic_load(&f->obj->charge),
+                          httpd_cfg.cache_size)) {
         *out = f; /* too big to cache: used once, freed by the put */
         return 0;
     }
@@ -518,7 +515,7 @@ int httpd_cache_get(struct httpd_worker *w,
     }
     atomic_store(&f->in_table, true);
     cds_list_add(&f->lru, &lru);
-    if (atomic_load(&cache_bytes_shared) > httpd_cfg.cache_size)
+    if (http_cache_over(atomic_load(&cache_bytes_shared), httpd_cfg.cache_size))
         evict_locked(&gone);
     pthread_mutex_unlock(&cache_lock);
     put_chain(gone);

@@ -153,21 +153,14 @@ void httpd_conn_refuse(int fd)
  * grow. False if the buffer is at its maximum. */
 static bool buf_make_room(struct conn *cs)
 {
-    if (cs->len < cs->cap)
-        return true;
-    if (cs->start > 0) {
-        memmove(cs->buf, cs->buf + cs->start, cs->len - cs->start);
-        cs->len -= cs->start;
-        cs->start = 0;
-        return true;
-    }
-    if (cs->cap >= HTTP_SERVER_REQ_BUF_MAX)
-        return false;
-    char *nb = realloc(cs->buf, cs->cap * 2);
+    size_t want = http_reqbuf_room(cs->buf, &cs->start, &cs->len, cs->cap);
+    if (want == cs->cap || !want)
+        return want;
+    char *nb = realloc(cs->buf, want);
     if (!nb)
         return false;
     cs->buf = nb;
-    cs->cap *= 2;
+    cs->cap = want;
     return true;
 }
 
@@ -179,40 +172,21 @@ static bool buf_make_room(struct conn *cs)
 static int drain_body(struct conn *cs, const struct http_request *req)
 {
     uint64_t dl = deadline_in(httpd_cfg.idle_timeout_ms);
-    if (req->body_framing == HTTP_BODY_CONTENT_LENGTH) {
-        uint64_t left = req->content_length;
-        size_t have = cs->len - cs->start;
-        size_t take = left < have ? (size_t) left : have;
-        cs->start += take;
-        left -= take;
-        while (left > 0) {
-            cs->start = cs->len = 0;
-            ssize_t n = conn_read(cs, 0, dl);
-            if (n <= 0)
-                return -1;
-            take = (uint64_t) n < left ? (size_t) n : (size_t) left;
-            cs->start = take;
-            cs->len = (size_t) n;
-            left -= take;
-        }
-        return 0;
-    }
-    if (req->body_framing != HTTP_BODY_CHUNKED)
-        return 0;
+    bool chunked = req->body_framing == HTTP_BODY_CHUNKED;
+    uint64_t left =
+        req->body_framing == HTTP_BODY_CONTENT_LENGTH ? req->content_length : 0;
     struct http_chunked_decoder d;
-    http_chunked_init(&d, HTTP_SERVER_MAX_BODY, HTTP_SERVER_MAX_TRAILERS);
+    if (chunked)
+        http_chunked_init(&d, HTTP_SERVER_MAX_BODY, HTTP_SERVER_MAX_TRAILERS);
+    else if (!left)
+        return 0;
     for (;;) {
-        while (cs->start < cs->len) {
-            size_t used, off, dlen;
-            int r =
-                http_chunked_decode(&d, cs->buf + cs->start,
-                                    cs->len - cs->start, &used, &off, &dlen);
-            cs->start += used;
-            if (r == HTTP_CHUNKED_DONE)
-                return 0;
-            if (r < 0)
-                return http_parse_error_status(r);
-        }
+        size_t used;
+        int r = http_body_skip(&left, chunked ? &d : NULL, cs->buf + cs->start,
+                               cs->len - cs->start, &used);
+        cs->start += used;
+        if (r <= 0)
+            return r < 0 ? http_parse_error_status(r) : 0;
         cs->start = cs->len = 0;
         ssize_t n = conn_read(cs, 0, dl);
         if (n <= 0)

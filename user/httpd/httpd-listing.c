@@ -5,7 +5,7 @@
  * dotfiles unless allowed) are read into core's name table, bounded by
  * HTTP_SERVER_LISTING_MAX_ENTRIES names and HTTP_SERVER_LISTING_MAX_NAME_BYTES
  * bytes (past them a last row says the listing is truncated), sorted by
- * core and packed into one immutable struct httpd_names. It is published
+ * core and packed into one immutable struct http_name_table. It is published
  * (compare-and-swap) on the directory's cache object — one version of the
  * directory: device, inode, size, mtime — charged against --cache-size and
  * freed with the object after a grace period; each listing holds the
@@ -47,10 +47,10 @@ static _Atomic size_t listing_total;
 
 struct httpd_listing {
     DIR *d;
-    struct httpd_file *ref;          /* the directory's: keeps its table */
-    const struct httpd_names *names; /* ref's object's, or own */
-    struct httpd_names *own;         /* a table only this listing reads */
-    size_t charge;                   /* counted against --listing-bytes */
+    struct httpd_file *ref;              /* the directory's: keeps its table */
+    const struct http_name_table *names; /* ref's object's, or own */
+    struct http_name_table *own;         /* a table only this listing reads */
+    size_t charge;                       /* counted against --listing-bytes */
     char *mem; /* [chunk header room][data ... ][CRLF room] */
     size_t rel_cap;
     char rel[]; /* "dir/" + a name: the row's path beneath the root */
@@ -145,12 +145,10 @@ struct build {
 static int names_grow(struct build *b, size_t need)
 {
     struct http_names *n = &b->n;
-    if (n->count >= n->max) {
-        size_t max = n->max * 2;
-        if (max > HTTP_SERVER_LISTING_MAX_ENTRIES)
-            max = HTTP_SERVER_LISTING_MAX_ENTRIES;
-        if (max <= n->max)
-            return -ENOSPC;
+    size_t max = http_names_grow_off(n), cap = http_names_grow_buf(n, need);
+    if (!max)
+        return -ENOSPC;
+    if (max > n->max) {
         size_t more = (max - n->max) * sizeof(*n->off);
         if (!charge(more))
             return -EBUSY;
@@ -163,12 +161,9 @@ static int names_grow(struct build *b, size_t need)
         n->off = off;
         n->max = max;
     }
-    if (need > n->cap - n->len) {
-        size_t cap = n->cap * 2 > n->len + need ? n->cap * 2 : n->len + need;
-        if (cap > HTTP_SERVER_LISTING_MAX_NAME_BYTES)
-            cap = HTTP_SERVER_LISTING_MAX_NAME_BYTES;
-        if (cap < n->len + need)
-            return -ENOSPC;
+    if (!cap)
+        return -ENOSPC;
+    if (cap > n->cap) {
         if (!charge(cap - n->cap))
             return -EBUSY;
         char *buf = realloc(n->buf, cap);
@@ -189,7 +184,7 @@ static int names_grow(struct build *b, size_t need)
 static int build(DIR *d,
                  const struct http_plan *p,
                  bool root,
-                 struct httpd_names **out)
+                 struct http_name_table **out)
 {
     struct build b = {.charge =
                           HTTP_SERVER_LISTING_NAMES_START +
@@ -218,8 +213,8 @@ static int build(DIR *d,
             break;
         }
     }
-    struct httpd_names *t = NULL;
-    size_t size = sizeof(*t) + n->count * sizeof(uint32_t) + n->len;
+    struct http_name_table *t = NULL;
+    size_t size = http_names_table_size(n);
     if (!err) {
         http_names_sort(n);
         err = charge(size) ? 0 : -EBUSY;
@@ -229,15 +224,7 @@ static int build(DIR *d,
         err = -ENOMEM;
     }
     if (!err) {
-        t->bytes = size;
-        t->count = (uint32_t) n->count;
-        t->truncated = truncated;
-        t->root = root;
-        t->dotfiles = httpd_cfg.dotfiles;
-        t->off = (uint32_t *) (t + 1);
-        t->names = (char *) (t->off + t->count);
-        memcpy(t->off, n->off, t->count * sizeof(uint32_t));
-        memcpy(t->names, n->buf, n->len);
+        http_names_pack(n, t, truncated, root, httpd_cfg.dotfiles);
         *out = t;
     }
     free(n->buf);
@@ -246,9 +233,9 @@ static int build(DIR *d,
     return err;
 }
 
-static bool fits(const struct httpd_names *t, bool root)
+static bool fits(const struct http_name_table *t, bool root)
 {
-    return t && t->root == root && t->dotfiles == httpd_cfg.dotfiles;
+    return http_names_table_fits(t, root, httpd_cfg.dotfiles);
 }
 
 /* The table for l: the one published on the directory's object when it
@@ -271,11 +258,11 @@ static int find_table(struct httpd_listing *l,
         if (fits(l->names, root))
             return 0;
     }
-    struct httpd_names *t;
+    struct http_name_table *t;
     int err = build(l->d, p, root, &t);
     if (err < 0)
         return err;
-    struct httpd_names *expected = NULL;
+    struct http_name_table *expected = NULL;
     if (o && atomic_compare_exchange_strong(&o->names, &expected, t)) {
         /* the cache holds it now, and counts it */
         uncharge(t->bytes);
@@ -361,7 +348,7 @@ bool httpd_listing_send(struct httpd_req *r,
                         struct httpd_listing *l)
 {
     struct out o = {.r = r, .chunked = p->head.chunked, .mem = l->mem};
-    const struct httpd_names *names = l->names;
+    const struct http_name_table *names = l->names;
     char *rel = l->rel;
     bool ok = true;
     http_buf_init(&o.b, o.mem + HTTP_CHUNK_HEADER_MAX, HTTP_SERVER_LISTING_BUF);

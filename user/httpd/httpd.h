@@ -153,18 +153,6 @@ struct httpd_gz {
     char data[];
 };
 
-/* A directory's listed names, sorted (httpd-listing.c builds it): one
- * allocation, immutable once published on its directory's object. */
-struct httpd_names {
-    size_t bytes; /* the whole allocation, this header included */
-    uint32_t count;
-    bool truncated; /* the directory has more than a listing holds */
-    bool root;      /* built as the root (/.well-known/ listed) */
-    bool dotfiles;  /* built with names starting with '.' listed */
-    uint32_t *off;  /* count offsets into names, in sorted order */
-    char *names;    /* NUL-terminated, back to back */
-};
-
 /* One version of one file (device, inode, size, mtime): its body when
  * small enough and its gzip copy once built; a directory's listed names
  * once a listing built them. Every path that names the
@@ -175,14 +163,12 @@ struct httpd_obj {
     struct cds_lfht_node node; /* in the object index */
     struct rcu_head rcu;
     _Atomic int refs;
-    uint64_t dev, ino, size;
-    int64_t mtime, mtime_nsec;
-    bool is_dir;
-    _Atomic size_t charge;             /* bytes counted against --cache-size */
-    char *body;                        /* whole file, or NULL */
-    struct httpd_gz *_Atomic gz;       /* set once, by the build */
-    _Atomic bool building;             /* a gzip build is queued or running */
-    struct httpd_names *_Atomic names; /* a directory's: set once (CAS) */
+    struct http_file_id id;      /* the file and its version */
+    _Atomic size_t charge;       /* bytes counted against --cache-size */
+    char *body;                  /* whole file, or NULL */
+    struct httpd_gz *_Atomic gz; /* set once, by the build */
+    _Atomic bool building;       /* a gzip build is queued or running */
+    struct http_name_table *_Atomic names; /* a directory's: set once (CAS) */
 };
 
 /* One path's entry in the path index: core's struct http_resource (what

@@ -1,0 +1,50 @@
+/* http_cache.c — the content cache's policy (see http_cache.h). */
+#include "http_cache.h"
+#include "http_limits.h"
+
+uint64_t http_file_id_hash(const struct http_file_id *id)
+{
+    uint64_t h = (id->dev + 0x9e3779b97f4a7c15ULL) * 0xbf58476d1ce4e5b9ULL;
+
+    h ^= id->ino;
+    h ^= h >> 30;
+    h *= 0xbf58476d1ce4e5b9ULL;
+    h ^= h >> 27;
+    h *= 0x94d049bb133111ebULL;
+    return h ^ (h >> 31);
+}
+
+size_t http_cache_entry_charge(size_t path_len, size_t extra)
+{
+    return HTTP_SERVER_ENTRY_OVERHEAD + path_len + extra;
+}
+
+size_t http_cache_obj_charge(size_t body)
+{
+    return HTTP_SERVER_ENTRY_OVERHEAD + body;
+}
+
+size_t http_cache_gz_charge(size_t head, size_t len, bool worthless)
+{
+    return worthless ? head : head + len;
+}
+
+size_t http_cache_leaving(size_t entry_charge, size_t obj_charge, bool sole)
+{
+    return entry_charge + (sole ? obj_charge : 0);
+}
+
+bool http_cache_keeps(size_t entry_charge, size_t obj_charge, size_t budget)
+{
+    return entry_charge + obj_charge <= budget;
+}
+
+bool http_cache_over(size_t bytes, size_t budget)
+{
+    return bytes > budget;
+}
+
+bool http_cache_evict_more(size_t bytes, size_t pending, size_t budget)
+{
+    return bytes > budget / 10 * HTTP_SERVER_CACHE_LOW_TENTHS + pending;
+}

@@ -316,8 +316,10 @@ class KernelHttpdTls(KernelHttpd):
             self.agent_log_start = log.tell()  # a reused port's log goes on
             self.agent = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT,
                                           stdin=subprocess.DEVNULL)
-        # its start line, not a probe connection (a failed handshake)
-        deadline = time.monotonic() + 20
+        # its start line, not a probe connection (a failed handshake); in
+        # a fresh guest the agent's start loads the kernel's kTLS ciphers
+        # (11.5 s measured on 6.12 under emulation)
+        deadline = time.monotonic() + 60
         while "ktcp-tlsd: port" not in self._agent_text():
             if self.agent.poll() is not None or time.monotonic() > deadline:
                 text = self._agent_text()

@@ -72,7 +72,9 @@ int ktcp_tls_ctx_reload(struct ktcp_tls_ctx *ctx,
                         size_t errlen);
 void ktcp_tls_ctx_free(struct ktcp_tls_ctx *ctx);
 /* Whether this kernel takes the "tls" upper-layer protocol (a probe of a
- * TCP socket, no connection): kTLS can be turned on only then. */
+ * TCP socket, no connection): kTLS can be turned on only then. Where it
+ * does, a loopback connection's kTLS keys load the kernel's AES-GCM now
+ * (seconds on a fresh boot), not in the first client's handshake. */
 bool ktcp_tls_kernel_has_ulp(void);
 /* The OpenSSL version string, for start-up lines. */
 const char *ktcp_tls_library(void);

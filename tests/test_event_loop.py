@@ -93,8 +93,11 @@ def test_busy_poll_keeps_the_worker_awake_between_requests(tmp_path, model):
     the poller's."""
     off = sleeps_per_request(tmp_path, model, 0)
     on = sleeps_per_request(tmp_path, model, 10000)
-    assert off >= 0.5, f"polling off: {off:.2f} sleeps a request"
-    assert on <= 0.25, f"polling on: {on:.2f} sleeps a request (off: {off:.2f})"
+    # off is near 1 on a quiet host; a busy one queues some requests before
+    # the worker sleeps, so it is held to a lower floor and to on's double
+    assert off >= 0.3, f"polling off: {off:.2f} sleeps a request"
+    assert on <= 0.25 and on * 2 <= off, \
+        f"polling on: {on:.2f} sleeps a request (off: {off:.2f})"
 
 
 def test_busy_poll_stops_when_idle(tmp_path):

@@ -232,6 +232,52 @@ def test_evicted_entry_held_by_a_slow_reader_stays_counted(http_engine):
             time.sleep(0.1)
 
 
+def test_bytes_held_by_slow_readers_leave_the_cache_working(http_engine):
+    """Four slow readers each hold an evicted body of a quarter of the
+    budget: nearly the whole budget is held by responses, not the table.
+    Eviction frees only what is in the table, so a new entry is not
+    evicted by its own insert and the next request for it is a hit."""
+    import socket
+    limit = 256 * 1024
+    d = f"held-{http_engine.name}"
+    pins = [bytes([i]) * 64000 for i in range(4)]  # each kept: a quarter
+    for i, pin in enumerate(pins):
+        put(http_engine.root, f"{d}/pin{i}.bin", pin)
+    for i in range(400):
+        put(http_engine.root, f"{d}/t{i:03d}.txt", b"%03d\n" % i * 100)
+    with http_engine.spawn(cache_size=limit, status_path="/st",
+                           idle_timeout_ms=300000) as srv:
+        slow = []
+        for i in range(len(pins)):
+            s = socket.socket()
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            s.connect(("127.0.0.1", srv.port))
+            s = tlscert.wrap(s, srv.port)
+            s.sendall(f"GET /{d}/pin{i}.bin HTTP/1.1\r\nHost: h\r\n\r\n".encode() * 50)
+            slow.append(s)
+        try:
+            time.sleep(1)
+            for i in range(400):  # push every pin out of the table
+                assert get(srv.port, f"/{d}/t{i:03d}.txt").status == 200
+            c0 = srv.counters()
+            assert c0["cache_evictions"] >= len(pins), c0
+            assert c0["cache_bytes"] >= limit * 9 // 10, c0  # mostly held
+            target = f"/{d}/t007.txt"
+            for _ in range(3):
+                assert get(srv.port, target).status == 200
+            deadline = time.monotonic() + 5
+            while True:
+                c1 = srv.counters()
+                if c1["cache_hits"] - c0["cache_hits"] >= 2:
+                    break
+                assert time.monotonic() < deadline, (c0, c1)
+                time.sleep(0.1)
+        finally:
+            for s in slow:
+                s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\1\0\0\0\0\0\0\0")
+                s.close()
+
+
 def test_kept_heads_follow_the_clock_and_the_request(http_engine):
     """A file's 200 head, once kept by an engine, still carries the Date of
     the moment and the connection's own disposition, and a request that

@@ -42,6 +42,9 @@
 static struct cds_lfht *table_rcu; /* path -> entry */
 static struct cds_lfht *objs_rcu;  /* (dev, ino, version) -> object */
 static _Atomic size_t cache_bytes_shared;
+/* of them, what entries out of the table (evicted, replaced, too big to
+ * keep) still charge until their last put: eviction cannot free it */
+static _Atomic size_t cache_held;
 static _Atomic size_t cache_objs_shared; /* live objects */
 /* Bumped under cache_lock after every entry leaves table_rcu (before its
  * reference is dropped, so before the RCU callback that frees it). A
@@ -195,8 +198,27 @@ void httpd_cache_put(struct httpd_file *f)
     /* No one can take a reference any more: the object and the charge go
      * now, the memory after the lookups that may still read it. */
     atomic_fetch_sub(&cache_bytes_shared, f->charge);
+    if (f->held)
+        atomic_fetch_sub(&cache_held, f->held);
     httpd_obj_put(f->obj);
     urcu_memb_call_rcu(&f->rcu, file_free_rcu);
+}
+
+/* f leaves the table (or never enters it): its bytes, and its object's
+ * when it is the object's only holder, count as held until its last put. */
+static void hold(struct httpd_file *f)
+{
+    f->held = http_cache_leaving(f->charge, atomic_load(&f->obj->charge),
+                                 atomic_load(&f->obj->refs) == 1);
+    atomic_fetch_add(&cache_held, f->held);
+}
+
+/* The bytes eviction can free: the total less what readers hold. */
+static size_t cache_published(void)
+{
+    size_t total = atomic_load(&cache_bytes_shared);
+    size_t held = atomic_load(&cache_held);
+    return total > held ? total - held : 0;
 }
 
 /* Under cache_lock: take f out of the index and the LRU list, if it is
@@ -211,28 +233,26 @@ static bool unpublish_locked(struct httpd_file *f)
     atomic_fetch_add(&table_gen, 1);
     cds_list_del(&f->lru);
     atomic_store(&f->in_table, false);
+    hold(f);
     return true;
 }
 
-/* Under cache_lock: evict from the LRU tail until the total is at most 90%
- * of the limit; the evicted entries are chained on *gone for their puts.
- * Bytes a reader still holds stay counted, so eviction goes on to the next
- * entry; each entry leaves once, so the walk is bounded by the list. */
+/* Under cache_lock: evict from the LRU tail until the bytes in the table
+ * are at most 90% of the limit; the evicted entries are chained on *gone
+ * for their puts. Each entry leaves once (its bytes move to held as it
+ * does), so the walk is bounded by the list, and bytes a slow reader still
+ * holds never make an insert empty the whole list. */
 static void evict_locked(struct httpd_file **gone)
 {
     struct cds_list_head *pos, *p;
-    size_t pending = 0; /* charged bytes of entries chained on *gone */
 
     cds_list_for_each_prev_safe(pos, p, &lru)
     {
-        if (!http_cache_evict_more(atomic_load(&cache_bytes_shared), pending,
-                                   httpd_cfg.cache_size))
+        if (!http_cache_evict_more(cache_published(), 0, httpd_cfg.cache_size))
             break;
         struct httpd_file *f = caa_container_of(pos, struct httpd_file, lru);
         unpublish_locked(f);
         rt_count(HTTPD_C_CACHE_EVICTIONS, 1);
-        pending += http_cache_leaving(f->charge, atomic_load(&f->obj->charge),
-                                      atomic_load(&f->obj->refs) == 1);
         /* chain through the (now unused) LRU link */
         f->lru.next = (struct cds_list_head *) *gone;
         *gone = f;
@@ -250,8 +270,7 @@ static void put_chain(struct httpd_file *gone)
 
 static void evict_if_over(void)
 {
-    if (!http_cache_over(atomic_load(&cache_bytes_shared),
-                         httpd_cfg.cache_size))
+    if (!http_cache_over(cache_published(), httpd_cfg.cache_size))
         return;
     struct httpd_file *gone = NULL;
     pthread_mutex_lock(&cache_lock);
@@ -493,6 +512,7 @@ int httpd_cache_get(struct httpd_worker *w,
         return err;
     if (!http_cache_keeps(f->charge, atomic_load(&f->obj->charge),
                           httpd_cfg.cache_size)) {
+        hold(f);
         *out = f; /* too big to cache: used once, freed by the put */
         return 0;
     }
@@ -510,12 +530,13 @@ int httpd_cache_get(struct httpd_worker *w,
             caa_container_of(node, struct httpd_file, node);
         cds_list_del(&old->lru);
         atomic_store(&old->in_table, false);
+        hold(old);
         old->lru.next = NULL;
         gone = old;
     }
     atomic_store(&f->in_table, true);
     cds_list_add(&f->lru, &lru);
-    if (http_cache_over(atomic_load(&cache_bytes_shared), httpd_cfg.cache_size))
+    if (http_cache_over(cache_published(), httpd_cfg.cache_size))
         evict_locked(&gone);
     pthread_mutex_unlock(&cache_lock);
     put_chain(gone);

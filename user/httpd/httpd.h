@@ -223,6 +223,7 @@ struct httpd_file {
     _Atomic uint64_t checked_ms;
     _Atomic uint64_t used_ms;
     size_t charge; /* bytes counted against --cache-size */
+    size_t held;   /* of them (and its object's) out of the table */
     /* the heads of its plain answers (core's http_head_memo), one per
      * kind and disposition, [kind][keep_alive]: NULL until the first
      * response of that kind makes it, freed with the entry */

@@ -189,9 +189,9 @@ static const struct http_error_page *error_page_for(const struct http_plan *p,
 {
     size_t i;
 
-    for (i = 0; i < p->error_pages_n; i++)
-        if (p->error_pages[i].status == status)
-            return &p->error_pages[i];
+    for (i = 0; i < p->site->error_pages_n; i++)
+        if (p->site->error_pages[i].status == status)
+            return &p->site->error_pages[i];
     return NULL;
 }
 
@@ -230,7 +230,7 @@ static void plan_error_page(struct http_plan *p,
     int status = p->status;
     uint32_t retry_after = p->head.retry_after; /* a 429's, a 503's */
     const struct http_mime_type *m =
-        http_mime_table_for_path(p->mime, p->path, p->path_len);
+        http_mime_table_for_path(p->site->mime, p->path, p->path_len);
 
     head_init(p, status);
     p->head.retry_after = retry_after;
@@ -246,6 +246,9 @@ static void plan_error_page(struct http_plan *p,
     p->linger = true; /* as for the text: a closing error lingers */
 }
 
+/* A request without site settings: everything off. */
+static const struct http_site_settings no_site;
+
 void http_plan_no_request(struct http_plan *p,
                           const struct http_plan_input *in,
                           int status)
@@ -255,8 +258,9 @@ void http_plan_no_request(struct http_plan *p,
     p->head.date_len = in->date ? HTTP_DATE_LEN : 0;
     p->head.now_seconds = in->now;
     /* no path: the fields of every response */
-    p->add = in->headers;
-    p->add_mask = in->headers ? in->headers->every : 0;
+    p->site = in->site ? in->site : &no_site;
+    p->add = p->site->headers;
+    p->add_mask = p->add ? p->add->every : 0;
     p->keep_alive = false;
     p->more = true; /* the close follows: the FIN pushes the end */
     http_plan_error(p, status);
@@ -269,9 +273,6 @@ enum http_plan_step http_plan_no_request_page(struct http_plan *p,
 {
     http_plan_no_request(p, in, status);
     p->work = w;
-    p->error_pages = in->error_pages;
-    p->error_pages_n = in->error_pages_n;
-    p->mime = in->mime;
     return plan_error(p, status);
 }
 
@@ -355,20 +356,11 @@ enum http_plan_step http_plan_start(struct http_plan *p,
     p->req = req;
     p->buf = in->buf;
     p->work = w;
-    p->gzip = in->gzip;
-    p->gzip_static = in->gzip_static;
-    p->no_listings = in->no_listings;
-    p->index = in->index;
-    p->fallback = in->fallback;
-    p->fallback_len = in->fallback_len;
-    p->expires = in->expires > HTTP_SERVER_EXPIRES_MAX ? HTTP_SERVER_EXPIRES_MAX
-                                                       : in->expires;
-    p->error_pages = in->error_pages;
-    p->error_pages_n = in->error_pages_n;
-    p->mime = in->mime;
+    p->site = in->site ? in->site : &no_site;
     p->random = in->random;
-    p->add = in->headers && (in->headers->n || in->headers->cors) ? in->headers
-                                                                  : NULL;
+    p->add = p->site->headers && (p->site->headers->n || p->site->headers->cors)
+                 ? p->site->headers
+                 : NULL;
     p->add_mask = p->add ? p->add->every : 0;
     p->head.date = in->date;
     p->head.date_len = in->date ? HTTP_DATE_LEN : 0;
@@ -405,7 +397,7 @@ enum http_plan_step http_plan_start(struct http_plan *p,
         return plan_error(p, http_path_error_status(pr));
     /* ".env", ".git/config": never looked up, so neither their existence
      * nor their permissions show */
-    if (!in->dotfiles && !p->info.plain &&
+    if (!p->site->dotfiles && !p->info.plain &&
         http_path_hidden(w->path, p->info.len))
         return plan_error(p, 404);
     p->path = w->path;
@@ -611,11 +603,15 @@ static void plan_identity(struct http_plan *p)
 /* Cache-Control: max-age and Expires on a file's 200, 206 and 304. */
 static void plan_expires(struct http_plan *p)
 {
-    if (!p->expires)
+    uint32_t s = p->site->expires;
+
+    if (!s)
         return;
+    if (s > HTTP_SERVER_EXPIRES_MAX)
+        s = HTTP_SERVER_EXPIRES_MAX;
     p->head.has_max_age = true;
-    p->head.max_age = p->expires;
-    p->head.expires = p->head.now_seconds + (int64_t) p->expires;
+    p->head.max_age = s;
+    p->head.expires = p->head.now_seconds + (int64_t) s;
 }
 
 /* A file's head of a kind an engine may keep (http_head_memo_kind): not
@@ -659,7 +655,7 @@ static enum http_plan_step plan_regular(struct http_plan *p,
     p->head.last_modified_text = r->last_modified;
     p->head.etag = etag;
     p->head.etag_len = (uint8_t) etag_len;
-    p->head.vary_accept_encoding = p->compressible || p->gzip_static;
+    p->head.vary_accept_encoding = p->compressible || p->site->gzip_static;
     plan_expires(p);
     if (http_conditional_status(inm, req->if_none_match.len, ims,
                                 req->if_modified_since.len, etag, etag_len,
@@ -704,14 +700,14 @@ static enum http_plan_step plan_file(struct http_plan *p,
 
     p->res = *res;
     /* the operator's table (mime.types) first, core's as the fallback */
-    if (p->mime)
+    if (p->site->mime)
         p->res.mime =
-            res->mime_table == p->mime
+            res->mime_table == p->site->mime
                 ? res->table_mime
-                : http_mime_table_for_path(p->mime, p->path, p->path_len);
+                : http_mime_table_for_path(p->site->mime, p->path, p->path_len);
     p->want_range =
         (req->seen & HTTP_SEEN_RANGE) && !(req->repeated & HTTP_SEEN_RANGE);
-    if (may_static && p->gzip_static && accepts_gzip(p)) {
+    if (may_static && p->site->gzip_static && accepts_gzip(p)) {
         /* gzip_static: file.gz, if there is one beside the file (the
          * scratch has room for ".gz" after any path) */
         memcpy(p->work->path + p->path_len, ".gz", sizeof(".gz"));
@@ -720,7 +716,7 @@ static enum http_plan_step plan_file(struct http_plan *p,
         p->stage = STAGE_GZ_STATIC;
         return HTTP_PLAN_LOOKUP;
     }
-    p->compressible = p->gzip && p->res.mime->compressible &&
+    p->compressible = p->site->gzip && p->res.mime->compressible &&
                       res->size <= HTTP_SERVER_GZIP_MAX && res->size > 0;
     if (p->compressible && !p->want_range && accepts_gzip(p)) {
         p->stage = STAGE_GZIP;
@@ -766,7 +762,8 @@ static const struct http_index_files default_index = {
 /* The next index name of the directory at path[0..dir_len). */
 static enum http_plan_step plan_index_next(struct http_plan *p)
 {
-    const struct http_index_files *ix = p->index ? p->index : &default_index;
+    const struct http_index_files *ix =
+        p->site->index ? p->site->index : &default_index;
     size_t n = p->info.is_root ? 0 : p->dir_len, k = p->index_next++;
     char *path = p->work->path;
 
@@ -790,7 +787,7 @@ static enum http_plan_step plan_index(struct http_plan *p)
 /* Another index name to look up after a miss? */
 static bool index_left(const struct http_plan *p)
 {
-    return p->index_next < (p->index ? p->index->n : 1);
+    return p->index_next < (p->site->index ? p->site->index->n : 1);
 }
 
 /* Is the request's path /.well-known or beneath it (RFC 8615)? */
@@ -806,10 +803,10 @@ static bool well_known(const struct http_plan *p)
 /* A missing path of a single-page application: its fallback file. */
 static enum http_plan_step plan_fallback(struct http_plan *p)
 {
-    memcpy(p->work->path, p->fallback, p->fallback_len);
-    p->work->path[p->fallback_len] = '\0';
+    memcpy(p->work->path, p->site->fallback, p->site->fallback_len);
+    p->work->path[p->site->fallback_len] = '\0';
     p->path = p->work->path;
-    p->path_len = p->fallback_len;
+    p->path_len = p->site->fallback_len;
     p->stage = STAGE_FALLBACK;
     return HTTP_PLAN_LOOKUP;
 }
@@ -824,7 +821,7 @@ enum http_plan_step http_plan_resource(struct http_plan *p,
             return plan_file(p, res, true);
         if (index_left(p))
             return plan_index_next(p);
-        if (p->no_listings)
+        if (p->site->no_listings)
             return plan_error(p, 403);
         plan_listing(p);
         return HTTP_PLAN_RESPOND;
@@ -855,7 +852,7 @@ enum http_plan_step http_plan_resource(struct http_plan *p,
     default:
         return HTTP_PLAN_RESPOND;
     }
-    if (err < 0 && http_errno_status(err) == 404 && p->fallback &&
+    if (err < 0 && http_errno_status(err) == 404 && p->site->fallback &&
         !http_path_hidden(p->path, p->path_len) && !well_known(p))
         return plan_fallback(p);
     if (err < 0)

@@ -176,21 +176,13 @@ enum http_plan_body {
                                (parts_cached) or plan.path opened */
 };
 
-/* What the engine tells the planner about the request. */
-struct http_plan_input {
-    const struct http_request *req; /* NULL: no request could be parsed */
-    const char *buf;                /* the head's first byte: slices point
-                                       here */
-    size_t buffered;                /* bytes at buf: head, body and any
-                                       pipelined requests */
-    size_t head_len;
-    bool stopping;    /* the server is going away: close */
+/* The operator's settings of one site: built once when the settings
+ * change, never written after, and read by the planner by reference
+ * (http_plan_input.site, then the plan's steps). All off when zero. */
+struct http_site_settings {
     bool gzip;        /* gzip copies enabled */
     bool dotfiles;    /* serve paths with a segment starting with '.'
                          (else 404; /.well-known/ always) */
-    const char *date; /* Date made by http_date_format, or NULL */
-    int64_t now;      /* seconds: the time of date (also for Expires) */
-    /* operator settings, all off when zero */
     uint32_t expires; /* > 0: files get Cache-Control: max-age and
                          Expires this many seconds ahead (nginx's
                          "expires"); at most HTTP_SERVER_EXPIRES_MAX */
@@ -209,6 +201,22 @@ struct http_plan_input {
      * Origin and Access-Control-Request-Method, is answered 204 when the
      * table has CORS on), or NULL */
     const struct http_headers *headers;
+};
+
+/* What the engine tells the planner about the request. */
+struct http_plan_input {
+    const struct http_request *req; /* NULL: no request could be parsed */
+    const char *buf;                /* the head's first byte: slices point
+                                       here */
+    size_t buffered;                /* bytes at buf: head, body and any
+                                       pipelined requests */
+    size_t head_len;
+    bool stopping;    /* the server is going away: close */
+    const char *date; /* Date made by http_date_format, or NULL */
+    int64_t now;      /* seconds: the time of date (also for Expires) */
+    /* the site's settings, by reference: they must stay unchanged and
+     * alive until the plan's last step (the body's end); NULL: all off */
+    const struct http_site_settings *site;
     uint64_t random; /* random bits for a multipart boundary: the engine
                         fills them for a request with a Range field */
 };
@@ -269,18 +277,9 @@ struct http_plan {
     const struct http_request *req;
     const char *buf;
     struct http_plan_work *work;
-    const struct http_headers *add; /* in->headers */
-    uint32_t add_mask;              /* which of its fields this path gets */
-    bool gzip;
-    bool gzip_static;
-    bool no_listings;
-    const struct http_index_files *index;
-    const char *fallback;
-    size_t fallback_len;
-    uint32_t expires;
-    const struct http_error_page *error_pages;
-    size_t error_pages_n;
-    const struct http_mime_table *mime;
+    const struct http_site_settings *site; /* in->site, never NULL */
+    const struct http_headers *add;        /* site->headers */
+    uint32_t add_mask;             /* which of its fields this path gets */
     char etag[HTTP_ETAG_MAX + 4];  /* the representation's validator */
     char text[HTTP_PLAN_TEXT_MAX]; /* BODY_TEXT */
     struct http_resource res;      /* the regular file being planned */
@@ -298,7 +297,7 @@ struct http_plan {
  * disposition, path. Returns HTTP_PLAN_LOOKUP (plan.path) or
  * HTTP_PLAN_RESPOND (a CORS preflight's 204; an error: 417, 501, 405,
  * 400/403/414 for the path,
- * 404 for a hidden path (http_path_hidden) unless in->dotfiles, 500 when
+ * 404 for a hidden path (http_path_hidden) unless in->site->dotfiles, 500 when
  * w is NULL: the engine could not allocate it). An error with a custom
  * page is a HTTP_PLAN_LOOKUP of the page too (plan.error_page). */
 enum http_plan_step http_plan_start(struct http_plan *p,
@@ -310,7 +309,7 @@ enum http_plan_step http_plan_start(struct http_plan *p,
 void http_plan_no_request(struct http_plan *p,
                           const struct http_plan_input *in,
                           int status);
-/* The same, with the custom page of in->error_pages when there is one:
+/* The same, with the custom page of in->site->error_pages when there is one:
  * HTTP_PLAN_LOOKUP of the page (w: the path's scratch, or NULL for the
  * text), else HTTP_PLAN_RESPOND. */
 enum http_plan_step http_plan_no_request_page(struct http_plan *p,
@@ -320,7 +319,7 @@ enum http_plan_step http_plan_no_request_page(struct http_plan *p,
 
 /* The lookup of plan.path: err = 0 and res, or err = -errno (res unused).
  * Steps: the path, then dir/NAME for a directory (each index name in
- * turn, index.html without in->index), then file.gz with
+ * turn, index.html without site->index), then file.gz with
  * gzip_static (and the file again when there is no usable .gz), or an
  * error's custom page. */
 enum http_plan_step http_plan_resource(struct http_plan *p,

@@ -190,7 +190,6 @@ static void khttpd_answer(struct khttpd_conn *conn, size_t head_len)
 		.buffered = conn->rlen - conn->rstart,
 		.head_len = head_len,
 		.stopping = khttpd_stopping(),
-		.gzip = khttpd_gzip_enabled,
 		.now = ktime_get_real_seconds(),
 	};
 	const struct http_plan *p = &conn->req->plan;

@@ -27,11 +27,7 @@ struct socket;
 
 /* ---- parameters (params.c), read-only after load ---- */
 extern ulong khttpd_cache_bytes;
-extern bool khttpd_gzip_enabled;
-extern uint khttpd_expires_s;
-extern bool khttpd_gzip_static;
 extern bool khttpd_dotfiles; /* serve and list names starting with '.' */
-extern bool khttpd_listings; /* list directories without an index */
 extern ulong khttpd_listing_bytes; /* listings' buffers and builds; 0: any */
 extern uint khttpd_listing_max; /* listings in flight; 0: any */
 /* a PROXY protocol header starts every connection (not adopted ones) */
@@ -54,6 +50,13 @@ struct khttpd_site {
 	char fallback[HTTP_ERROR_PAGE_PATH_MAX]; /* relative */
 	size_t fallback_len; /* 0: no fallback */
 	struct http_headers headers; /* the fields added to responses, CORS */
+	/* The planner's settings (pointing into this site and at the module's
+	 * parameters), made once at load when every table is read: requests
+	 * point at it. The parameters are read-only (0444) and the sites are
+	 * freed only after every connection is (khttpd_exit), so it never
+	 * changes nor goes while a plan reads it.
+	 */
+	struct http_site_settings plan;
 };
 
 extern struct khttpd_site khttpd_default_site;

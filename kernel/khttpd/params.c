@@ -47,17 +47,17 @@ module_param_named(cache_bytes, khttpd_cache_bytes, ulong, 0444);
 MODULE_PARM_DESC(cache_bytes,
 		 "content cache bound in bytes (metadata, small bodies, gzip copies); 0 = no caching (default 64 MiB)");
 
-bool khttpd_gzip_enabled = true;
+static bool khttpd_gzip_enabled = true;
 module_param_named(gzip, khttpd_gzip_enabled, bool, 0444);
 MODULE_PARM_DESC(gzip,
 		 "serve gzip copies of compressible files to clients that accept them (default Y)");
 
-uint khttpd_expires_s;
+static uint khttpd_expires_s;
 module_param_named(expires_s, khttpd_expires_s, uint, 0444);
 MODULE_PARM_DESC(expires_s,
 		 "files' 200, 206 and 304 carry Cache-Control: max-age and Expires this many seconds ahead; 0 = off (default 0)");
 
-bool khttpd_gzip_static;
+static bool khttpd_gzip_static;
 module_param_named(gzip_static, khttpd_gzip_static, bool, 0444);
 MODULE_PARM_DESC(gzip_static,
 		 "serve file.gz beside a file, when not older, to clients that accept gzip (default N)");
@@ -82,7 +82,7 @@ module_param(dotfiles, charp, 0444);
 MODULE_PARM_DESC(dotfiles,
 		 "deny (default): a path with a segment starting with '.' answers 404 and such names are not listed, /.well-known/ excepted; allow: serve and list them");
 
-bool khttpd_listings = true;
+static bool khttpd_listings = true;
 module_param_named(listings, khttpd_listings, bool, 0444);
 MODULE_PARM_DESC(listings,
 		 "list a directory without index.html; N: answer 403 instead (default Y)");
@@ -522,9 +522,28 @@ static int khttpd_check_params(enum khttpd_mode *m, kuid_t *kuid, kgid_t *kgid)
 	return khttpd_root_take("root=", root, &khttpd_default_site.root);
 }
 
+/* The planner's settings of site s, from its tables and the parameters. */
+static void khttpd_site_plan(struct khttpd_site *s)
+{
+	s->plan = (struct http_site_settings){
+		.gzip = khttpd_gzip_enabled,
+		.dotfiles = khttpd_dotfiles,
+		.expires = khttpd_expires_s,
+		.gzip_static = khttpd_gzip_static,
+		.no_listings = !khttpd_listings,
+		.index = s->index,
+		.fallback = s->fallback_len ? s->fallback : NULL,
+		.fallback_len = s->fallback_len,
+		.error_pages = s->error_pages,
+		.error_pages_n = s->error_pages_n,
+		.headers = &s->headers,
+	};
+}
+
 int khttpd_params_load(struct ktcp_server_params *p, kuid_t *kuid, kgid_t *kgid)
 {
 	enum khttpd_mode m;
+	u32 k;
 	int err;
 
 	err = khttpd_check_params(&m, kuid, kgid);
@@ -532,6 +551,10 @@ int khttpd_params_load(struct ktcp_server_params *p, kuid_t *kuid, kgid_t *kgid)
 		khttpd_hosts_put(); /* the site= file's, if it got that far */
 		return err;
 	}
+	/* every table is read: the sites' settings, before any request */
+	khttpd_site_plan(&khttpd_default_site);
+	for (k = 0; khttpd_hosts && k < khttpd_vhosts.n; k++)
+		khttpd_site_plan(&khttpd_hosts[k]);
 	*p = ktcp_server_params("khttpd", max_conns);
 	/*
 	 * unbound: workers not tied to the CPU that queued the work, so the

@@ -130,22 +130,6 @@ static bool khttpd_head(struct khttpd_conn *conn, struct http_plan *p)
 	return true;
 }
 
-/* The operator's settings (module parameters, site's) the planner takes. */
-static void khttpd_add_settings(struct http_plan_input *in,
-				const struct khttpd_site *site)
-{
-	in->expires = khttpd_expires_s;
-	in->gzip_static = khttpd_gzip_static;
-	in->error_pages = site->error_pages;
-	in->error_pages_n = site->error_pages_n;
-	in->dotfiles = khttpd_dotfiles;
-	in->no_listings = !khttpd_listings;
-	in->index = site->index;
-	in->fallback = site->fallback_len ? site->fallback : NULL;
-	in->fallback_len = site->fallback_len;
-	in->headers = &site->headers;
-}
-
 /*
  * Run the planner's remaining steps against the cache and attach the plan
  * to the output; the entry of the last lookup is the body's. False if no
@@ -190,7 +174,7 @@ bool khttpd_respond(struct khttpd_conn *conn, const struct http_plan_input *in)
 	enum http_plan_step step;
 	bool ok;
 
-	khttpd_add_settings(&full, site);
+	full.site = &site->plan; /* by reference: made at load, never changed */
 	/* a multipart answer's boundary: only a Range request can need one */
 	if (in->req && (in->req->seen & HTTP_SEEN_RANGE))
 		full.random = get_random_u64();
@@ -219,7 +203,7 @@ void khttpd_respond_error(struct khttpd_conn *conn, int status)
 	struct http_plan_work *w =
 		site->error_pages_n ? kmalloc(sizeof(*w), GFP_KERNEL) : NULL;
 
-	khttpd_add_settings(&in, site);
+	in.site = &site->plan;
 	khttpd_finish(conn, site,
 		      http_plan_no_request_page(&conn->req->plan, &in, w,
 						status));

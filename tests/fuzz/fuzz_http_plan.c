@@ -95,6 +95,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct http_parser parser;
     struct http_header headers[HTTP_SERVER_MAX_STORED_HEADERS];
     struct http_plan_input in = {0};
+    struct http_site_settings site = {0};
     struct http_plan_work work;
     struct http_plan p;
     /* the longest chain: the target, its index names (three), the last
@@ -129,20 +130,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     in.buf = (const char *) data;
     in.buffered = size;
     in.head_len = used;
-    in.gzip = ctl[9] & 1;
+    in.site = &site;
+    site.gzip = ctl[9] & 1;
     in.stopping = ctl[9] & 2;
     in.now = 1700000000;
     in.date = (ctl[9] & 64) ? "Tue, 14 Nov 2023 22:13:20 GMT" : NULL;
-    in.expires = (ctl[9] & 8) ? (uint32_t) ctl[10] << 16 : 0;
-    in.gzip_static = ctl[9] & 16;
+    site.expires = (ctl[9] & 8) ? (uint32_t) ctl[10] << 16 : 0;
+    site.gzip_static = ctl[9] & 16;
     if (ctl[9] & 32) {
         /* "501=/e/x/" names a directory: refused, the others kept */
         REQUIRE(http_error_pages_parse(spec, sizeof(spec) - 1, pages,
                                        HTTP_SERVER_ERROR_PAGES_MAX, &npages,
                                        &why) < 0);
         REQUIRE(npages == 6);
-        in.error_pages = pages;
-        in.error_pages_n = npages;
+        site.error_pages = pages;
+        site.error_pages_n = npages;
     }
 
     if (ctl[9] & 128) {
@@ -150,9 +152,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                                        &why) == 0);
         REQUIRE(http_fallback_parse("/app/index.html", 15, fallback,
                                     &fallback_len, &why) == 0);
-        in.index = &ix;
-        in.fallback = fallback;
-        in.fallback_len = fallback_len;
+        site.index = &ix;
+        site.fallback = fallback;
+        site.fallback_len = fallback_len;
     }
     in.random = (uint64_t) ctl[7] << 8 | ctl[8];
 
@@ -269,7 +271,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         REQUIRE(0);
     }
     if (p.head.has_max_age)
-        REQUIRE(in.expires &&
+        REQUIRE(site.expires &&
                 (p.status == 200 || p.status == 206 || p.status == 304));
     if (p.status == 416)
         REQUIRE(p.head.content_range_unsatisfied && r &&

@@ -58,13 +58,18 @@ static const struct fake_file files[] = {
     {"f.weird", false, 4, true, 0, 0},
 };
 
-/* Operator settings every plan of plan_ex runs with (zero: off). */
-static struct http_plan_input settings;
+/* Operator settings every plan of plan_ex runs with (zero: off; gzip is
+ * always on there), and the Date its requests carry. */
+static struct http_site_settings settings;
+static const char *settings_date;
+/* true: plan_ex's requests carry no settings at all (a NULL site) */
+static bool settings_none;
 
 struct run {
     struct http_parser parser;
     struct http_header headers[HTTP_SERVER_MAX_STORED_HEADERS];
     struct http_plan_input in;
+    struct http_site_settings site;
     struct http_plan_work work;
     struct http_plan plan;
     struct http_resource res;
@@ -125,19 +130,11 @@ static struct run *plan_ex(const char *req, int64_t gz_len, bool with_work)
     r.in.buf = req;
     r.in.buffered = strlen(req);
     r.in.head_len = used;
-    r.in.gzip = true;
+    r.site = settings;
+    r.site.gzip = true;
+    r.in.site = settings_none ? NULL : &r.site;
     r.in.now = MTIME + 100;
-    r.in.expires = settings.expires;
-    r.in.gzip_static = settings.gzip_static;
-    r.in.no_listings = settings.no_listings;
-    r.in.error_pages = settings.error_pages;
-    r.in.error_pages_n = settings.error_pages_n;
-    r.in.mime = settings.mime;
-    r.in.index = settings.index;
-    r.in.fallback = settings.fallback;
-    r.in.fallback_len = settings.fallback_len;
-    r.in.date = settings.date;
-    r.in.headers = settings.headers;
+    r.in.date = settings_date;
 
     enum http_plan_step step =
         http_plan_start(&r.plan, &r.in, with_work ? &r.work : NULL);
@@ -174,6 +171,7 @@ static struct run *plan(const char *req)
 struct engine {
     struct http_parser parser;
     struct http_plan_input in;
+    struct http_site_settings site;
     struct http_plan_work work;
     struct http_plan plan;
 };
@@ -192,7 +190,8 @@ static enum http_plan_step start(struct engine *e,
     e->in.buf = req;
     e->in.buffered = strlen(req);
     e->in.head_len = used;
-    e->in.gzip = gzip;
+    e->site.gzip = gzip;
+    e->in.site = &e->site;
     e->in.stopping = stopping;
     return http_plan_start(&e->plan, &e->in, &e->work);
 }
@@ -840,7 +839,7 @@ static void test_expires(void)
 {
     struct run *r;
 
-    settings = (struct http_plan_input){.expires = 60};
+    settings = (struct http_site_settings){.expires = 60};
     r = plan(GET("/a.txt", ""));
     CHECK_INT(r->plan.status, 200);
     CHECK(has(r, "Cache-Control: max-age=60\r\n"));
@@ -869,7 +868,7 @@ static void test_expires(void)
     settings.expires = 0xffffffffu;
     r = plan(GET("/a.txt", ""));
     CHECK(has(r, "Cache-Control: max-age=315360000\r\n"));
-    settings = (struct http_plan_input){0};
+    settings = (struct http_site_settings){0};
     r = plan(GET("/a.txt", ""));
     CHECK(!has(r, "Cache-Control") && !has(r, "Expires"));
 }
@@ -878,7 +877,7 @@ static void test_gzip_static(void)
 {
     struct run *r;
 
-    settings = (struct http_plan_input){.gzip_static = true};
+    settings = (struct http_site_settings){.gzip_static = true};
     r = plan(GET("/app.js", "Accept-Encoding: gzip\r\n"));
     CHECK_INT(r->lookups, 2);
     CHECK_STR(r->looked_up[1], "app.js.gz");
@@ -941,7 +940,7 @@ static void test_gzip_static(void)
     CHECK_STR(r->looked_up[2], "dir/index.html.gz");
     CHECK(has(r, "Content-Encoding: gzip\r\n"));
     CHECK(has(r, "Content-Type: text/html; charset=utf-8\r\n"));
-    settings = (struct http_plan_input){0};
+    settings = (struct http_site_settings){0};
 }
 
 /* The longest path plus "/index.html" plus ".gz" fits the scratch. */
@@ -950,7 +949,8 @@ static void test_gzip_static_long_path(void)
     static char req[HTTP_SERVER_PATH_MAX + 128];
     static struct http_plan_work w;
     struct http_parser parser;
-    struct http_plan_input in = {.gzip_static = true, .now = MTIME};
+    static const struct http_site_settings site = {.gzip_static = true};
+    struct http_plan_input in = {.site = &site, .now = MTIME};
     struct http_plan p;
     struct http_resource res;
     size_t used = 0, n;
@@ -997,7 +997,7 @@ static void test_error_pages(void)
     CHECK_INT(pages[0].status, 404);
     CHECK_STR(pages[0].path, "err/404.html");
     settings =
-        (struct http_plan_input){.error_pages = pages, .error_pages_n = n};
+        (struct http_site_settings){.error_pages = pages, .error_pages_n = n};
 
     r = plan(GET("/nope", ""));
     CHECK_INT(r->lookups, 2);
@@ -1052,8 +1052,9 @@ static void test_error_pages(void)
 
     /* outside a parsed request */
     {
-        struct http_plan_input in = {
-            .now = MTIME, .error_pages = pages, .error_pages_n = n};
+        struct http_site_settings site = {.error_pages = pages,
+                                          .error_pages_n = n};
+        struct http_plan_input in = {.now = MTIME, .site = &site};
         struct http_plan_work w;
         struct http_plan p;
 
@@ -1073,7 +1074,7 @@ static void test_error_pages(void)
                   HTTP_PLAN_RESPOND);
         CHECK_INT(p.status, 408);
     }
-    settings = (struct http_plan_input){0};
+    settings = (struct http_site_settings){0};
 
     /* the parser */
     n = 0;
@@ -1164,7 +1165,7 @@ static void test_mime_table(void)
         CHECK(t.types[i].extension && t.types[i].content_type);
 
     /* through the planner: the table before core's */
-    settings = (struct http_plan_input){.mime = &t};
+    settings = (struct http_site_settings){.mime = &t};
     http_mime_table_parse(&t, 8, store, sizeof(store), text, strlen(text));
     struct run *r = plan(GET("/f.weird", ""));
     CHECK(has(r, "Content-Type: text/x-weird; charset=utf-8\r\n"));
@@ -1191,7 +1192,7 @@ static void test_mime_table(void)
     CHECK(has(r, "Content-Type: text/x-weird; charset=utf-8\r\n"));
     memo_from = NULL;
     memo_type = NULL;
-    settings = (struct http_plan_input){0};
+    settings = (struct http_site_settings){0};
 }
 
 /* A directory name too long for a Location: 414, never a bad Location. */
@@ -1442,7 +1443,8 @@ static void test_dotfiles(void)
         e.in.buf = req;
         e.in.buffered = strlen(req);
         e.in.head_len = used;
-        e.in.dotfiles = true;
+        e.site.dotfiles = true;
+        e.in.site = &e.site;
         CHECK_INT(http_plan_start(&e.plan, &e.in, &e.work), HTTP_PLAN_LOOKUP);
         CHECK_STR(e.plan.path, ".env");
     }
@@ -1457,14 +1459,14 @@ static void test_head_memo(void)
     struct run *r;
     int n;
 
-    settings.date = "Mon, 20 Nov 2023 10:00:00 GMT";
+    settings_date = "Mon, 20 Nov 2023 10:00:00 GMT";
     r = plan(GET("/a.txt", ""));
     CHECK(http_head_memo_make(&r->plan, &memo));
     CHECK_INT(memo.len, r->head_len);
     CHECK_MEM(memo.head, memo.len, r->head);
 
     /* a second later, another connection: the same head, the new Date */
-    settings.date = "Mon, 20 Nov 2023 10:00:01 GMT";
+    settings_date = "Mon, 20 Nov 2023 10:00:01 GMT";
     r = plan(GET("/a.txt", ""));
     n = http_plan_head_memo(&r->plan, http_head_memo_kind(&r->plan), &memo, buf,
                             sizeof(buf));
@@ -1509,7 +1511,7 @@ static void test_head_memo(void)
     }
     /* a 304 is a kind of its own: not the 200's memo, but kept itself,
      * and given to the next 304 whichever condition met it */
-    settings.date = "Mon, 20 Nov 2023 10:00:02 GMT";
+    settings_date = "Mon, 20 Nov 2023 10:00:02 GMT";
     r = plan(GET("/a.txt", "If-None-Match: *\r\n"));
     CHECK_INT(r->plan.status, 304);
     CHECK_INT(http_head_memo_kind(&r->plan), HTTP_HEAD_MEMO_304);
@@ -1517,7 +1519,7 @@ static void test_head_memo(void)
                                   sizeof(buf)),
               0);
     CHECK(http_head_memo_make(&r->plan, &other));
-    settings.date = "Mon, 20 Nov 2023 10:00:03 GMT";
+    settings_date = "Mon, 20 Nov 2023 10:00:03 GMT";
     r = plan(GET("/a.txt",
                  "If-Modified-Since: Mon, 20 Nov 2023 10:00:00 "
                  "GMT\r\n"));
@@ -1542,14 +1544,14 @@ static void test_head_memo(void)
                                   &memo, buf, sizeof(buf)),
               0);
     settings.expires = 0;
-    settings.date = NULL;
+    settings_date = NULL;
 }
 
 static void test_no_listings(void)
 {
     struct run *r;
 
-    settings = (struct http_plan_input){.no_listings = true};
+    settings = (struct http_site_settings){.no_listings = true};
     /* a directory without an index: 403, not a listing */
     r = plan(GET("/names/", ""));
     CHECK_INT(r->plan.status, 403);
@@ -1573,7 +1575,7 @@ static void test_no_listings(void)
     r = plan(GET("/names/", ""));
     CHECK_INT(r->plan.status, 403);
     CHECK_STR(r->plan.path, "err/404.html");
-    settings = (struct http_plan_input){0};
+    settings = (struct http_site_settings){0};
     r = plan(GET("/names/", ""));
     CHECK_INT(r->plan.body, HTTP_PLAN_BODY_LISTING);
 
@@ -1596,8 +1598,41 @@ static void test_no_listings(void)
     CHECK(!has(r, "Retry-After"));
 }
 
+/* No settings (a NULL site): every operator setting off or its default,
+ * and the gzip copies off. */
+static void test_no_site(void)
+{
+    struct run *r;
+
+    settings_none = true;
+    r = plan_ex(GET("/a.txt", "Accept-Encoding: gzip\r\n"), 7, true);
+    CHECK(!r->gzip_asked);
+    CHECK_INT(r->plan.status, 200);
+    CHECK_INT(r->plan.body, HTTP_PLAN_BODY_CACHED);
+    CHECK(!has(r, "Content-Encoding"));
+    CHECK(!has(r, "Cache-Control"));
+    CHECK(!has(r, "Vary"));
+    /* hidden paths are not looked up */
+    r = plan(GET("/.env", ""));
+    CHECK_INT(r->lookups, 0);
+    CHECK_INT(r->plan.status, 404);
+    /* index.html, else the listing */
+    r = plan(GET("/dir/", ""));
+    CHECK_STR(r->looked_up[1], "dir/index.html");
+    CHECK_INT(r->plan.status, 200);
+    r = plan(GET("/names/", ""));
+    CHECK_INT(r->plan.body, HTTP_PLAN_BODY_LISTING);
+    /* no fallback, no custom page: the built-in 404 */
+    r = plan(GET("/missing", ""));
+    CHECK_INT(r->lookups, 1);
+    CHECK_INT(r->plan.status, 404);
+    CHECK_INT(r->plan.body, HTTP_PLAN_BODY_TEXT);
+    settings_none = false;
+}
+
 int main(void)
 {
+    test_no_site();
     test_head_memo();
     test_dotfiles();
     test_errno_status();

@@ -138,25 +138,10 @@ static bool carry_out(struct httpd_req *r,
     }
 }
 
-/* The operator's block of the planner's input (core's "operator
- * settings", expires to headers), which each site holds made (its plan):
- * one copy per request. Every field of the block is one of those, so a
- * field core adds there is the site's too. */
-#define PLAN_SITE_FROM offsetof(struct http_plan_input, expires)
-#define PLAN_SITE_TO offsetof(struct http_plan_input, random)
-_Static_assert(PLAN_SITE_TO ==
-                   offsetof(struct http_plan_input, headers) +
-                       sizeof(((struct http_plan_input *) 0)->headers),
-               "the operator's settings end with headers");
-_Static_assert(offsetof(struct http_plan_input, gzip) < PLAN_SITE_FROM &&
-                   offsetof(struct http_plan_input, dotfiles) <
-                       PLAN_SITE_FROM &&
-                   offsetof(struct http_plan_input, now) < PLAN_SITE_FROM,
-               "the request's own fields come before the operator's");
-
-/* The live settings into the planner's input, read inside the section r
- * entered (a SIGHUP replaces them whole between two requests), and the
- * tree of the request's site into r->root. */
+/* The live settings of the request's site into the planner's input (a
+ * pointer, read inside the section r entered: a SIGHUP replaces them
+ * whole, freed only a grace period after), and the tree of the request's
+ * site into r->root. */
 static void add_settings(struct httpd_req *r, struct http_plan_input *in)
 {
     const struct httpd_live *l = httpd_live_enter(r);
@@ -168,11 +153,9 @@ static void add_settings(struct httpd_req *r, struct http_plan_input *in)
             : &sites
                    ->site[http_vhosts_request(&sites->names, in->req, in->buf) +
                           1];
-    memcpy((char *) in + PLAN_SITE_FROM,
-           (const char *) &site->plan + PLAN_SITE_FROM,
-           PLAN_SITE_TO - PLAN_SITE_FROM);
-    in->gzip = l->gzip;
-    in->dotfiles = httpd_cfg.dotfiles;
+    /* by reference: the section is left once the head is built, when the
+     * plan has read the settings for the last time */
+    in->site = &site->settings;
     r->root = site->root;
 }
 

@@ -39,7 +39,7 @@ void httpd_reopen_log(const char *path, const char *why)
 }
 
 /* A site's per-request settings from h (its tree: root) and s, and the
- * planner's input they make. */
+ * planner's settings they make. */
 static void site_from(const struct host_settings *h,
                       const struct settings *s,
                       struct httpd_root root,
@@ -56,7 +56,9 @@ static void site_from(const struct host_settings *h,
     memcpy(site->fallback, h->fallback, h->fallback_len);
     site->fallback_len = h->fallback_len;
     site->headers = h->headers;
-    struct http_plan_input *in = &site->plan;
+    struct http_site_settings *in = &site->settings;
+    in->gzip = s->gzip;
+    in->dotfiles = s->dotfiles;
     in->expires = s->expires;
     in->gzip_static = s->gzip_static;
     in->no_listings = !s->listings;
@@ -146,7 +148,6 @@ static struct httpd_live *live_make(const struct settings *s, const char *why)
         return NULL;
     }
     *l = (struct httpd_live){
-        .gzip = s->gzip,
         .rate_limit = s->limit_req.rate,
         .rate_burst = s->limit_req.burst,
         .sites = sites_make(s, why),

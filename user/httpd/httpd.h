@@ -39,10 +39,10 @@ struct httpd_site {
     char fallback[HTTP_ERROR_PAGE_PATH_MAX]; /* relative, NUL-terminated */
     size_t fallback_len;                     /* 0: none */
     struct http_headers headers;             /* --add-header, --cors */
-    /* the operator's part of the planner's input for this site (core's
-     * "operator settings", expires .. headers, pointing into this site),
-     * made with it: a request takes it whole (httpd-respond.c) */
-    struct http_plan_input plan;
+    /* the planner's settings of this site (pointing into it), made with
+     * it: a request's input points here (httpd-respond.c), read until
+     * the request's head is built, inside its RCU read-side section */
+    struct http_site_settings settings;
 };
 
 /* The sites: [0] the default, [1 + k] the host names[k] names. */
@@ -60,11 +60,10 @@ struct httpd_sites {
  * head is built, before its first wait (httpd_live_enter/leave). */
 struct httpd_live {
     struct rcu_head rcu;
-    bool gzip;           /* --gzip */
     uint32_t rate_limit; /* --limit-req's rate (0: off) and burst; the */
     uint32_t rate_burst; /* table's size is fixed at start */
-    /* the default site and each --host's, their planner's input made
-     * (--gzip-static, --expires and --listings are in it) */
+    /* the default site and each --host's, their planner's settings made
+     * (--gzip, --gzip-static, --expires and --listings are in them) */
     struct httpd_sites *sites;
     struct http_access access; /* --allow, --deny in their order */
 };

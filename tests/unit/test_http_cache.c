@@ -138,6 +138,7 @@ static void test_lru(void)
     CHECK(http_lru_pop(&gone) == &e[2].lru);
     CHECK(http_lru_pop(&gone) == &e[1].lru);
     CHECK(!http_lru_pop(&gone));
+    CHECK(!gone); /* emptied: a second put of the same list puts nothing */
     /* bytes that cannot drop (held elsewhere) still end with the list */
     taken = 0;
     while ((n = http_lru_victim(&l, 10000, 350))) {

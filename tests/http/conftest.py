@@ -5,7 +5,7 @@ the three models of ktcp-httpd on the host (KTCP_ENGINES=user), each also
 over HTTPS (user-*-tls: ktcp-httpd --tls-port, the test clients wrapping
 their sockets in Python's ssl, tools/engines/tlscert.py, OpenSSL writing
 the records), and khttpd.ko inside the VM (KTCP_ENGINES=kernel). With
-KTCP_VM_HTTPS=1 (make check-vm VM_HTTPS=1), inside the VM the suite
+KTCP_VM_HTTPS=1 (make check-vm, VM_HTTPS=1 by default), inside the VM the suite
 also runs over HTTPS with the kernel writing and reading the records
 (kTLS): khttpd behind the agent ktcp-tlsd (khttpd-*-tls) and ktcp-httpd
 with kTLS TX and RX (user-*-ktls), one khttpd mode and one ktcp-httpd

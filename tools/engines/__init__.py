@@ -57,7 +57,7 @@ SUITE = {
 # with kTLS TX and RX, each engine in one guest kernel only (the series its
 # release starts with): the whole suite a variant costs minutes, so khttpd
 # unbound and ktcp-httpd epoll on 6.12, khttpd kthread and ktcp-httpd mn on
-# 6.1. KTCP_VM_HTTPS=1 adds them (make check-vm VM_HTTPS=1; docs/tls.md),
+# 6.1. KTCP_VM_HTTPS=1 adds them (make check-vm, on by default; docs/tls.md),
 # on the files of tests/http/conftest.py's KTLS_FILES; KTCP_VM_HTTPS=all on
 # every file.
 VM_KERNEL = {

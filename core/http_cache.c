@@ -1,5 +1,5 @@
 /* http_cache.c — the content cache's policy (see http_cache.h). */
-#include "http_cache.h"
+#include "http_internal.h"
 #include "http_limits.h"
 
 uint64_t http_file_id_hash(const struct http_file_id *id)
@@ -47,4 +47,52 @@ bool http_cache_over(size_t bytes, size_t budget)
 bool http_cache_evict_more(size_t bytes, size_t pending, size_t budget)
 {
     return bytes > budget / 10 * HTTP_SERVER_CACHE_LOW_TENTHS + pending;
+}
+
+void http_lru_add(struct http_lru *l, struct http_lru_node *n)
+{
+    n->prev = &l->head;
+    n->next = l->head.next;
+    l->head.next->prev = n;
+    l->head.next = n;
+}
+
+static void lru_unlink(struct http_lru_node *n)
+{
+    n->prev->next = n->next;
+    n->next->prev = n->prev;
+}
+
+void http_lru_touch(struct http_lru *l, struct http_lru_node *n)
+{
+    lru_unlink(n);
+    http_lru_add(l, n);
+}
+
+void http_lru_leave(struct http_lru_node *n, struct http_lru_node **gone)
+{
+    lru_unlink(n);
+    n->prev = NULL;
+    n->next = *gone;
+    *gone = n;
+}
+
+struct http_lru_node *http_lru_pop(struct http_lru_node **gone)
+{
+    struct http_lru_node *n = *gone;
+
+    if (n)
+        *gone = n->next;
+    return n;
+}
+
+struct http_lru_node *http_lru_victim(const struct http_lru *l,
+                                      size_t bytes,
+                                      size_t budget)
+{
+    struct http_lru_node *tail = l->head.prev;
+
+    if (tail == &l->head || !http_cache_evict_more(bytes, 0, budget))
+        return NULL;
+    return tail;
 }

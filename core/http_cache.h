@@ -2,9 +2,11 @@
  * which version of a file an object is, when an entry is checked against
  * the file system again or moved to the front of the LRU list, what an
  * entry and an object cost, whether one fits at all, and how far an
- * eviction goes. Pure functions over the caller's numbers: the engines
- * keep the tables, the locks, RCU, the allocator and the file system
- * calls (kernel/khttpd/cache.c, user/httpd/httpd-cache.c). */
+ * eviction goes; the LRU list itself and which entry an eviction takes
+ * next. Pure functions over the caller's numbers and memory: the engines
+ * keep the tables, the locks, RCU, the allocator, the reference counts
+ * and the file system calls (kernel/khttpd/cache.c,
+ * user/httpd/httpd-cache.c). */
 #ifndef KTCP_CORE_HTTP_CACHE_H
 #define KTCP_CORE_HTTP_CACHE_H
 
@@ -65,9 +67,52 @@ bool http_cache_keeps(size_t entry_charge, size_t obj_charge, size_t budget);
 /* Is an insert or a new gzip copy to start an eviction: bytes (in the
  * table) past the budget? */
 bool http_cache_over(size_t bytes, size_t budget);
-/* Does an eviction take the next entry from the LRU tail? Until the bytes
- * in the table, less pending (what the entries already taken will free at
- * their puts), are at most 90% of the budget. */
-bool http_cache_evict_more(size_t bytes, size_t pending, size_t budget);
+
+/* The bytes an eviction can free: the total charged less what entries out
+ * of the table still hold until their last put (never below zero: the
+ * engine reads the two counters apart). */
+static inline size_t http_cache_published(size_t total, size_t held)
+{
+    return total > held ? total - held : 0;
+}
+
+/* The LRU list of the entries in the table, most recently used first: an
+ * intrusive circular list, a node in each entry. Every call is made under
+ * the engine's lock of the table. A node out of the list is free: the
+ * entries that left, chained through their next pointers on a gone list,
+ * are put after the lock is dropped. */
+struct http_lru_node {
+    struct http_lru_node *prev, *next;
+};
+
+struct http_lru {
+    struct http_lru_node head;
+};
+
+#define HTTP_LRU_INIT(name)            \
+    {                                  \
+        {                              \
+            &(name).head, &(name).head \
+        }                              \
+    }
+
+/* An entry into the table: to the front. */
+void http_lru_add(struct http_lru *l, struct http_lru_node *n);
+/* A hit (at most once per HTTP_SERVER_LRU_TOUCH_MS, http_cache_due): to
+ * the front. */
+void http_lru_touch(struct http_lru *l, struct http_lru_node *n);
+/* An entry out of the table (evicted, stale, replaced): off the list and
+ * onto *gone, whose entries the caller puts after dropping its lock. */
+void http_lru_leave(struct http_lru_node *n, struct http_lru_node **gone);
+/* The next entry of a gone list to put, taken off it; NULL at its end. */
+struct http_lru_node *http_lru_pop(struct http_lru_node **gone);
+/* The entry an eviction takes next: the list's tail while the bytes in
+ * the table are above 90% of the budget (HTTP_SERVER_CACHE_LOW_TENTHS),
+ * else NULL. The caller takes it
+ * out of its table and the list (http_lru_leave), so that bytes drop or
+ * the list shrinks: the walk ends within the list's length. */
+struct http_lru_node *http_lru_victim(const struct http_lru *l,
+                                      size_t bytes,
+                                      size_t budget);
 
 #endif /* KTCP_CORE_HTTP_CACHE_H */

@@ -28,9 +28,11 @@
  * inode, device or type replaces it.
  *
  * Size: entries and objects are charged against cache_bytes; past it,
- * entries leave from the tail of the LRU list (a hit moves its entry to
- * the front, at most once per HTTP_SERVER_LRU_TOUCH_MS) until the total is
- * at most 90% of the bound: O(1) per entry evicted. An entry bigger than
+ * entries leave from the tail of core's LRU list (struct http_lru, the
+ * user server's too: a hit moves its entry to the front, at most once per
+ * HTTP_SERVER_LRU_TOUCH_MS; http_lru_victim picks the next to evict) until
+ * the bytes in the table are at most 90% of the bound: O(1) per entry
+ * evicted. An entry bigger than
  * the whole bound is served once, uncached.
  *
  * gzip: a copy is built off the request path by the khttpd_gzip workqueue
@@ -64,7 +66,7 @@
 
 static DEFINE_HASHTABLE(khttpd_cache, 10);
 static DEFINE_SPINLOCK(khttpd_cache_lock);
-static LIST_HEAD(khttpd_lru);
+static struct http_lru khttpd_lru = HTTP_LRU_INIT(khttpd_lru);
 static DEFINE_HASHTABLE(khttpd_objs, 10);
 static DEFINE_SPINLOCK(khttpd_obj_lock);
 static atomic_long_t khttpd_cache_total = ATOMIC_LONG_INIT(0);
@@ -123,10 +125,6 @@ void khttpd_cache_put(struct khttpd_entry *e)
 	call_rcu(&e->rcu, khttpd_entry_free_rcu);
 }
 
-/* Under khttpd_cache_lock: take e out of the table and the LRU list onto
- * gone, whose entries the caller puts (the table's references) after
- * dropping the lock.
- */
 /* e leaves the table (or never enters it): its bytes count as held until
  * its last put.
  */
@@ -140,45 +138,45 @@ static void khttpd_hold(struct khttpd_entry *e)
 /* The bytes eviction can free: the total less what readers hold. */
 static size_t khttpd_cache_published(void)
 {
-	long b = atomic_long_read(&khttpd_cache_total) -
-		 atomic_long_read(&khttpd_cache_held);
+	long total = atomic_long_read(&khttpd_cache_total);
+	long held = atomic_long_read(&khttpd_cache_held);
 
-	return b > 0 ? b : 0;
+	return http_cache_published(max(total, 0L), max(held, 0L));
 }
 
+/* Under khttpd_cache_lock: take e out of the table and the LRU list onto
+ * gone, whose entries the caller puts (the table's references) after
+ * dropping the lock.
+ */
 static void khttpd_unpublish_locked(struct khttpd_entry *e,
-				    struct list_head *gone)
+				    struct http_lru_node **gone)
 {
 	if (!e->in_table)
 		return;
 	hash_del_rcu(&e->node);
 	WRITE_ONCE(e->in_table, false);
-	list_move(&e->lru, gone);
+	http_lru_leave(&e->lru, gone);
 	khttpd_hold(e);
 }
 
-static void khttpd_put_gone(struct list_head *gone)
+/* Put the entries on *gone, leaving it empty. */
+static void khttpd_put_gone(struct http_lru_node **gone)
 {
-	struct khttpd_entry *e, *tmp;
+	struct http_lru_node *n;
 
-	list_for_each_entry_safe(e, tmp, gone, lru) {
-		list_del(&e->lru);
-		khttpd_cache_put(e);
-	}
+	while ((n = http_lru_pop(gone)))
+		khttpd_cache_put(container_of(n, struct khttpd_entry, lru));
 }
 
-/* Under khttpd_cache_lock: evict from the LRU tail until the bytes in the
- * table are at most 90% of the bound; each entry leaves once (its bytes
- * move to held as it does).
- */
-static void khttpd_evict_locked(struct list_head *gone)
+/* Under khttpd_cache_lock: evict from the LRU tail (core's walk). */
+static void khttpd_evict_locked(struct http_lru_node **gone)
 {
-	struct khttpd_entry *e, *tmp;
+	struct http_lru_node *n;
+	struct khttpd_entry *e;
 
-	list_for_each_entry_safe_reverse(e, tmp, &khttpd_lru, lru) {
-		if (!http_cache_evict_more(khttpd_cache_published(), 0,
-					   khttpd_cache_bytes))
-			break;
+	while ((n = http_lru_victim(&khttpd_lru, khttpd_cache_published(),
+				    khttpd_cache_bytes))) {
+		e = container_of(n, struct khttpd_entry, lru);
 		khttpd_unpublish_locked(e, gone);
 		khttpd_count(cache_evictions, 1);
 	}
@@ -186,7 +184,7 @@ static void khttpd_evict_locked(struct list_head *gone)
 
 static void khttpd_evict_if_over(void)
 {
-	LIST_HEAD(gone);
+	struct http_lru_node *gone = NULL;
 
 	if (!http_cache_over(khttpd_cache_published(), khttpd_cache_bytes))
 		return;
@@ -327,7 +325,6 @@ static int khttpd_load(const struct khttpd_site *site, const char *rel,
 		goto out_path;
 	}
 	refcount_set(&e->refs, 1);
-	INIT_LIST_HEAD(&e->lru);
 	e->hash = hash;
 	e->site = site;
 	http_resource_init(&e->meta, rel, len, S_ISDIR(st.mode), st.size,
@@ -389,7 +386,7 @@ static void khttpd_touch(struct khttpd_entry *e)
 		return;
 	spin_lock(&khttpd_cache_lock);
 	if (e->in_table)
-		list_move(&e->lru, &khttpd_lru);
+		http_lru_touch(&khttpd_lru, &e->lru);
 	spin_unlock(&khttpd_cache_lock);
 }
 
@@ -407,7 +404,7 @@ int khttpd_cache_get(const struct khttpd_site *site, const char *rel,
 {
 	u32 hash = jhash(rel, len, site->id);
 	struct khttpd_entry *e, *found = NULL;
-	LIST_HEAD(gone);
+	struct http_lru_node *gone = NULL;
 	int err;
 
 	rcu_read_lock();
@@ -456,7 +453,7 @@ int khttpd_cache_get(const struct khttpd_site *site, const char *rel,
 	}
 	WRITE_ONCE(e->in_table, true);
 	hash_add_rcu(khttpd_cache, &e->node, hash);
-	list_add(&e->lru, &khttpd_lru);
+	http_lru_add(&khttpd_lru, &e->lru);
 	if (http_cache_over(khttpd_cache_published(), khttpd_cache_bytes))
 		khttpd_evict_locked(&gone);
 	spin_unlock(&khttpd_cache_lock);
@@ -628,7 +625,7 @@ void khttpd_cache_exit(void)
 {
 	struct khttpd_entry *e;
 	struct hlist_node *tmp;
-	LIST_HEAD(gone);
+	struct http_lru_node *gone = NULL;
 	int bkt;
 
 	/* Queued builds give up at once, running ones at their next slice. */

@@ -178,7 +178,7 @@ struct khttpd_obj {
  */
 struct khttpd_entry {
 	struct hlist_node node; /* in the path table, under khttpd_cache_lock */
-	struct list_head lru; /* most recently used first; same lock */
+	struct http_lru_node lru; /* core's LRU list; same lock */
 	struct rcu_head rcu;
 	refcount_t refs;
 	bool in_table; /* under khttpd_cache_lock */

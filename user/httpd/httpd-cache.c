@@ -14,10 +14,15 @@
  * (call_rcu), as a concurrent lookup may still be reading it; an entry the
  * same way. So what slow readers still hold stays counted.
  *
- * Writers of the path index and of the LRU list hold cache_lock: an
- * insertion puts the entry at the front of the list, a hit moves it there
- * (at most once per HTTP_SERVER_LRU_TOUCH_MS), eviction takes entries off
- * the tail: O(1) per entry.
+ * Writers of the path index and of the LRU list (core's struct http_lru,
+ * khttpd's too) hold cache_lock: an insertion puts the entry at the front
+ * of the list, a hit moves it there (at most once per
+ * HTTP_SERVER_LRU_TOUCH_MS), eviction takes entries off the tail while
+ * core's http_lru_victim says so: O(1) per entry. An entry out of the
+ * index (evicted, replaced, too big to keep) moves its bytes, and its
+ * object's when it is the only holder, into cache_held until its last
+ * put; eviction aims at the total less held (http_cache_published), as
+ * khttpd's does.
  *
  * Freshness: an entry is re-checked with fstat at most every
  * HTTP_SERVER_REVALIDATE_MS; a changed size, mtime (nanoseconds), inode or
@@ -54,7 +59,7 @@ static _Atomic size_t cache_objs_shared; /* live objects */
 static _Atomic uint64_t table_gen;
 /* Writers of table_rcu, of in_table and of the LRU list. */
 static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
-static CDS_LIST_HEAD(lru);
+static struct http_lru lru = HTTP_LRU_INIT(lru);
 
 /* A table's hash: eight bytes at a time, each word xored in and
  * multiplied, the tail of a key of eight bytes or more read as the last
@@ -216,67 +221,62 @@ static void hold(struct httpd_file *f)
 /* The bytes eviction can free: the total less what readers hold. */
 static size_t cache_published(void)
 {
-    size_t total = atomic_load(&cache_bytes_shared);
-    size_t held = atomic_load(&cache_held);
-    return total > held ? total - held : 0;
+    return http_cache_published(atomic_load(&cache_bytes_shared),
+                                atomic_load(&cache_held));
 }
 
-/* Under cache_lock: take f out of the index and the LRU list, if it is
- * still there; the caller drops the index's reference afterwards. */
-static bool unpublish_locked(struct httpd_file *f)
+/* Under cache_lock: f, which was in the index, is out of it; off the LRU
+ * list onto *gone, whose entries (the index's references) the caller puts
+ * after dropping the lock. */
+static void leave_locked(struct httpd_file *f, struct http_lru_node **gone)
+{
+    atomic_fetch_add(&table_gen, 1);
+    atomic_store(&f->in_table, false);
+    http_lru_leave(&f->lru, gone);
+    hold(f);
+}
+
+/* Under cache_lock: take f out of the index, if it is still there. */
+static void unpublish_locked(struct httpd_file *f, struct http_lru_node **gone)
 {
     if (!atomic_load(&f->in_table))
-        return false;
+        return;
     urcu_memb_read_lock();
     cds_lfht_del(table_rcu, &f->node);
     urcu_memb_read_unlock();
-    atomic_fetch_add(&table_gen, 1);
-    cds_list_del(&f->lru);
-    atomic_store(&f->in_table, false);
-    hold(f);
-    return true;
+    leave_locked(f, gone);
 }
 
-/* Under cache_lock: evict from the LRU tail until the bytes in the table
- * are at most 90% of the limit; the evicted entries are chained on *gone
- * for their puts. Each entry leaves once (its bytes move to held as it
- * does), so the walk is bounded by the list, and bytes a slow reader still
- * holds never make an insert empty the whole list. */
-static void evict_locked(struct httpd_file **gone)
+/* Under cache_lock: evict from the LRU tail (core's walk). */
+static void evict_locked(struct http_lru_node **gone)
 {
-    struct cds_list_head *pos, *p;
+    struct http_lru_node *n;
 
-    cds_list_for_each_prev_safe(pos, p, &lru)
-    {
-        if (!http_cache_evict_more(cache_published(), 0, httpd_cfg.cache_size))
-            break;
-        struct httpd_file *f = caa_container_of(pos, struct httpd_file, lru);
-        unpublish_locked(f);
+    while (
+        (n = http_lru_victim(&lru, cache_published(), httpd_cfg.cache_size))) {
+        unpublish_locked(caa_container_of(n, struct httpd_file, lru), gone);
         rt_count(HTTPD_C_CACHE_EVICTIONS, 1);
-        /* chain through the (now unused) LRU link */
-        f->lru.next = (struct cds_list_head *) *gone;
-        *gone = f;
     }
 }
 
-static void put_chain(struct httpd_file *gone)
+/* Put the entries on *gone, leaving it empty. */
+static void put_gone(struct http_lru_node **gone)
 {
-    while (gone) {
-        struct httpd_file *next = (struct httpd_file *) gone->lru.next;
-        httpd_cache_put(gone);
-        gone = next;
-    }
+    struct http_lru_node *n;
+
+    while ((n = http_lru_pop(gone)))
+        httpd_cache_put(caa_container_of(n, struct httpd_file, lru));
 }
 
 static void evict_if_over(void)
 {
     if (!http_cache_over(cache_published(), httpd_cfg.cache_size))
         return;
-    struct httpd_file *gone = NULL;
+    struct http_lru_node *gone = NULL;
     pthread_mutex_lock(&cache_lock);
     evict_locked(&gone);
     pthread_mutex_unlock(&cache_lock);
-    put_chain(gone);
+    put_gone(&gone);
 }
 
 int httpd_read_all(int fd, char *buf, size_t len)
@@ -436,10 +436,8 @@ static void touch(struct httpd_file *f, uint64_t now)
         !atomic_compare_exchange_strong(&f->used_ms, &used, now))
         return;
     pthread_mutex_lock(&cache_lock);
-    if (atomic_load(&f->in_table)) {
-        cds_list_del(&f->lru);
-        cds_list_add(&f->lru, &lru);
-    }
+    if (atomic_load(&f->in_table))
+        http_lru_touch(&lru, &f->lru);
     pthread_mutex_unlock(&cache_lock);
 }
 
@@ -498,11 +496,11 @@ int httpd_cache_get(struct httpd_worker *w,
             *out = f;
             return 0;
         }
+        struct http_lru_node *gone = NULL;
         pthread_mutex_lock(&cache_lock);
-        bool was = unpublish_locked(f);
+        unpublish_locked(f, &gone);
         pthread_mutex_unlock(&cache_lock);
-        if (was)
-            httpd_cache_put(f); /* the index's */
+        put_gone(&gone); /* the index's */
         httpd_cache_put(f);
     }
 
@@ -517,29 +515,20 @@ int httpd_cache_get(struct httpd_worker *w,
         return 0;
     }
     atomic_fetch_add(&f->refs, 1); /* the index's */
-    struct httpd_file *gone = NULL;
+    struct http_lru_node *gone = NULL;
     pthread_mutex_lock(&cache_lock);
     urcu_memb_read_lock();
     struct cds_lfht_node *node =
         cds_lfht_add_replace(table_rcu, hash, match, &key, &f->node);
     urcu_memb_read_unlock();
-    if (node) {
-        atomic_fetch_add(&table_gen, 1);
-        /* a concurrent load of the same path lost the race to us */
-        struct httpd_file *old =
-            caa_container_of(node, struct httpd_file, node);
-        cds_list_del(&old->lru);
-        atomic_store(&old->in_table, false);
-        hold(old);
-        old->lru.next = NULL;
-        gone = old;
-    }
+    if (node) /* a concurrent load of the same path lost the race to us */
+        leave_locked(caa_container_of(node, struct httpd_file, node), &gone);
     atomic_store(&f->in_table, true);
-    cds_list_add(&f->lru, &lru);
+    http_lru_add(&lru, &f->lru);
     if (http_cache_over(cache_published(), httpd_cfg.cache_size))
         evict_locked(&gone);
     pthread_mutex_unlock(&cache_lock);
-    put_chain(gone);
+    put_gone(&gone);
     *out = f;
     return 0;
 }

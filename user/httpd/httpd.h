@@ -211,7 +211,7 @@ struct httpd_obj {
 struct httpd_file {
     struct cds_lfht_node node;
     struct rcu_head rcu;
-    struct cds_list_head lru; /* most recently used first; cache lock */
+    struct http_lru_node lru; /* core's LRU list; cache lock */
     _Atomic int refs;
     _Atomic bool in_table;
     unsigned long hash;

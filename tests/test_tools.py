@@ -646,3 +646,14 @@ def test_engine_ready_line_is_this_launchs(tmp_path):
             assert s.recv(100).startswith(b"HTTP/1.1 200")
     finally:
         again.stop()
+
+
+def test_free_port_never_hands_out_a_recent_port_again():
+    """A server given two ports (plain and TLS) asks for them one after the
+    other; the kernel may give a probe's port back at once, so the picker
+    itself must not name a port it handed out shortly before."""
+    from engines.base import RECENT_PORTS
+    ports = [free_port() for _ in range(3 * RECENT_PORTS)]
+    for i in range(len(ports) - RECENT_PORTS + 1):
+        window = ports[i:i + RECENT_PORTS]
+        assert len(set(window)) == RECENT_PORTS, f"a port repeats within {window}"

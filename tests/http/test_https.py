@@ -22,7 +22,7 @@ import pytest
 from engines import HTTPD_MODELS, UserHttpd, free_port, in_vm, raise_nofile, tlscert
 from rawhttp import Conn, get
 from sclient import SClient
-from testlib import require_kind, tls_stat
+from testlib import httpd_refuses, require_kind, tls_stat
 
 OPENSSL_TIMEOUT = 20
 
@@ -470,3 +470,9 @@ def test_flags_and_config_file(docroot, tmp_path):
     finally:
         tlscert.TLS_PORTS.pop(tls_port, None)
         e.stop()
+
+
+def test_tls_port_that_is_the_plain_port_is_refused_by_number():
+    """One port cannot be both plain and TLS: refused at start, naming it."""
+    err = httpd_refuses("--root", "/", "--tls-port", "1", "--tls-cert", "/c", "--tls-key", "/k")
+    assert "--tls-port 1: is --port too" in err, err

@@ -18,6 +18,7 @@ Options every process engine takes, beside its own:
                  log instead of a probe connection (so its counters hold
                  only what the caller does)
 """
+import collections
 import os
 import resource
 import signal
@@ -57,10 +58,23 @@ def in_vm():
     return os.environ.get("KTCP_IN_VM") == "1"
 
 
+# The ports this process handed out last: the kernel may give a port back
+# as soon as its probe socket closes, so two calls for one server (a plain
+# and a TLS port) could otherwise name the same port.
+RECENT_PORTS = 512
+_given = collections.deque(maxlen=RECENT_PORTS)
+
+
 def free_port():
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A free TCP port on 127.0.0.1, none of the last RECENT_PORTS given."""
+    for _ in range(1000):
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        if port not in _given:
+            _given.append(port)
+            return port
+    raise RuntimeError("no free port outside the recently given ones")
 
 
 def wait_port(port, host="127.0.0.1", timeout=20.0, proc=None):

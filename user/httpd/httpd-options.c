@@ -417,7 +417,10 @@ static enum rt_cli_result check_tls(const struct settings *s)
         return RT_CLI_ERROR;
     }
     if (s->rt.second_port && s->rt.second_port == s->rt.port) {
-        rt_cli_bad("--tls-port", "", "is --port too");
+        char port[8];
+
+        snprintf(port, sizeof(port), "%d", s->rt.second_port);
+        rt_cli_bad("--tls-port", port, "is --port too");
         return RT_CLI_ERROR;
     }
     return RT_CLI_OK;

@@ -44,9 +44,9 @@ bool http_cache_over(size_t bytes, size_t budget)
     return bytes > budget;
 }
 
-bool http_cache_evict_more(size_t bytes, size_t pending, size_t budget)
+bool http_cache_evict_more(size_t bytes, size_t budget)
 {
-    return bytes > budget / 10 * HTTP_SERVER_CACHE_LOW_TENTHS + pending;
+    return bytes > budget / 10 * HTTP_SERVER_CACHE_LOW_TENTHS;
 }
 
 void http_lru_add(struct http_lru *l, struct http_lru_node *n)
@@ -92,7 +92,7 @@ struct http_lru_node *http_lru_victim(const struct http_lru *l,
 {
     struct http_lru_node *tail = l->head.prev;
 
-    if (tail == &l->head || !http_cache_evict_more(bytes, 0, budget))
+    if (tail == &l->head || !http_cache_evict_more(bytes, budget))
         return NULL;
     return tail;
 }

@@ -45,10 +45,9 @@ size_t http_format_hex(uint64_t v, char *out);
 /* ---- http_cache.h ---- */
 
 /* Does an eviction take the next entry from the LRU tail
- * (http_lru_victim)? Until the bytes in the table, less pending (what the
- * entries already taken will free at their puts), are at most 90% of the
+ * (http_lru_victim)? Until the bytes in the table are at most 90% of the
  * budget. */
-bool http_cache_evict_more(size_t bytes, size_t pending, size_t budget);
+bool http_cache_evict_more(size_t bytes, size_t budget);
 
 /* ---- http_conditional.h ---- */
 

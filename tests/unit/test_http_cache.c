@@ -69,15 +69,12 @@ static void test_budget(void)
     CHECK(!http_cache_over(1000, 1000));
     CHECK(http_cache_over(1001, 1000));
     /* eviction goes down to 90% of the budget */
-    CHECK(http_cache_evict_more(1001, 0, 1000));
-    CHECK(http_cache_evict_more(901, 0, 1000));
-    CHECK(!http_cache_evict_more(900, 0, 1000));
-    /* what the entries already taken will free counts as gone */
-    CHECK(!http_cache_evict_more(1001, 101, 1000));
-    CHECK(http_cache_evict_more(1001, 100, 1000));
+    CHECK(http_cache_evict_more(1001, 1000));
+    CHECK(http_cache_evict_more(901, 1000));
+    CHECK(!http_cache_evict_more(900, 1000));
     /* tenths of the budget: 1009 / 10 * 9 = 900 */
-    CHECK(!http_cache_evict_more(900, 0, 1009));
-    CHECK(http_cache_evict_more(901, 0, 1009));
+    CHECK(!http_cache_evict_more(900, 1009));
+    CHECK(http_cache_evict_more(901, 1009));
 }
 
 static void test_published(void)

@@ -1,0 +1,44 @@
+"""tools/twins.py, the count of the functions both engines write: it finds
+every function it lists (a renamed one fails here, so the list stays
+true), and it refuses a tree where one is missing."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+from testlib import ROOT
+
+TWINS = os.path.join(ROOT, "tools", "twins.py")
+
+
+def twins(*args):
+    return subprocess.run([sys.executable, TWINS, *args], capture_output=True,
+                          text=True, timeout=60)
+
+
+def test_every_listed_function_is_found():
+    r = twins("--json")
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    for p in out["pairs"]:
+        assert p["kernel"] > 0 and p["user"] > 0, p
+    assert out["kernel"] == sum(p["kernel"] for p in out["pairs"])
+    assert out["user"] == sum(p["user"] for p in out["pairs"])
+    table = twins()
+    assert table.returncode == 0
+    assert table.stdout.split("\n")[-2].split() == [
+        "total", str(out["kernel"]), str(out["user"])]
+
+
+def test_a_renamed_function_is_an_error(tmp_path):
+    for d in ("kernel/khttpd", "user/httpd"):
+        shutil.copytree(os.path.join(ROOT, d), tmp_path / d)
+    conn = tmp_path / "user/httpd/httpd-conn.c"
+    text = conn.read_text()
+    assert "static bool buf_make_room(" in text
+    conn.write_text(text.replace("static bool buf_make_room(",
+                                 "static bool buf_room(", 1))
+    r = twins("--root", str(tmp_path))
+    assert r.returncode == 1
+    assert "buf_make_room not found" in r.stderr

@@ -1,0 +1,140 @@
+#!/usr/bin/env python3
+"""The twins: functions written once for khttpd and once for ktcp-httpd.
+
+Each pair names the kernel functions (kernel/khttpd, khttpd_*) and the
+user functions (user/httpd) that do the same job; a pair may hold more
+than one function on a side when one engine splits a job in two. The tool
+counts the lines of each function, from its signature to its closing brace
+(a definition starts at column 0, ends at the first "}" line at column 0),
+and prints each pair and the totals: the figure that says how much of the
+two engines is still written twice.
+
+    tools/twins.py            the table
+    tools/twins.py --json     the same, as JSON
+
+A listed function that is not found is an error (exit status 1), so the
+list stays true when a function is renamed or moved (tests/test_twins.py).
+"""
+import argparse
+import json
+import os
+import re
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+KCACHE = "kernel/khttpd/cache.c"
+UCACHE = ("user/httpd/httpd-cache.c", "user/httpd/httpd-cache-gz.c")
+
+# (what, kernel files, kernel functions, user files, user functions)
+PAIRS = [
+    ("object free (RCU)", [KCACHE], ["khttpd_obj_free_rcu"],
+     UCACHE, ["obj_free_rcu"]),
+    ("object put", [KCACHE], ["khttpd_obj_put"], UCACHE, ["httpd_obj_put"]),
+    ("entry free (RCU)", [KCACHE], ["khttpd_entry_free_rcu"],
+     UCACHE, ["file_free_rcu"]),
+    ("entry put", [KCACHE], ["khttpd_cache_put"], UCACHE, ["httpd_cache_put"]),
+    ("hold", [KCACHE], ["khttpd_hold"], UCACHE, ["hold"]),
+    ("published bytes", [KCACHE], ["khttpd_cache_published"],
+     UCACHE, ["cache_published"]),
+    ("unpublish", [KCACHE], ["khttpd_unpublish_locked"],
+     UCACHE, ["unpublish_locked", "leave_locked"]),
+    ("put gone list", [KCACHE], ["khttpd_put_gone"], UCACHE, ["put_gone"]),
+    ("evict", [KCACHE], ["khttpd_evict_locked"], UCACHE, ["evict_locked"]),
+    ("evict if over", [KCACHE], ["khttpd_evict_if_over"],
+     UCACHE, ["evict_if_over"]),
+    ("file identity", [KCACHE], ["khttpd_file_id"], UCACHE, ["file_id"]),
+    ("object is", [KCACHE], ["khttpd_obj_is"], UCACHE, ["httpd_obj_is"]),
+    ("object get", [KCACHE], ["khttpd_obj_find", "khttpd_obj_get"],
+     UCACHE, ["obj_get"]),
+    ("load", [KCACHE], ["khttpd_stat", "khttpd_load"], UCACHE, ["load"]),
+    ("still fresh", [KCACHE], ["khttpd_still_fresh"], UCACHE, ["still_fresh"]),
+    ("touch", [KCACHE], ["khttpd_touch"], UCACHE, ["touch"]),
+    ("entry is", [KCACHE], ["khttpd_entry_is"], UCACHE, ["match"]),
+    ("cache get", [KCACHE], ["khttpd_cache_get"], UCACHE, ["httpd_cache_get"]),
+    ("gzip publish", [KCACHE], ["khttpd_gz_publish"],
+     UCACHE, ["publish"]),
+    ("charge an object", [KCACHE], ["khttpd_cache_set_names"],
+     UCACHE, ["httpd_cache_charge"]),
+    ("gzip build", [KCACHE], ["khttpd_gzip_source", "khttpd_gzip_work"],
+     UCACHE, ["gz_worthless", "build_run"]),
+    ("gzip copy", [KCACHE], ["khttpd_gzip_queue", "khttpd_cache_gzip"],
+     UCACHE, ["httpd_cache_gzip"]),
+    ("usage", [KCACHE], ["khttpd_cache_usage"], UCACHE, ["httpd_cache_usage"]),
+    ("cache init", [KCACHE], ["khttpd_cache_init"], UCACHE, ["httpd_cache_init"]),
+    ("listing names grow", ["kernel/khttpd/listing.c"], ["khttpd_build_grow"],
+     ["user/httpd/httpd-listing.c"], ["names_grow"]),
+    ("request buffer room", ["kernel/khttpd/conn.c"], ["khttpd_make_room"],
+     ["user/httpd/httpd-conn.c"], ["buf_make_room"]),
+    ("body drain", ["kernel/khttpd/conn.c"], ["khttpd_drain_body"],
+     ["user/httpd/httpd-conn.c"], ["drain_body"]),
+]
+
+
+def function_lines(lines, name):
+    """Lines of name's definition (signature to closing brace), or None."""
+    start = re.compile(r"^[A-Za-z_].*[^A-Za-z0-9_]%s\(" % re.escape(name))
+    for i, line in enumerate(lines):
+        if not start.match(line):
+            continue
+        j = i  # a prototype ends in ";" before any "{"
+        while j < len(lines) and "{" not in lines[j] and ";" not in lines[j]:
+            j += 1
+        if j == len(lines) or ";" in lines[j].split("{")[0]:
+            continue
+        for k in range(j, len(lines)):
+            if lines[k].rstrip() == "}":
+                return k - i + 1
+    return None
+
+
+def count(root=ROOT):
+    """[(what, kernel lines, user lines)]; raises LookupError on a miss."""
+    text = {}
+
+    def side(files, names):
+        total = 0
+        for name in names:
+            found = None
+            for f in files:
+                if f not in text:
+                    with open(os.path.join(root, f)) as fh:
+                        text[f] = fh.read().split("\n")
+                found = function_lines(text[f], name)
+                if found:
+                    break
+            if not found:
+                raise LookupError(f"{name} not found in {', '.join(files)}")
+            total += found
+        return total
+
+    return [(what, side(kf, kn), side(uf, un))
+            for what, kf, kn, uf, un in PAIRS]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--json", action="store_true")
+    ap.add_argument("--root", default=ROOT, help="the tree to count")
+    args = ap.parse_args()
+    try:
+        rows = count(args.root)
+    except LookupError as e:
+        print(f"twins: {e}", file=sys.stderr)
+        return 1
+    kt = sum(r[1] for r in rows)
+    ut = sum(r[2] for r in rows)
+    if args.json:
+        print(json.dumps({"pairs": [{"what": w, "kernel": k, "user": u}
+                                    for w, k, u in rows],
+                          "kernel": kt, "user": ut}))
+        return 0
+    print(f"{'pair':<22} {'kernel':>6} {'user':>6}")
+    for w, k, u in rows:
+        print(f"{w:<22} {k:>6} {u:>6}")
+    print(f"{'total':<22} {kt:>6} {ut:>6}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

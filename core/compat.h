@@ -3,7 +3,8 @@
  * core/ is compiled into khttpd.ko and into the user-space servers, so it may
  * rely on nothing but fixed-width integers, bool, the mem*()/strlen()
  * primitives that both the kernel and libc provide under the same names, and
- * a counter each world makes atomic its own way (http_counter below).
+ * a counter and a stamp each world makes atomic its own way (http_counter,
+ * http_stamp below).
  */
 #ifndef KTCP_CORE_COMPAT_H
 #define KTCP_CORE_COMPAT_H
@@ -24,7 +25,9 @@
 /* A signed counter that threads add to and read without a lock: the
  * kernel's atomic_long_t, C11's _Atomic long (both inline, no symbol).
  * Core keeps no counter of its own: the engine owns the memory (the
- * cache's bytes, struct http_cache_acct) and core's functions update it. */
+ * cache's bytes, struct http_cache_acct) and core's functions update it.
+ * And a stamp (a time in ms) that threads read and move with a
+ * compare-and-swap: the kernel's atomic64_t, C11's _Atomic uint64_t. */
 #ifdef __KERNEL__
 typedef atomic_long_t http_counter;
 #define HTTP_COUNTER_INIT(v) ATOMIC_LONG_INIT(v)
@@ -36,6 +39,21 @@ static inline long http_counter_read(const http_counter *c)
 {
     return atomic_long_read(c);
 }
+
+typedef atomic64_t http_stamp;
+static inline void http_stamp_set(http_stamp *s, uint64_t v)
+{
+    atomic64_set(s, (s64) v);
+}
+static inline uint64_t http_stamp_read(const http_stamp *s)
+{
+    return (uint64_t) atomic64_read(s);
+}
+/* From old to new; false if another thread moved it first. */
+static inline bool http_stamp_move(http_stamp *s, uint64_t old, uint64_t new)
+{
+    return atomic64_cmpxchg(s, (s64) old, (s64) new) == (s64) old;
+}
 #else
 typedef _Atomic long http_counter;
 #define HTTP_COUNTER_INIT(v) (v)
@@ -46,6 +64,20 @@ static inline void http_counter_add(http_counter *c, long v)
 static inline long http_counter_read(const http_counter *c)
 {
     return atomic_load((http_counter *) c);
+}
+
+typedef _Atomic uint64_t http_stamp;
+static inline void http_stamp_set(http_stamp *s, uint64_t v)
+{
+    atomic_store_explicit(s, v, memory_order_relaxed);
+}
+static inline uint64_t http_stamp_read(const http_stamp *s)
+{
+    return atomic_load_explicit((http_stamp *) s, memory_order_relaxed);
+}
+static inline bool http_stamp_move(http_stamp *s, uint64_t old, uint64_t new)
+{
+    return atomic_compare_exchange_strong(s, &old, new);
 }
 #endif
 

@@ -44,6 +44,17 @@ bool http_cache_over(size_t bytes, size_t budget)
     return bytes > budget;
 }
 
+enum http_cache_gz_make http_cache_gz_make(bool in_table,
+                                           bool body,
+                                           uint64_t size)
+{
+    if (!in_table)
+        return HTTP_CACHE_GZ_NONE;
+    if (body && size <= HTTP_SERVER_GZIP_INLINE_MAX)
+        return HTTP_CACHE_GZ_INLINE;
+    return HTTP_CACHE_GZ_QUEUE;
+}
+
 static size_t counter_size(const http_counter *c)
 {
     long v = http_counter_read(c);

@@ -49,6 +49,22 @@ static inline bool http_cache_due(uint64_t now_ms,
     return now_ms > last_ms && now_ms - last_ms >= period_ms;
 }
 
+/* Does this thread do the job a stamp times (HTTP_SERVER_REVALIDATE_MS:
+ * the entry's check against the file system; HTTP_SERVER_LRU_TOUCH_MS: its
+ * move to the LRU front)? When it is due (http_cache_due) and this thread
+ * moves the stamp to now_ms first: of the threads that find it due at
+ * once, one does it and the others go on without. Inline: a hit asks
+ * twice. */
+static inline bool http_cache_claim(http_stamp *stamp,
+                                    uint64_t now_ms,
+                                    uint32_t period_ms)
+{
+    uint64_t last = http_stamp_read(stamp);
+
+    return http_cache_due(now_ms, last, period_ms) &&
+           http_stamp_move(stamp, last, now_ms);
+}
+
 /* What a path entry costs: the fixed overhead, its path and extra bytes
  * the engine keeps with it. */
 size_t http_cache_entry_charge(size_t path_len, size_t extra);
@@ -105,6 +121,23 @@ bool http_cache_acct_over(const struct http_cache_acct *a, size_t budget);
 void http_cache_acct_usage(const struct http_cache_acct *a,
                            size_t *bytes,
                            size_t *objs);
+
+/* What a request for the gzip copy of an object that has none yet does. */
+enum http_cache_gz_make {
+    HTTP_CACHE_GZ_NONE,   /* send identity, build nothing */
+    HTTP_CACHE_GZ_INLINE, /* compress the body in memory now, publish it */
+    HTTP_CACHE_GZ_QUEUE,  /* queue a build (identity until it is there) */
+};
+
+/* For an entry in the table or not (one the cache could not keep would be
+ * compressed again by every request: none), its object's body in memory
+ * or not, and the file's size: a small body in memory is compressed on
+ * the spot (HTTP_SERVER_GZIP_INLINE_MAX), anything else off the request
+ * path. The engine then takes the object's building flag (one build per
+ * object; identity when another has it). */
+enum http_cache_gz_make http_cache_gz_make(bool in_table,
+                                           bool body,
+                                           uint64_t size);
 
 /* The LRU list of the entries in the table, most recently used first: an
  * intrusive circular list, a node in each entry. Every call is made under

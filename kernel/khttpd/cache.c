@@ -40,7 +40,8 @@
  * (at most HTTP_SERVER_GZIP_BUILDERS at once and one per two CPUs, at most
  * HTTP_SERVER_GZIP_QUEUE queued, one build per object: its building bit)
  * and published with smp_store_release; until then requests get identity.
- * Only a small body already in memory is compressed on the spot.
+ * Only a small body already in memory is compressed on the spot; an entry
+ * out of the table gets no copy (core's http_cache_gz_make decides).
  *
  * One file, over 500 lines, on purpose: both tables, the LRU list and the
  * gzip copies share the references, the two locks and the one byte budget
@@ -317,8 +318,8 @@ static int khttpd_load(const struct khttpd_site *site, const char *rel,
 			   st.mtime.tv_sec, st.mtime.tv_nsec, st.ino);
 	e->path_len = len;
 	memcpy(e->path, rel, len);
-	e->checked = khttpd_now_ms();
-	e->used = e->checked;
+	http_stamp_set(&e->checked, khttpd_now_ms());
+	http_stamp_set(&e->used, khttpd_now_ms());
 	e->obj = khttpd_obj_get(&path, &st,
 				http_resource_keep_body(&e->meta,
 							khttpd_cache_bytes));
@@ -344,16 +345,13 @@ out_path:
  */
 static bool khttpd_still_fresh(struct khttpd_entry *e, const char *rel)
 {
-	u64 checked = READ_ONCE(e->checked);
-	u64 now = khttpd_now_ms();
 	struct path path;
 	struct kstat st;
 	bool same;
 
-	if (!http_cache_due(now, checked, HTTP_SERVER_REVALIDATE_MS))
+	if (!http_cache_claim(&e->checked, khttpd_now_ms(),
+			      HTTP_SERVER_REVALIDATE_MS))
 		return true;
-	if (cmpxchg(&e->checked, checked, now) != checked)
-		return true; /* another worker is checking right now */
 	if (khttpd_stat(e->site, rel, &path, &st) < 0)
 		return false;
 	same = khttpd_obj_is(e->obj, &st);
@@ -364,11 +362,8 @@ static bool khttpd_still_fresh(struct khttpd_entry *e, const char *rel)
 /* A hit: to the LRU front, unless it went there a moment ago. */
 static void khttpd_touch(struct khttpd_entry *e)
 {
-	u64 used = READ_ONCE(e->used);
-	u64 now = khttpd_now_ms();
-
-	if (!http_cache_due(now, used, HTTP_SERVER_LRU_TOUCH_MS) ||
-	    cmpxchg(&e->used, used, now) != used)
+	if (!http_cache_claim(&e->used, khttpd_now_ms(),
+			      HTTP_SERVER_LRU_TOUCH_MS))
 		return;
 	spin_lock(&khttpd_cache_lock);
 	if (e->in_table)
@@ -567,17 +562,16 @@ const struct khttpd_gz *khttpd_cache_gzip(struct khttpd_entry *e)
 	struct khttpd_obj *o = e->obj;
 	/* Pairs with the smp_store_release() in khttpd_gz_publish(). */
 	struct khttpd_gz *gz = smp_load_acquire(&o->gz);
+	enum http_cache_gz_make make;
 
 	if (gz)
 		return gz;
-	/* An entry the cache could not keep would be compressed again by every
-	 * request: send identity instead (never recompress per request).
-	 */
-	if (!READ_ONCE(e->in_table))
+	make = http_cache_gz_make(READ_ONCE(e->in_table), o->body, o->id.size);
+	/* Being built: identity until it is there. */
+	if (make == HTTP_CACHE_GZ_NONE ||
+	    test_and_set_bit(KHTTPD_OBJ_BUILDING, &o->flags))
 		return NULL;
-	if (test_and_set_bit(KHTTPD_OBJ_BUILDING, &o->flags))
-		return NULL; /* being built: identity until it is there */
-	if (o->body && o->id.size <= HTTP_SERVER_GZIP_INLINE_MAX) {
+	if (make == HTTP_CACHE_GZ_INLINE) {
 		gz = khttpd_gzip(o->body, o->id.size, NULL);
 		if (gz) {
 			khttpd_gz_publish(o, gz);

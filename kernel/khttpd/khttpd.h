@@ -187,8 +187,8 @@ struct khttpd_entry {
 	const struct khttpd_site *site; /* with the path, the key */
 	struct khttpd_obj *obj;
 	char *body; /* obj->body */
-	u64 checked; /* ms (jiffies64) of the last revalidation */
-	u64 used; /* ms (jiffies64) of the last move to the LRU front */
+	http_stamp checked; /* ms (jiffies64) of the last revalidation */
+	http_stamp used; /* ms (jiffies64) of the last move to the LRU front */
 	size_t charge; /* bytes counted against cache_bytes */
 	size_t held; /* out of the table, still referenced: held bytes */
 	size_t path_len;

@@ -49,6 +49,46 @@ static void test_due(void)
     CHECK(http_cache_due(1100, 1000, HTTP_SERVER_LRU_TOUCH_MS));
 }
 
+/* The stamp's claim: due, then one claimer per period. */
+static void test_claim(void)
+{
+    http_stamp s;
+
+    http_stamp_set(&s, 1000);
+    CHECK(!http_cache_claim(&s, 1999, HTTP_SERVER_REVALIDATE_MS));
+    CHECK_INT(http_stamp_read(&s), 1000); /* not due: untouched */
+    CHECK(http_cache_claim(&s, 2000, HTTP_SERVER_REVALIDATE_MS));
+    CHECK_INT(http_stamp_read(&s), 2000); /* moved to now */
+    /* a second thread at the same moment finds it claimed */
+    CHECK(!http_cache_claim(&s, 2000, HTTP_SERVER_REVALIDATE_MS));
+    /* a trailing clock (another thread's) never claims it back */
+    CHECK(!http_cache_claim(&s, 1500, HTTP_SERVER_REVALIDATE_MS));
+    CHECK_INT(http_stamp_read(&s), 2000);
+    CHECK(http_cache_claim(&s, 2100, HTTP_SERVER_LRU_TOUCH_MS));
+    CHECK(!http_cache_claim(&s, 2199, HTTP_SERVER_LRU_TOUCH_MS));
+    /* the move itself: from the value read, else refused */
+    CHECK(!http_stamp_move(&s, 2000, 3000));
+    CHECK_INT(http_stamp_read(&s), 2100);
+    CHECK(http_stamp_move(&s, 2100, 3000));
+    CHECK_INT(http_stamp_read(&s), 3000);
+}
+
+/* Whether, and where, a gzip copy is made. */
+static void test_gz_make(void)
+{
+    /* an entry out of the table: never (every request would compress) */
+    CHECK_INT(http_cache_gz_make(false, true, 100), HTTP_CACHE_GZ_NONE);
+    CHECK_INT(http_cache_gz_make(false, false, 1 << 20), HTTP_CACHE_GZ_NONE);
+    /* a small body in memory: on the spot */
+    CHECK_INT(http_cache_gz_make(true, true, 100), HTTP_CACHE_GZ_INLINE);
+    CHECK_INT(http_cache_gz_make(true, true, HTTP_SERVER_GZIP_INLINE_MAX),
+              HTTP_CACHE_GZ_INLINE);
+    /* a bigger body, or one read from the file: off the request path */
+    CHECK_INT(http_cache_gz_make(true, true, HTTP_SERVER_GZIP_INLINE_MAX + 1),
+              HTTP_CACHE_GZ_QUEUE);
+    CHECK_INT(http_cache_gz_make(true, false, 100), HTTP_CACHE_GZ_QUEUE);
+}
+
 static void test_charges(void)
 {
     CHECK_INT(http_cache_entry_charge(11, 0), HTTP_SERVER_ENTRY_OVERHEAD + 11);
@@ -205,6 +245,8 @@ int main(void)
 {
     test_file_id();
     test_due();
+    test_claim();
+    test_gz_make();
     test_charges();
     test_budget();
     test_published();

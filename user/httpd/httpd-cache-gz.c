@@ -1,7 +1,8 @@
 /* httpd-cache-gz.c — the gzip copies of cached objects: a copy is built
  * by the gzip threads (httpd-gzip.c), once per object (its building flag),
  * and published with an atomic store; until then requests get identity.
- * Only a small body already in memory is compressed on the spot. The
+ * Only a small body already in memory is compressed on the spot; an entry
+ * out of the table gets no copy (core's http_cache_gz_make decides). The
  * objects, their references and the charge are httpd-cache.c's. */
 #include <fcntl.h>
 #include <stdlib.h>
@@ -78,13 +79,12 @@ const struct httpd_gz *httpd_cache_gzip(struct httpd_file *f)
     struct httpd_gz *gz = atomic_load(&o->gz);
     if (gz)
         return gz;
-    /* An entry the cache could not keep would be compressed again by every
-     * request: send identity instead (never recompress per request). */
-    if (!atomic_load(&f->in_table))
+    enum http_cache_gz_make make =
+        http_cache_gz_make(atomic_load(&f->in_table), o->body, o->id.size);
+    /* being built: identity until it is there */
+    if (make == HTTP_CACHE_GZ_NONE || atomic_exchange(&o->building, true))
         return NULL;
-    if (atomic_exchange(&o->building, true))
-        return NULL; /* being built: identity until it is there */
-    if (o->body && o->id.size <= HTTP_SERVER_GZIP_INLINE_MAX) {
+    if (make == HTTP_CACHE_GZ_INLINE) {
         gz = httpd_gzip(o->body, o->id.size);
         if (gz)
             return publish(o, gz);

@@ -369,8 +369,8 @@ static int load(const struct httpd_root *root,
     http_resource_use_table(&f->meta, httpd_cfg.mime, rel, len);
     f->path_len = len;
     memcpy(f->path, rel, len);
-    atomic_init(&f->checked_ms, rt_now_ms());
-    atomic_init(&f->used_ms, rt_now_ms());
+    http_stamp_set(&f->checked_ms, rt_now_ms());
+    http_stamp_set(&f->used_ms, rt_now_ms());
     f->obj = obj_get(fd, &st,
                      http_resource_keep_body(&f->meta, httpd_cfg.cache_size));
     close(fd);
@@ -395,12 +395,9 @@ static bool still_fresh(struct httpd_file *f,
                         const char *rel,
                         uint64_t now)
 {
-    uint64_t checked = atomic_load(&f->checked_ms);
     /* now is the loop's clock, which may trail another thread's */
-    if (!http_cache_due(now, checked, HTTP_SERVER_REVALIDATE_MS))
+    if (!http_cache_claim(&f->checked_ms, now, HTTP_SERVER_REVALIDATE_MS))
         return true;
-    if (!atomic_compare_exchange_strong(&f->checked_ms, &checked, now))
-        return true; /* another thread is checking right now */
     /* opened as load() does: an entry the server's user may no longer
      * read (or enter) is stale */
     int fd = httpd_open_resource(root->fd, rel);
@@ -415,9 +412,7 @@ static bool still_fresh(struct httpd_file *f,
 /* A hit: to the LRU front, unless it went there a moment ago. */
 static void touch(struct httpd_file *f, uint64_t now)
 {
-    uint64_t used = atomic_load_explicit(&f->used_ms, memory_order_relaxed);
-    if (!http_cache_due(now, used, HTTP_SERVER_LRU_TOUCH_MS) ||
-        !atomic_compare_exchange_strong(&f->used_ms, &used, now))
+    if (!http_cache_claim(&f->used_ms, now, HTTP_SERVER_LRU_TOUCH_MS))
         return;
     pthread_mutex_lock(&cache_lock);
     if (atomic_load(&f->in_table))

@@ -219,8 +219,8 @@ struct httpd_file {
     struct http_resource meta;
     struct httpd_obj *obj;
     char *body; /* obj->body */
-    _Atomic uint64_t checked_ms;
-    _Atomic uint64_t used_ms;
+    http_stamp checked_ms;
+    http_stamp used_ms;
     size_t charge; /* bytes counted against --cache-size */
     size_t held;   /* of them (and its object's) out of the table */
     /* the heads of its plain answers (core's http_head_memo), one per

@@ -1,21 +1,52 @@
 /* compat.h — the only system-facing include of core/ sources.
  *
  * core/ is compiled into khttpd.ko and into the user-space servers, so it may
- * rely on nothing but fixed-width integers, bool, and the mem*()/strlen()
- * primitives that both the kernel and libc provide under the same names.
+ * rely on nothing but fixed-width integers, bool, the mem*()/strlen()
+ * primitives that both the kernel and libc provide under the same names, and
+ * a counter each world makes atomic its own way (http_counter below).
  */
 #ifndef KTCP_CORE_COMPAT_H
 #define KTCP_CORE_COMPAT_H
 
 #ifdef __KERNEL__
+#include <linux/atomic.h>
 #include <linux/kernel.h>
 #include <linux/string.h>
 #include <linux/types.h>
 #else
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+#endif
+
+/* A signed counter that threads add to and read without a lock: the
+ * kernel's atomic_long_t, C11's _Atomic long (both inline, no symbol).
+ * Core keeps no counter of its own: the engine owns the memory (the
+ * cache's bytes, struct http_cache_acct) and core's functions update it. */
+#ifdef __KERNEL__
+typedef atomic_long_t http_counter;
+#define HTTP_COUNTER_INIT(v) ATOMIC_LONG_INIT(v)
+static inline void http_counter_add(http_counter *c, long v)
+{
+    atomic_long_add(v, c);
+}
+static inline long http_counter_read(const http_counter *c)
+{
+    return atomic_long_read(c);
+}
+#else
+typedef _Atomic long http_counter;
+#define HTTP_COUNTER_INIT(v) (v)
+static inline void http_counter_add(http_counter *c, long v)
+{
+    atomic_fetch_add(c, v);
+}
+static inline long http_counter_read(const http_counter *c)
+{
+    return atomic_load((http_counter *) c);
+}
 #endif
 
 /* The kernel spells these U64_MAX/S64_MAX; libc spells them UINT64_MAX.

@@ -44,6 +44,62 @@ bool http_cache_over(size_t bytes, size_t budget)
     return bytes > budget;
 }
 
+static size_t counter_size(const http_counter *c)
+{
+    long v = http_counter_read(c);
+
+    return v > 0 ? (size_t) v : 0;
+}
+
+void http_cache_acct_charge(struct http_cache_acct *a, size_t bytes, int objs)
+{
+    http_counter_add(&a->total, (long) bytes);
+    if (objs)
+        http_counter_add(&a->objs, objs);
+}
+
+void http_cache_acct_release(struct http_cache_acct *a,
+                             size_t bytes,
+                             size_t held,
+                             int objs)
+{
+    http_counter_add(&a->total, -(long) bytes);
+    if (held)
+        http_counter_add(&a->held, -(long) held);
+    if (objs)
+        http_counter_add(&a->objs, -objs);
+}
+
+size_t http_cache_acct_hold(struct http_cache_acct *a,
+                            size_t entry_charge,
+                            size_t obj_charge,
+                            bool sole)
+{
+    size_t held = http_cache_leaving(entry_charge, obj_charge, sole);
+
+    http_counter_add(&a->held, (long) held);
+    return held;
+}
+
+size_t http_cache_acct_published(const struct http_cache_acct *a)
+{
+    return http_cache_published(counter_size(&a->total),
+                                counter_size(&a->held));
+}
+
+bool http_cache_acct_over(const struct http_cache_acct *a, size_t budget)
+{
+    return http_cache_over(http_cache_acct_published(a), budget);
+}
+
+void http_cache_acct_usage(const struct http_cache_acct *a,
+                           size_t *bytes,
+                           size_t *objs)
+{
+    *bytes = counter_size(&a->total);
+    *objs = counter_size(&a->objs);
+}
+
 bool http_cache_evict_more(size_t bytes, size_t budget)
 {
     return bytes > budget / 10 * HTTP_SERVER_CACHE_LOW_TENTHS;

@@ -57,24 +57,54 @@ size_t http_cache_obj_charge(size_t body);
 /* A gzip copy of len bytes (its head of head bytes) added to an object;
  * a worthless one (not smaller, or unreadable) costs its head alone. */
 size_t http_cache_gz_charge(size_t head, size_t len, bool worthless);
-/* What leaves with an entry's last put: its own charge, and its object's
- * when the entry is the object's only holder. */
-size_t http_cache_leaving(size_t entry_charge, size_t obj_charge, bool sole);
 
 /* Can an entry and its object be kept within budget bytes? One that
  * cannot is served once and freed by its last put. */
 bool http_cache_keeps(size_t entry_charge, size_t obj_charge, size_t budget);
-/* Is an insert or a new gzip copy to start an eviction: bytes (in the
- * table) past the budget? */
-bool http_cache_over(size_t bytes, size_t budget);
 
-/* The bytes an eviction can free: the total charged less what entries out
- * of the table still hold until their last put (never below zero: the
- * engine reads the two counters apart). */
-static inline size_t http_cache_published(size_t total, size_t held)
-{
-    return total > held ? total - held : 0;
-}
+/* A cache's counters: every thread updates them with atomic adds,
+ * outside the engine's locks, so each is exact once the adds are done and
+ * two read together may disagree for a moment. The engine owns one (in
+ * its memory, HTTP_CACHE_ACCT_INIT) and calls these at each change:
+ * - a new entry, a new object (objs 1) or a copy an object gains: charge;
+ * - an entry out of the table (evicted, replaced, stale, too big to keep):
+ *   hold, whose bytes (its object's too when it is the only holder) stay
+ *   charged, apart, until its last put;
+ * - an entry's last put (its charge and what it held), an object's (its
+ *   charge, objs 1): release. */
+struct http_cache_acct {
+    http_counter total; /* bytes charged: entries and objects alive */
+    http_counter held;  /* of them, entries out of the table */
+    http_counter objs;  /* objects alive */
+};
+
+#define HTTP_CACHE_ACCT_INIT                                             \
+    {                                                                    \
+        HTTP_COUNTER_INIT(0), HTTP_COUNTER_INIT(0), HTTP_COUNTER_INIT(0) \
+    }
+
+void http_cache_acct_charge(struct http_cache_acct *a, size_t bytes, int objs);
+void http_cache_acct_release(struct http_cache_acct *a,
+                             size_t bytes,
+                             size_t held,
+                             int objs);
+/* The bytes an entry leaving the table holds from now on (its held, for
+ * its release): its own charge, and its object's when sole (the object's
+ * only holder). */
+size_t http_cache_acct_hold(struct http_cache_acct *a,
+                            size_t entry_charge,
+                            size_t obj_charge,
+                            bool sole);
+/* The bytes an eviction can free now (http_cache_published of the two
+ * counters): what http_lru_victim walks down. */
+size_t http_cache_acct_published(const struct http_cache_acct *a);
+/* Is an insert or a new copy to start an eviction (http_cache_over of the
+ * bytes an eviction can free)? */
+bool http_cache_acct_over(const struct http_cache_acct *a, size_t budget);
+/* Bytes charged and objects alive, for a status page. */
+void http_cache_acct_usage(const struct http_cache_acct *a,
+                           size_t *bytes,
+                           size_t *objs);
 
 /* The LRU list of the entries in the table, most recently used first: an
  * intrusive circular list, a node in each entry. Every call is made under

@@ -44,6 +44,21 @@ size_t http_format_hex(uint64_t v, char *out);
 
 /* ---- http_cache.h ---- */
 
+/* What leaves with an entry's last put: its own charge, and its object's
+ * when the entry is the object's only holder. */
+size_t http_cache_leaving(size_t entry_charge, size_t obj_charge, bool sole);
+/* Is an insert or a new gzip copy to start an eviction: bytes (in the
+ * table) past the budget? */
+bool http_cache_over(size_t bytes, size_t budget);
+/* The bytes an eviction can free: the total charged less what entries out
+ * of the table still hold until their last put (never below zero: the
+ * two counters are read apart). */
+static inline size_t http_cache_published(size_t total, size_t held)
+{
+    return total > held ? total - held : 0;
+}
+
+
 /* Does an eviction take the next entry from the LRU tail
  * (http_lru_victim)? Until the bytes in the table are at most 90% of the
  * budget. */

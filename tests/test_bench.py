@@ -438,6 +438,57 @@ def cost_smoke(tmp_path_factory):
     return out, doc, {(x["engine"], x["workload"]): x for x in doc["rows"]}
 
 
+def kernel_has_tls_ulp():
+    """As ktcp-httpd probes it: on an unconnected socket a kernel with the
+    tls ULP answers ENOTCONN, one without it ENOENT."""
+    import errno
+    import socket
+    with socket.socket() as s:
+        try:
+            s.setsockopt(socket.IPPROTO_TCP, 31, b"tls")  # TCP_ULP
+        except OSError as e:
+            return e.errno != errno.ENOENT
+    return True
+
+
+def test_cost_counts_tls_requests_and_handshakes(tmp_path):
+    """make bench-cost also counts a request over TLS 1.3 on a kept
+    connection and a full handshake, for ktcp-httpd and for nginx with its
+    OpenSSL records, each figure beside nginx's. A handshake costs
+    millions of instructions (a signature and a key exchange), a request
+    tens of thousands. Where the kernel has no tls ULP, ktcp-httpd neither
+    asks for kTLS on each connection nor reads a record's header and body
+    apart, so a handshake takes fewer system calls than nginx's."""
+    for t in ("valgrind", "callgrind_control", "strace", "nginx"):
+        if not shutil.which(t):
+            pytest.skip(f"{t} not installed (scripts/deps installs it)")
+    out = tmp_path / "cost"
+    r = subprocess.run([sys.executable, os.path.join(TOP, "tools", "bench", "cost.py"),
+                        "--scale", "0.25", "--engines", "ktcp-httpd-epoll-tls,nginx-tls",
+                        "--tools", "instr,sys", "--out", str(out), "--budget", "120"],
+                       capture_output=True, text=True, timeout=300, cwd=TOP)
+    assert r.returncode == 0, r.stdout + r.stderr
+    with open(out / "cost.json") as f:
+        rows = {(x["engine"], x["workload"]): x for x in json.load(f)["rows"]}
+    assert set(rows) == {(e, w) for e in ("ktcp-httpd-epoll-tls", "nginx-tls")
+                         for w in ("https-keepalive", "https-handshake")}
+    for key, row in rows.items():
+        for tool in ("instr", "sys"):
+            assert row[tool]["status"] == "ok", (key, tool, row[tool])
+    for e in ("ktcp-httpd-epoll-tls", "nginx-tls"):
+        ka = rows[(e, "https-keepalive")]["instr"]["per_request"]
+        hs = rows[(e, "https-handshake")]["instr"]["per_request"]
+        assert 5_000 < ka < 200_000 and hs > 500_000, (e, ka, hs)
+    ours = rows[("ktcp-httpd-epoll-tls", "https-handshake")]["sys"]
+    theirs = rows[("nginx-tls", "https-handshake")]["sys"]
+    assert ours["by_name"].get("accept4", 0) >= 0.9  # a connection each
+    if not kernel_has_tls_ulp():
+        assert ours["by_name"].get("setsockopt", 0) < 0.1, ours
+        assert ours["per_request"] < theirs["per_request"], (ours, theirs)
+    md = (out / "cost.md").read_text()
+    assert "https-handshake" in md and "(×" in md
+
+
 def test_cost_every_cell_measured(cost_smoke):
     _, doc, rows = cost_smoke
     assert set(rows) == {("ktcp-httpd-epoll", "small-keepalive"),

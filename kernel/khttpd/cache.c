@@ -15,9 +15,10 @@
  * likewise. So what a slow reader still holds stays counted — apart, as
  * held bytes: an entry out of the table (evicted, replaced, or too big to
  * keep) moves its bytes (its object's too when it is the only holder) into
- * khttpd_cache_held until its last put. Eviction frees only what is in the
- * table, so it aims at total minus held: bytes it cannot free never make an
- * insert empty the whole LRU list.
+ * the held bytes of core's counters (struct http_cache_acct, atomics
+ * outside the locks) until its last put. Eviction frees only what is in
+ * the table, so it aims at total minus held: bytes it cannot free never
+ * make an insert empty the whole LRU list.
  *
  * Locks: khttpd_cache_lock guards the path table, in_table and the LRU
  * list; khttpd_obj_lock the object table. They are never nested: entries
@@ -69,10 +70,7 @@ static DEFINE_SPINLOCK(khttpd_cache_lock);
 static struct http_lru khttpd_lru = HTTP_LRU_INIT(khttpd_lru);
 static DEFINE_HASHTABLE(khttpd_objs, 10);
 static DEFINE_SPINLOCK(khttpd_obj_lock);
-static atomic_long_t khttpd_cache_total = ATOMIC_LONG_INIT(0);
-/* Of the total: entries out of the table that a reader still holds. */
-static atomic_long_t khttpd_cache_held = ATOMIC_LONG_INIT(0);
-static atomic_t khttpd_cache_objs = ATOMIC_INIT(0);
+static struct http_cache_acct khttpd_acct = HTTP_CACHE_ACCT_INIT;
 
 static struct workqueue_struct *khttpd_gzip_wq;
 static atomic_t khttpd_gzip_jobs = ATOMIC_INIT(0); /* queued or running */
@@ -101,8 +99,7 @@ static void khttpd_obj_put(struct khttpd_obj *o)
 	if (o->hashed)
 		hash_del_rcu(&o->node);
 	spin_unlock(&khttpd_obj_lock);
-	atomic_long_sub(o->charge, &khttpd_cache_total);
-	atomic_dec(&khttpd_cache_objs);
+	http_cache_acct_release(&khttpd_acct, o->charge, 0, 1);
 	call_rcu(&o->rcu, khttpd_obj_free_rcu);
 }
 
@@ -118,9 +115,7 @@ void khttpd_cache_put(struct khttpd_entry *e)
 	/* No one can take a reference any more: the object and the charge go
 	 * now, the memory after the lookups that may still read it.
 	 */
-	atomic_long_sub(e->charge, &khttpd_cache_total);
-	if (e->held)
-		atomic_long_sub(e->held, &khttpd_cache_held);
+	http_cache_acct_release(&khttpd_acct, e->charge, e->held, 0);
 	khttpd_obj_put(e->obj);
 	call_rcu(&e->rcu, khttpd_entry_free_rcu);
 }
@@ -130,18 +125,9 @@ void khttpd_cache_put(struct khttpd_entry *e)
  */
 static void khttpd_hold(struct khttpd_entry *e)
 {
-	e->held = http_cache_leaving(e->charge, READ_ONCE(e->obj->charge),
-				     refcount_read(&e->obj->refs) == 1);
-	atomic_long_add(e->held, &khttpd_cache_held);
-}
-
-/* The bytes eviction can free: the total less what readers hold. */
-static size_t khttpd_cache_published(void)
-{
-	long total = atomic_long_read(&khttpd_cache_total);
-	long held = atomic_long_read(&khttpd_cache_held);
-
-	return http_cache_published(max(total, 0L), max(held, 0L));
+	e->held = http_cache_acct_hold(&khttpd_acct, e->charge,
+				       READ_ONCE(e->obj->charge),
+				       refcount_read(&e->obj->refs) == 1);
 }
 
 /* Under khttpd_cache_lock: take e out of the table and the LRU list onto
@@ -174,7 +160,8 @@ static void khttpd_evict_locked(struct http_lru_node **gone)
 	struct http_lru_node *n;
 	struct khttpd_entry *e;
 
-	while ((n = http_lru_victim(&khttpd_lru, khttpd_cache_published(),
+	while ((n = http_lru_victim(&khttpd_lru,
+				    http_cache_acct_published(&khttpd_acct),
 				    khttpd_cache_bytes))) {
 		e = container_of(n, struct khttpd_entry, lru);
 		khttpd_unpublish_locked(e, gone);
@@ -186,7 +173,7 @@ static void khttpd_evict_if_over(void)
 {
 	struct http_lru_node *gone = NULL;
 
-	if (!http_cache_over(khttpd_cache_published(), khttpd_cache_bytes))
+	if (!http_cache_acct_over(&khttpd_acct, khttpd_cache_bytes))
 		return;
 	spin_lock(&khttpd_cache_lock);
 	khttpd_evict_locked(&gone);
@@ -285,8 +272,7 @@ static struct khttpd_obj *khttpd_obj_get(const struct path *path,
 		kfree(o); /* never published */
 		return won;
 	}
-	atomic_long_add(o->charge, &khttpd_cache_total);
-	atomic_inc(&khttpd_cache_objs);
+	http_cache_acct_charge(&khttpd_acct, o->charge, 1);
 	return o;
 }
 
@@ -344,7 +330,7 @@ static int khttpd_load(const struct khttpd_site *site, const char *rel,
 	e->body = e->obj->body;
 	e->meta.body_cached = !!e->body;
 	e->charge = http_cache_entry_charge(len, 0);
-	atomic_long_add(e->charge, &khttpd_cache_total);
+	http_cache_acct_charge(&khttpd_acct, e->charge, 0);
 	*out = e;
 	err = 0;
 out_path:
@@ -454,7 +440,7 @@ int khttpd_cache_get(const struct khttpd_site *site, const char *rel,
 	WRITE_ONCE(e->in_table, true);
 	hash_add_rcu(khttpd_cache, &e->node, hash);
 	http_lru_add(&khttpd_lru, &e->lru);
-	if (http_cache_over(khttpd_cache_published(), khttpd_cache_bytes))
+	if (http_cache_acct_over(&khttpd_acct, khttpd_cache_bytes))
 		khttpd_evict_locked(&gone);
 	spin_unlock(&khttpd_cache_lock);
 	khttpd_put_gone(&gone);
@@ -471,7 +457,7 @@ static void khttpd_gz_publish(struct khttpd_obj *o, struct khttpd_gz *gz)
 	 * anyone can drop o's last reference for it).
 	 */
 	WRITE_ONCE(o->charge, o->charge + more);
-	atomic_long_add(more, &khttpd_cache_total);
+	http_cache_acct_charge(&khttpd_acct, more, 0);
 	/* Pairs with the smp_load_acquire() in khttpd_cache_gzip(). */
 	smp_store_release(&o->gz, gz);
 	khttpd_evict_if_over();
@@ -488,7 +474,7 @@ bool khttpd_cache_set_names(struct khttpd_entry *e, struct http_name_table *t)
 	if (cmpxchg(&o->names, NULL, t))
 		return false;
 	WRITE_ONCE(o->charge, o->charge + t->bytes);
-	atomic_long_add(t->bytes, &khttpd_cache_total);
+	http_cache_acct_charge(&khttpd_acct, t->bytes, 0);
 	khttpd_evict_if_over();
 	return true;
 }
@@ -606,10 +592,7 @@ const struct khttpd_gz *khttpd_cache_gzip(struct khttpd_entry *e)
 
 void khttpd_cache_usage(size_t *bytes, size_t *entries)
 {
-	long b = atomic_long_read(&khttpd_cache_total);
-
-	*bytes = b > 0 ? b : 0;
-	*entries = atomic_read(&khttpd_cache_objs);
+	http_cache_acct_usage(&khttpd_acct, bytes, entries);
 }
 
 int khttpd_cache_init(void)

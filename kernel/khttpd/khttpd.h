@@ -190,7 +190,7 @@ struct khttpd_entry {
 	u64 checked; /* ms (jiffies64) of the last revalidation */
 	u64 used; /* ms (jiffies64) of the last move to the LRU front */
 	size_t charge; /* bytes counted against cache_bytes */
-	long held; /* out of the table, still referenced: bytes in cache_held */
+	size_t held; /* out of the table, still referenced: held bytes */
 	size_t path_len;
 	char path[];
 };

@@ -85,6 +85,59 @@ static void test_published(void)
     CHECK_INT(http_cache_published(300, 301), 0);
 }
 
+/* The counters through an entry's life: charged, held when it leaves the
+ * table, released at its last put; an object's apart. */
+static void test_acct(void)
+{
+    struct http_cache_acct a = HTTP_CACHE_ACCT_INIT;
+    size_t bytes, objs, held;
+
+    http_cache_acct_usage(&a, &bytes, &objs);
+    CHECK_INT(bytes, 0);
+    CHECK_INT(objs, 0);
+    http_cache_acct_charge(&a, 5000, 1); /* an object */
+    http_cache_acct_charge(&a, 300, 0);  /* its entry */
+    http_cache_acct_usage(&a, &bytes, &objs);
+    CHECK_INT(bytes, 5300);
+    CHECK_INT(objs, 1);
+    CHECK_INT(http_cache_acct_published(&a), 5300);
+    CHECK(http_cache_acct_over(&a, 5299));
+    CHECK(!http_cache_acct_over(&a, 5300));
+    http_cache_acct_charge(&a, 700, 0); /* a gzip copy of the object */
+    CHECK_INT(http_cache_acct_published(&a), 6000);
+    /* the entry leaves the table, its object's only holder: all held */
+    held = http_cache_acct_hold(&a, 300, 5700, true);
+    CHECK_INT(held, 6000);
+    CHECK_INT(http_cache_acct_published(&a), 0);
+    CHECK(!http_cache_acct_over(&a, 0));
+    http_cache_acct_usage(&a, &bytes, &objs);
+    CHECK_INT(bytes, 6000); /* still charged until the last put */
+    /* a second entry of the same object leaves: its own bytes only */
+    http_cache_acct_charge(&a, 200, 0);
+    CHECK_INT(http_cache_acct_published(&a), 200);
+    CHECK_INT(http_cache_acct_hold(&a, 200, 5700, false), 200);
+    CHECK_INT(http_cache_acct_published(&a), 0);
+    /* the last puts: the entries, then the object */
+    http_cache_acct_release(&a, 200, 200, 0);
+    http_cache_acct_release(&a, 300, held, 0);
+    http_cache_acct_usage(&a, &bytes, &objs);
+    CHECK_INT(bytes, 5700);
+    CHECK_INT(objs, 1);
+    /* the object's bytes counted held by its entry are held no more */
+    CHECK_INT(http_cache_acct_published(&a), 5700);
+    http_cache_acct_release(&a, 5700, 0, 1);
+    http_cache_acct_usage(&a, &bytes, &objs);
+    CHECK_INT(bytes, 0);
+    CHECK_INT(objs, 0);
+    CHECK_INT(http_cache_acct_published(&a), 0);
+    /* read apart, a release may show before its charge: never below 0 */
+    http_cache_acct_release(&a, 100, 0, 1);
+    http_cache_acct_usage(&a, &bytes, &objs);
+    CHECK_INT(bytes, 0);
+    CHECK_INT(objs, 0);
+    CHECK_INT(http_cache_acct_published(&a), 0);
+}
+
 /* Entries of 100 bytes each on an LRU list: the order, the touch, the
  * eviction walk and the gone list the engines put after their lock. */
 struct ent {
@@ -155,6 +208,7 @@ int main(void)
     test_charges();
     test_budget();
     test_published();
+    test_acct();
     test_lru();
     UNIT_DONE();
 }

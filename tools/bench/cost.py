@@ -63,6 +63,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bench  # noqa: E402  (puts tools/ on sys.path)
 import engines as eng  # noqa: E402
+from engines import tlscert  # noqa: E402
 import plan  # noqa: E402
 
 TOP = eng.TOP
@@ -84,10 +85,19 @@ WORKLOADS = {
              "headers": ["Accept-Encoding: gzip"],
              "label": "cached gzip: 64 KiB HTML, Accept-Encoding: gzip, keep-alive"},
     "echo": {"n": 200, "rate": 200, "size": 64, "label": "echo round trip, 64 bytes"},
+    # over TLS 1.3 (AES-128-GCM, X25519), records written by OpenSSL (the
+    # host has no kTLS), against nginx with its own OpenSSL records
+    "https-keepalive": {"path": "/small.txt", "keep_alive": True, "tls": True, "n": 200,
+                        "rate": 200, "label": "13-byte file over TLS 1.3, keep-alive"},
+    "https-handshake": {"path": "/small.txt", "keep_alive": False, "tls": True, "n": 40,
+                        "rate": 20, "label": "13-byte file on a new TLS 1.3 connection "
+                                             "(full handshake, X25519)"},
 }
 HTTP_ORDER = ["small-keepalive", "small-close", "1mib", "304", "gzip"]
+HTTPS_ORDER = ["https-keepalive", "https-handshake"]
+ALL_ORDER = HTTP_ORDER + HTTPS_ORDER + ["echo"]
 ENGINE_ORDER = ["ktcp-httpd-threads", "ktcp-httpd-epoll", "ktcp-httpd-mn", "nginx", "lwan",
-                "floor", "ktcp-echo"]
+                "floor", "ktcp-httpd-epoll-tls", "ktcp-httpd-mn-tls", "nginx-tls", "ktcp-echo"]
 FLOOR = "floor"  # tools/floor.c: the least a server can do (its workloads only)
 TOOLS = ("instr", "sys", "cpu")
 WARMUP = 20  # requests before the batches: caches filled, first-use paths taken
@@ -112,7 +122,9 @@ def http_batch(port, wl, n, headers, conc=1, paced=True):
         argv.append("-k")
     for h in w.get("headers", []) + headers:
         argv += ["-H", h]
-    argv.append(f"http://127.0.0.1:{port}{w['path']}")
+    if w.get("tls"):
+        argv += ["--tls-version", "1.3"]
+    argv.append(f"{'https' if w.get('tls') else 'http'}://127.0.0.1:{port}{w['path']}")
     raw, err, _ = bench.run_tool(argv, (n / w["rate"] if paced else 0) + 60)
     if raw is None:
         return None, f"htstress: {err}"
@@ -161,7 +173,9 @@ class Probe(Exception):
 
 
 def http_get(port, path, headers):
-    c = http.client.HTTPConnection("127.0.0.1", port, timeout=20)
+    ctx = tlscert.context_for(port)
+    c = (http.client.HTTPSConnection("127.0.0.1", port, timeout=20, context=ctx) if ctx
+         else http.client.HTTPConnection("127.0.0.1", port, timeout=20))
     try:
         c.request("GET", path, headers=headers)
         r = c.getresponse()
@@ -564,7 +578,10 @@ def per_request_functions(a_path, b_path, n, top=TOP_FUNCTIONS):
 def engines_for(names):
     all_ = [eng.UserHttpd(m) for m in eng.HTTPD_MODELS] + [eng.Nginx(), eng.Lwan(), eng.Floor(),
                                                             eng.UserEcho()]
-    return [e for e in all_ if names is None or e.name in names]
+    tls = [eng.UserHttpd(m, tls=True) for m in ("epoll", "mn")] + [eng.Nginx(tls="user")]
+    for e in tls:
+        e.workloads = HTTPS_ORDER
+    return [e for e in all_ + tls if names is None or e.name in names]
 
 
 def workloads_of(e, wanted):
@@ -770,7 +787,7 @@ def run(args):
         rows.append({"engine": name, "workload": wl, "label": WORKLOADS[wl]["label"],
                      "rate": WORKLOADS[wl]["rate"], **{t: rec.get(t) for t in TOOLS}})
     rows.sort(key=lambda r: (ENGINE_ORDER.index(r["engine"]),
-                             (HTTP_ORDER + ["echo"]).index(r["workload"])))
+                             ALL_ORDER.index(r["workload"])))
     doc = {"conditions": cond, "method": METHOD, "rows": rows, "skipped": skipped}
     with open(os.path.join(out, "cost.json"), "w") as f:
         json.dump(doc, f, indent=1)
@@ -810,6 +827,12 @@ def fmt_n(v):
 PEER = "nginx"  # every HTTP figure also as a ratio to nginx's, same run
 
 
+def peer_of(wl):
+    """The engine a workload's figures are compared with: nginx, over TLS
+    for the TLS workloads."""
+    return PEER + "-tls" if WORKLOADS[wl].get("tls") else PEER
+
+
 def cell_text(m, width=70, peer=None):
     if m is None:
         return "-"
@@ -827,9 +850,9 @@ def cell_text(m, width=70, peer=None):
 def table(doc, tool, title, workloads=None):
     rows = doc["rows"]
     engines = [e for e in ENGINE_ORDER if any(r["engine"] == e and r["workload"]
-                                                in (workloads or HTTP_ORDER + ["echo"])
+                                                in (workloads or ALL_ORDER)
                                                 for r in rows)]
-    wls = [w for w in workloads or HTTP_ORDER + ["echo"]
+    wls = [w for w in workloads or ALL_ORDER
            if any(r["workload"] == w for r in rows)]
     L = [f"### {title}", "",
          "| engine | " + " | ".join(wls) + " |", "|---|" + "---|" * len(wls)]
@@ -837,8 +860,9 @@ def table(doc, tool, title, workloads=None):
         cells = []
         for w in wls:
             r = next((r for r in rows if r["engine"] == e and r["workload"] == w), None)
-            p = next((r for r in rows if r["engine"] == PEER and r["workload"] == w), None)
-            peer = p.get(tool) if p and e != PEER else None
+            p = next((r for r in rows if r["engine"] == peer_of(w) and r["workload"] == w),
+                     None)
+            peer = p.get(tool) if p and e != peer_of(w) else None
             cells.append(cell_text(r.get(tool), peer=peer) if r else "")
         L.append(f"| {e} | " + " | ".join(cells) + " |")
     return L
@@ -896,7 +920,7 @@ def write_report(out, doc):
          f"Method: {doc['method']}.", "",
          "Batches (N; the second batch is 2N) and pacing: " + "; ".join(
              f"{w} N={batch_sizes(w, c['scale'])} at {WORKLOADS[w]['rate']}/s"
-             for w in HTTP_ORDER + ["echo"]) + ".", ""]
+             for w in ALL_ORDER) + ".", ""]
     L += table(doc, "instr", "User-space instructions per request (callgrind Ir; × nginx)") + [""]
     L += table(doc, "sys", "System calls per request (strace -f -c; × nginx)") + [""]
     L += cpu_split(doc)
@@ -908,7 +932,8 @@ def write_report(out, doc):
     L += ["### System calls per keep-alive request, by name (errors in parentheses)", ""]
     for r in doc["rows"]:
         s = r.get("sys")
-        if r["workload"] in ("small-keepalive", "echo") and s and s.get("status") == "ok":
+        if (r["workload"] in ("small-keepalive", "https-keepalive", "echo") and s
+                and s.get("status") == "ok"):
             parts = [f"{k} {v:.2f}" + (f" ({s['errors_per_request'][k]:.2f})"
                                        if s["errors_per_request"].get(k) else "")
                      for k, v in sorted(s["by_name"].items(), key=lambda kv: -kv[1])
@@ -948,7 +973,7 @@ def plot(out, doc):
     import report
     rows = doc["rows"]
     engines = [e for e in ENGINE_ORDER if any(r["engine"] == e for r in rows)]
-    wls = [w for w in HTTP_ORDER + ["echo"] if any(r["workload"] == w for r in rows)]
+    wls = [w for w in ALL_ORDER if any(r["workload"] == w for r in rows)]
     fig, axes = plt.subplots(1, 2, figsize=(13, 4.8))
     width = 0.8 / max(1, len(engines))
     for ax, tool, ylabel in ((axes[0], "instr", "user-space instructions per request"),
@@ -1018,7 +1043,9 @@ def benchmarks_section(doc):
     labels = {"small-keepalive": "13 B keep-alive",
               "small-close": "13 B, connection per request",
               "1mib": "1 MiB keep-alive", "304": "304 (If-None-Match)",
-              "gzip": "cached gzip (64 KiB HTML)"}
+              "gzip": "cached gzip (64 KiB HTML)",
+              "https-keepalive": "13 B keep-alive, TLS 1.3",
+              "https-handshake": "13 B, new TLS 1.3 connection (full handshake)"}
     rows = doc["rows"]
     L = [COST_BEGIN,
          "<!-- Generated by tools/bench/cost.py --publish from docs/bench/cost.json; edit "
@@ -1033,11 +1060,14 @@ def benchmarks_section(doc):
                                   "kernel not counted)"),
                         ("sys", "System calls per request (strace -f -c, every thread "
                                 "of the server)")):
-        t = table(doc, tool, "x", HTTP_ORDER)[2:]
-        head = t[0].split(" | ")
-        t[0] = " | ".join([head[0]] + [labels.get(h.strip(" |"), h.strip(" |"))
-                                       for h in head[1:]]) + " |"
-        L += [f"#### {title}"] + t + [""]
+        for order, over in ((HTTP_ORDER, ""), (HTTPS_ORDER, ", over TLS (× nginx-tls)")):
+            if not any(r["workload"] in order for r in rows):
+                continue
+            t = table(doc, tool, "x", order)[2:]
+            head = t[0].split(" | ")
+            t[0] = " | ".join([head[0]] + [labels.get(h.strip(" |"), h.strip(" |"))
+                                           for h in head[1:]]) + " |"
+            L += [f"#### {title}{over}"] + t + [""]
     echo = next((r for r in rows if r["engine"] == "ktcp-echo"), None)
     if echo and (echo.get("instr") or {}).get("status") == "ok" and \
             (echo.get("sys") or {}).get("status") == "ok":

@@ -20,9 +20,9 @@
  * HTTP_SERVER_LRU_TOUCH_MS), eviction takes entries off the tail while
  * core's http_lru_victim says so: O(1) per entry. An entry out of the
  * index (evicted, replaced, too big to keep) moves its bytes, and its
- * object's when it is the only holder, into cache_held until its last
- * put; eviction aims at the total less held (http_cache_published), as
- * khttpd's does.
+ * object's when it is the only holder, into the held bytes of core's
+ * counters (struct http_cache_acct, atomics outside the lock) until its
+ * last put; eviction aims at the total less held, as khttpd's does.
  *
  * Freshness: an entry is re-checked with fstat at most every
  * HTTP_SERVER_REVALIDATE_MS; a changed size, mtime (nanoseconds), inode or
@@ -46,11 +46,7 @@
 /* the lock-free tables every worker reads under RCU */
 static struct cds_lfht *table_rcu; /* path -> entry */
 static struct cds_lfht *objs_rcu;  /* (dev, ino, version) -> object */
-static _Atomic size_t cache_bytes_shared;
-/* of them, what entries out of the table (evicted, replaced, too big to
- * keep) still charge until their last put: eviction cannot free it */
-static _Atomic size_t cache_held;
-static _Atomic size_t cache_objs_shared; /* live objects */
+static struct http_cache_acct cache_acct = HTTP_CACHE_ACCT_INIT;
 /* Bumped under cache_lock after every entry leaves table_rcu (before its
  * reference is dropped, so before the RCU callback that frees it). A
  * thread's lookup memo holds an entry found at some generation: while the
@@ -182,8 +178,7 @@ void httpd_obj_put(struct httpd_obj *o)
     urcu_memb_read_lock();
     cds_lfht_del(objs_rcu, &o->node); /* -ENOENT if replaced: fine */
     urcu_memb_read_unlock();
-    atomic_fetch_sub(&cache_bytes_shared, atomic_load(&o->charge));
-    atomic_fetch_sub(&cache_objs_shared, 1);
+    http_cache_acct_release(&cache_acct, atomic_load(&o->charge), 0, 1);
     urcu_memb_call_rcu(&o->rcu, obj_free_rcu);
 }
 
@@ -202,9 +197,7 @@ void httpd_cache_put(struct httpd_file *f)
         return;
     /* No one can take a reference any more: the object and the charge go
      * now, the memory after the lookups that may still read it. */
-    atomic_fetch_sub(&cache_bytes_shared, f->charge);
-    if (f->held)
-        atomic_fetch_sub(&cache_held, f->held);
+    http_cache_acct_release(&cache_acct, f->charge, f->held, 0);
     httpd_obj_put(f->obj);
     urcu_memb_call_rcu(&f->rcu, file_free_rcu);
 }
@@ -213,16 +206,9 @@ void httpd_cache_put(struct httpd_file *f)
  * when it is the object's only holder, count as held until its last put. */
 static void hold(struct httpd_file *f)
 {
-    f->held = http_cache_leaving(f->charge, atomic_load(&f->obj->charge),
-                                 atomic_load(&f->obj->refs) == 1);
-    atomic_fetch_add(&cache_held, f->held);
-}
-
-/* The bytes eviction can free: the total less what readers hold. */
-static size_t cache_published(void)
-{
-    return http_cache_published(atomic_load(&cache_bytes_shared),
-                                atomic_load(&cache_held));
+    f->held = http_cache_acct_hold(&cache_acct, f->charge,
+                                   atomic_load(&f->obj->charge),
+                                   atomic_load(&f->obj->refs) == 1);
 }
 
 /* Under cache_lock: f, which was in the index, is out of it; off the LRU
@@ -252,8 +238,8 @@ static void evict_locked(struct http_lru_node **gone)
 {
     struct http_lru_node *n;
 
-    while (
-        (n = http_lru_victim(&lru, cache_published(), httpd_cfg.cache_size))) {
+    while ((n = http_lru_victim(&lru, http_cache_acct_published(&cache_acct),
+                                httpd_cfg.cache_size))) {
         unpublish_locked(caa_container_of(n, struct httpd_file, lru), gone);
         rt_count(HTTPD_C_CACHE_EVICTIONS, 1);
     }
@@ -270,7 +256,7 @@ static void put_gone(struct http_lru_node **gone)
 
 static void evict_if_over(void)
 {
-    if (!http_cache_over(cache_published(), httpd_cfg.cache_size))
+    if (!http_cache_acct_over(&cache_acct, httpd_cfg.cache_size))
         return;
     struct http_lru_node *gone = NULL;
     pthread_mutex_lock(&cache_lock);
@@ -328,8 +314,7 @@ static struct httpd_obj *obj_get(int fd, const struct stat *st, bool keep)
         }
     }
     atomic_init(&o->charge, http_cache_obj_charge(o->body ? id.size : 0));
-    atomic_fetch_add(&cache_bytes_shared, atomic_load(&o->charge));
-    atomic_fetch_add(&cache_objs_shared, 1);
+    http_cache_acct_charge(&cache_acct, atomic_load(&o->charge), 1);
 
     urcu_memb_read_lock();
     node = cds_lfht_add_unique(objs_rcu, hash, obj_match, &id, &o->node);
@@ -339,8 +324,7 @@ static struct httpd_obj *obj_get(int fd, const struct stat *st, bool keep)
         struct httpd_obj *won = caa_container_of(node, struct httpd_obj, node);
         if (get_unless_zero(&won->refs)) {
             urcu_memb_read_unlock();
-            atomic_fetch_sub(&cache_bytes_shared, atomic_load(&o->charge));
-            atomic_fetch_sub(&cache_objs_shared, 1);
+            http_cache_acct_release(&cache_acct, atomic_load(&o->charge), 0, 1);
             free(o->body);
             free(o); /* never published */
             return won;
@@ -399,7 +383,7 @@ static int load(const struct httpd_root *root,
     /* every kept head it may come to hold, counted from the start */
     f->charge = http_cache_entry_charge(
         len, HTTP_HEAD_MEMO_KINDS * 2 * sizeof(struct http_head_memo));
-    atomic_fetch_add(&cache_bytes_shared, f->charge);
+    http_cache_acct_charge(&cache_acct, f->charge, 0);
     *out = f;
     return 0;
 }
@@ -525,7 +509,7 @@ int httpd_cache_get(struct httpd_worker *w,
         leave_locked(caa_container_of(node, struct httpd_file, node), &gone);
     atomic_store(&f->in_table, true);
     http_lru_add(&lru, &f->lru);
-    if (http_cache_over(cache_published(), httpd_cfg.cache_size))
+    if (http_cache_acct_over(&cache_acct, httpd_cfg.cache_size))
         evict_locked(&gone);
     pthread_mutex_unlock(&cache_lock);
     put_gone(&gone);
@@ -535,13 +519,12 @@ int httpd_cache_get(struct httpd_worker *w,
 
 void httpd_cache_usage(size_t *bytes, size_t *entries)
 {
-    *bytes = atomic_load_explicit(&cache_bytes_shared, memory_order_relaxed);
-    *entries = atomic_load_explicit(&cache_objs_shared, memory_order_relaxed);
+    http_cache_acct_usage(&cache_acct, bytes, entries);
 }
 
 void httpd_cache_charge(struct httpd_obj *o, size_t bytes)
 {
     atomic_fetch_add(&o->charge, bytes);
-    atomic_fetch_add(&cache_bytes_shared, bytes);
+    http_cache_acct_charge(&cache_acct, bytes, 0);
     evict_if_over();
 }

@@ -338,12 +338,14 @@ static bool tls_ulp;
 static bool start_tls(const struct settings *s)
 {
     char err[512];
-    struct ktcp_tls_opts to = {.cert_file = s->tls_cert,
-                               .key_file = s->tls_key};
-    httpd_cfg.tls = ktcp_tls_ctx_new(&to, err, sizeof(err));
     /* probed while still root: a kernel whose tls ULP is a module loads
-     * it now (an unprivileged process cannot have it loaded) */
+     * it now (an unprivileged process cannot have it loaded). A kernel
+     * without it never gets it, so OpenSSL is not asked to try kTLS on
+     * each connection (two failed setsockopt calls a handshake). */
     tls_ulp = ktcp_tls_kernel_has_ulp();
+    struct ktcp_tls_opts to = {
+        .cert_file = s->tls_cert, .key_file = s->tls_key, .no_ktls = !tls_ulp};
+    httpd_cfg.tls = ktcp_tls_ctx_new(&to, err, sizeof(err));
     if (!httpd_cfg.tls)
         fprintf(stderr, "ktcp-httpd: --tls-cert %s --tls-key %s: %s\n",
                 s->tls_cert, s->tls_key, err);

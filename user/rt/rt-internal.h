@@ -79,6 +79,7 @@ struct rt_coro {
     int epfd;                 /* epoll set the fd is registered in */
     bool registered;          /* in epfd: added at its first wait */
     bool armed_out;           /* EPOLLOUT added to the registration */
+    _Atomic bool again;       /* waited after its first: a poll's aim */
     enum rt_op op;            /* what it asked of the scheduler */
     int wake_reason;          /* written by the waker that won the CAS */
     _Atomic uint64_t wstate;

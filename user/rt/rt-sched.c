@@ -352,7 +352,9 @@ static INLINE_HOT void coro_idle(struct rt_worker *w, struct rt_coro *co)
         coro_close(w, co);
         return;
     }
-    if (!co->registered && coro_register(co, false) < 0) {
+    if (co->registered)
+        atomic_store_explicit(&co->again, true, memory_order_relaxed);
+    else if (coro_register(co, false) < 0) {
         coro_close(w, co);
         return;
     }
@@ -400,6 +402,8 @@ int rt_wait_coro(struct rt_coro *co,
         return -ESHUTDOWN;
     if (deadline_ms && rt_loop_now_ms() >= deadline_ms)
         return -ETIMEDOUT;
+    if (co->registered)
+        atomic_store_explicit(&co->again, true, memory_order_relaxed);
     if (!co->registered) {
         int err = coro_register(co, events & POLLOUT);
         if (err < 0)
@@ -660,6 +664,33 @@ static INLINE_HOT struct rt_coro *runq_next(struct rt_worker *w,
  * longer one halves it, and below RT_POLL_GROW_START_NS it is 0. So a
  * server that goes idle stops polling after a few wake-ups, and one
  * whose client answers within the limit keeps it. */
+/* Whether events name a connection past its first wait, such as a kept
+ * connection's next request: what a poll is for. A new connection (the
+ * listener's event, then its first read's) costs far more than a wake-up
+ * (handshake, accept, the close), so a poll that waits for one saves too
+ * little to pay for itself: it only turns idle time into the server's
+ * CPU time. The coroutine is safe to read: an mn worker waits inside its
+ * read-side section, an epoll worker frees only its own dead. */
+static inline bool conn_event(const struct epoll_event *ev, int n)
+{
+    for (int i = 0; i < n; i++) {
+        const struct rt_coro *co = ev[i].data.ptr;
+        if (ev[i].data.u64 >= TAG_END &&
+            atomic_load_explicit(&co->again, memory_order_relaxed))
+            return true;
+    }
+    return false;
+}
+
+static inline void poll_shrink(struct rt_worker *w)
+{
+    if (w->poll_ns) { /* an idle worker's stays 0 at no cost */
+        w->poll_ns /= 2;
+        if (w->poll_ns < RT_POLL_GROW_START_NS)
+            w->poll_ns = 0;
+    }
+}
+
 static INLINE_HOT int wait_events(struct rt_worker *w,
                                   struct epoll_event *ev,
                                   int timeout)
@@ -681,6 +712,8 @@ static INLINE_HOT int wait_events(struct rt_worker *w,
                           0);
         if (n > 0) {
             w->wake_ns = t; /* the clock before this poll */
+            if (!conn_event(ev, n))
+                poll_shrink(w);
             return n;
         }
         sched_yield();
@@ -690,15 +723,13 @@ static INLINE_HOT int wait_events(struct rt_worker *w,
                       0, 0);
     t = rt_mono_ns();
     w->wake_ns = t;
-    if (t - start <= max_ns) {
+    if (t - start <= max_ns && conn_event(ev, n)) {
         uint64_t grown = w->poll_ns * 2;
         if (grown < RT_POLL_GROW_START_NS)
             grown = RT_POLL_GROW_START_NS;
         w->poll_ns = grown < max_ns ? grown : max_ns;
-    } else if (w->poll_ns) { /* an idle worker's stays 0 at no cost */
-        w->poll_ns /= 2;
-        if (w->poll_ns < RT_POLL_GROW_START_NS)
-            w->poll_ns = 0;
+    } else {
+        poll_shrink(w);
     }
     return n;
 }

@@ -178,7 +178,7 @@ def test_busy_poll_does_not_wait_for_new_connections(tmp_path, model):
     poll for one: with connection per request it sleeps between
     connections as with polling off (the limit far above the client's gap,
     as above). Polling for them took the server's CPU per connection from
-    0.9-1.1 times nginx's to 1.2-2.0 times (BENCHMARKS.md)."""
+    0.9-1.1 times nginx's to 1.1-2.0 times (BENCHMARKS.md)."""
     off = sleeps_per_request(tmp_path, model, 0, keep_alive=False)
     on = sleeps_per_request(tmp_path, model, 10000, keep_alive=False)
     assert off >= 0.3, f"polling off: {off:.2f} sleeps a connection"

@@ -402,21 +402,23 @@ int rt_wait_coro(struct rt_coro *co,
         return -ESHUTDOWN;
     if (deadline_ms && rt_loop_now_ms() >= deadline_ms)
         return -ETIMEDOUT;
-    if (co->registered)
-        atomic_store_explicit(&co->again, true, memory_order_relaxed);
     if (!co->registered) {
         int err = coro_register(co, events & POLLOUT);
         if (err < 0)
             return err;
-    } else if ((events & POLLOUT) && !co->armed_out) {
-        /* Writes rarely wait, so EPOLLOUT joins the registration only now;
-         * EPOLL_CTL_MOD re-checks readiness, so an edge is not lost. */
-        struct epoll_event ev = {
-            .events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET,
-            .data.ptr = co,
-        };
-        if (epoll_ctl(co->epfd, EPOLL_CTL_MOD, co->conn.fd, &ev) == 0)
-            co->armed_out = true;
+    } else {
+        atomic_store_explicit(&co->again, true, memory_order_relaxed);
+        if ((events & POLLOUT) && !co->armed_out) {
+            /* Writes rarely wait, so EPOLLOUT joins the registration only
+             * now; EPOLL_CTL_MOD re-checks readiness, so an edge is not
+             * lost. */
+            struct epoll_event ev = {
+                .events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET,
+                .data.ptr = co,
+            };
+            if (epoll_ctl(co->epfd, EPOLL_CTL_MOD, co->conn.fd, &ev) == 0)
+                co->armed_out = true;
+        }
     }
     atomic_store(&co->idle, idle);
     atomic_store(&co->deadline, deadline_ms);
@@ -645,25 +647,6 @@ static INLINE_HOT struct rt_coro *runq_next(struct rt_worker *w,
     return co;
 }
 
-/* Wait up to timeout ms for events, as epoll_wait; epoll_pwait with no
- * mask is epoll_wait, without libc (rt_sys6); a failure (EINTR) is no
- * event.
- *
- * Busy polling (--busy-poll-us): before it sleeps, the worker polls its
- * set for up to w->poll_ns, yielding the CPU between two polls to any
- * thread ready to run on it. A worker that sleeps has its CPU go idle, and
- * waking it costs an interrupt on another CPU and the idle state's exit:
- * on a virtual machine both are exits to the hypervisor, the larger part
- * of a round trip on one connection. A poll that finds the next request
- * saves both. The yield keeps the poll from holding a CPU that the client
- * or another worker could use: what the poll costs is what would
- * otherwise be idle time.
- * The limit adapts to the gaps seen, as the kernel's haltpoll cpuidle
- * governor does for a guest's idle CPU: a sleep that ended within the
- * longest poll doubles the limit (a longer poll would have caught it); a
- * longer one halves it, and below RT_POLL_GROW_START_NS it is 0. So a
- * server that goes idle stops polling after a few wake-ups, and one
- * whose client answers within the limit keeps it. */
 /* Whether events name a connection past its first wait, such as a kept
  * connection's next request: what a poll is for. A new connection (the
  * listener's event, then its first read's) costs far more than a wake-up
@@ -691,6 +674,25 @@ static inline void poll_shrink(struct rt_worker *w)
     }
 }
 
+/* Wait up to timeout ms for events, as epoll_wait; epoll_pwait with no
+ * mask is epoll_wait, without libc (rt_sys6); a failure (EINTR) is no
+ * event.
+ *
+ * Busy polling (--busy-poll-us): before it sleeps, the worker polls its
+ * set for up to w->poll_ns, yielding the CPU between two polls to any
+ * thread ready to run on it. A worker that sleeps has its CPU go idle, and
+ * waking it costs an interrupt on another CPU and the idle state's exit:
+ * on a virtual machine both are exits to the hypervisor, the larger part
+ * of a round trip on one connection. A poll that finds the next request
+ * saves both. The yield keeps the poll from holding a CPU that the client
+ * or another worker could use: what the poll costs is what would
+ * otherwise be idle time.
+ * The limit adapts to the gaps seen, as the kernel's haltpoll cpuidle
+ * governor does for a guest's idle CPU: a sleep that ended within the
+ * longest poll doubles the limit (a longer poll would have caught it); a
+ * longer one halves it, and below RT_POLL_GROW_START_NS it is 0. So a
+ * server that goes idle stops polling after a few wake-ups, and one
+ * whose client answers within the limit keeps it. */
 static INLINE_HOT int wait_events(struct rt_worker *w,
                                   struct epoll_event *ev,
                                   int timeout)

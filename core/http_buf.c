@@ -57,15 +57,28 @@ void http_buf_append_u64(struct http_buf *b, uint64_t v)
     http_buf_append(b, tmp, http_format_u64(v, tmp));
 }
 
-size_t http_reqbuf_room(char *buf, size_t *start, size_t *len, size_t cap)
+bool http_reqbuf_make_room(char **buf,
+                           size_t *start,
+                           size_t *len,
+                           size_t *cap,
+                           void *(*grow)(void *p, size_t size))
 {
-    if (*len < cap)
-        return cap;
+    char *nb;
+
+    if (*len < *cap)
+        return true;
     if (*start > 0) {
-        memmove(buf, buf + *start, *len - *start);
+        memmove(*buf, *buf + *start, *len - *start);
         *len -= *start;
         *start = 0;
-        return cap;
+        return true;
     }
-    return cap >= HTTP_SERVER_REQ_BUF_MAX ? 0 : cap * 2;
+    if (*cap >= HTTP_SERVER_REQ_BUF_MAX)
+        return false;
+    nb = grow(*buf, *cap * 2);
+    if (!nb)
+        return false;
+    *buf = nb;
+    *cap *= 2;
+    return true;
 }

@@ -18,13 +18,18 @@ struct http_buf {
 
 void http_buf_init(struct http_buf *b, char *data, size_t cap);
 
-/* A request buffer buf[0..cap) is full, the current request at
+/* A request buffer *buf[0..*cap) is full, the current request at
  * [*start, *len): make room for more bytes. The request slides to the
  * front when it does not start there (*start becomes 0; a parser's slices
- * are offsets from start, so they stay valid). Returns the capacity the
- * buffer needs: cap when it has room (or now has), twice cap when the
- * engine must grow it (keeping its bytes), 0 at HTTP_SERVER_REQ_BUF_MAX. */
-size_t http_reqbuf_room(char *buf, size_t *start, size_t *len, size_t cap);
+ * are offsets from start, so they stay valid); a buffer it fills from the
+ * front doubles through grow (the engine's realloc: the bytes kept, NULL
+ * when memory is short), up to HTTP_SERVER_REQ_BUF_MAX. False when there
+ * is no room: at the bound, or memory is short (the buffer as it was). */
+bool http_reqbuf_make_room(char **buf,
+                           size_t *start,
+                           size_t *len,
+                           size_t *cap,
+                           void *(*grow)(void *p, size_t size));
 /* Inline: a response head is a dozen appends, most of a known length. */
 static inline void http_buf_append(struct http_buf *b, const char *s, size_t n)
 {

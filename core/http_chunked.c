@@ -2,6 +2,7 @@
  * (RFC 9112 §7.1), byte-driven so that input may be cut anywhere and no
  * byte of it needs to be kept by the caller once consumed. */
 #include "http_internal.h"
+#include "http_limits.h"
 #include "http_parser.h"
 
 enum chunked_state {
@@ -189,11 +190,15 @@ int http_chunked_decode(struct http_chunked_decoder *d,
     return HTTP_CHUNKED_AGAIN;
 }
 
-int http_body_skip(uint64_t *left,
-                   struct http_chunked_decoder *d,
-                   const char *buf,
-                   size_t len,
-                   size_t *used)
+/* Drop what buf[0..len) holds of the body: *left bytes of a Content-Length
+ * body, or a chunked one through d (NULL: not chunked). *used is always
+ * set. 0: the body is over; 1: all of buf was body; or the decoder's error
+ * (a negative HTTP_PARSE_ERR_*). */
+static int http_body_skip(uint64_t *left,
+                          struct http_chunked_decoder *d,
+                          const char *buf,
+                          size_t len,
+                          size_t *used)
 {
     *used = 0;
     if (!d) {
@@ -211,4 +216,36 @@ int http_body_skip(uint64_t *left,
             return r;
     }
     return 1;
+}
+
+void http_body_drain_start(struct http_body_drain *b,
+                           const struct http_request *req)
+{
+    b->chunked = req->body_framing == HTTP_BODY_CHUNKED;
+    b->left =
+        req->body_framing == HTTP_BODY_CONTENT_LENGTH ? req->content_length : 0;
+    if (b->chunked)
+        http_chunked_init(&b->d, HTTP_SERVER_MAX_BODY,
+                          HTTP_SERVER_MAX_TRAILERS);
+}
+
+int http_body_drain(struct http_body_drain *b,
+                    const char *buf,
+                    size_t *start,
+                    size_t *len)
+{
+    size_t used;
+    int r;
+
+    if (!http_body_draining(b))
+        return 0;
+    r = http_body_skip(&b->left, b->left ? NULL : &b->d, buf + *start,
+                       *len - *start, &used);
+    *start += used;
+    if (r > 0) {
+        *start = *len = 0;
+        return HTTP_BODY_DRAIN_MORE;
+    }
+    b->chunked = false;
+    return r < 0 ? http_parse_error_status(r) : 0;
 }

@@ -210,6 +210,9 @@ const char *http_method_name(enum http_method m);
  * business; an invalid one gets an error response, which pushes anyway. */
 bool http_head_buffered(const char *buf, size_t len);
 
+void http_chunked_init(struct http_chunked_decoder *d,
+                       uint64_t max_body,
+                       uint32_t max_trailer_bytes);
 /* Consume from buf[0..len). *consumed is always set; on HTTP_CHUNKED_DATA
  * the data is buf[*data_off .. *data_off + *data_len) and lies inside the
  * consumed bytes. Call again with the rest (buf + *consumed). */

@@ -9,6 +9,7 @@
 #include "http_date.h"
 #include "http_internal.h"
 #include "http_limits.h"
+#include "http_plan.h"
 
 static int commit(struct http_buf *b, size_t mark)
 {
@@ -304,7 +305,7 @@ void http_names_sort(struct http_names *n)
     }
 }
 
-size_t http_names_grow_off(const struct http_names *n)
+static size_t grow_off(const struct http_names *n)
 {
     size_t max = n->max * 2;
 
@@ -315,7 +316,7 @@ size_t http_names_grow_off(const struct http_names *n)
     return max > n->max ? max : 0;
 }
 
-size_t http_names_grow_buf(const struct http_names *n, size_t need)
+static size_t grow_buf(const struct http_names *n, size_t need)
 {
     size_t cap = n->cap * 2;
 
@@ -326,6 +327,72 @@ size_t http_names_grow_buf(const struct http_names *n, size_t need)
     if (cap > HTTP_SERVER_LISTING_MAX_NAME_BYTES)
         cap = HTTP_SERVER_LISTING_MAX_NAME_BYTES;
     return cap >= n->len + need ? cap : 0;
+}
+
+/* *p (of *have elements of size each, used of them in use) grown to
+ * want: a new block from m, the used ones copied, the old block put. */
+static int grow_array(void **p,
+                      size_t *have,
+                      size_t want,
+                      size_t used,
+                      size_t size,
+                      const struct http_names_mem *m)
+{
+    int err = 0;
+    void *q;
+
+    if (want <= *have)
+        return 0;
+    q = m->get(m->ctx, want * size, &err);
+    if (!q)
+        return err;
+    if (used)
+        memcpy(q, *p, used * size);
+    m->put(m->ctx, *p, *have * size);
+    *p = q;
+    *have = want;
+    return 0;
+}
+
+int http_names_start(struct http_names *n, const struct http_names_mem *m)
+{
+    int err;
+
+    *n = (struct http_names){0};
+    err = grow_array((void **) &n->buf, &n->cap,
+                     HTTP_SERVER_LISTING_NAMES_START, 0, 1, m);
+    if (err)
+        return err;
+    return grow_array((void **) &n->off, &n->max,
+                      HTTP_SERVER_LISTING_OFFS_START, 0, sizeof(uint32_t), m);
+}
+
+int http_names_grow(struct http_names *n,
+                    size_t need,
+                    const struct http_names_mem *m)
+{
+    size_t max = grow_off(n), cap;
+    int err;
+
+    if (!max)
+        return -HTTP_ENOSPC;
+    err = grow_array((void **) &n->off, &n->max, max, n->count,
+                     sizeof(uint32_t), m);
+    if (err)
+        return err;
+    cap = grow_buf(n, need);
+    if (!cap)
+        return -HTTP_ENOSPC;
+    return grow_array((void **) &n->buf, &n->cap, cap, n->len, 1, m);
+}
+
+void http_names_free(struct http_names *n, const struct http_names_mem *m)
+{
+    m->put(m->ctx, n->buf, n->cap);
+    m->put(m->ctx, n->off, n->max * sizeof(uint32_t));
+    n->buf = NULL;
+    n->off = NULL;
+    n->cap = n->max = 0;
 }
 
 size_t http_names_table_size(const struct http_names *n)

@@ -55,9 +55,8 @@ int http_listing_end(struct http_buf *b);
 int http_listing_truncated(struct http_buf *b, uint64_t shown);
 
 /* The names of one directory, collected before any row is rendered so that
- * the rows come sorted. The engine owns both arrays (and may grow them,
- * keeping their contents, when http_names_add says they are full); core
- * fills and sorts them. */
+ * the rows come sorted. Core fills, grows and sorts both arrays in the
+ * engine's memory (struct http_names_mem). */
 struct http_names {
     char *buf;     /* the names, each NUL-terminated, back to back */
     size_t len;    /* bytes used in buf */
@@ -73,14 +72,32 @@ int http_names_add(struct http_names *n, const char *name, size_t name_len);
 /* Sort by name in byte order (unsigned, as strcmp: nginx's autoindex
  * order); in place, no allocation, O(n log n). */
 void http_names_sort(struct http_names *n);
-/* The sizes n's arrays grow to, doubling within the listing's bounds
+/* The engine's memory for a name list (cold: a listing's start and each
+ * growth): get returns a block of size bytes charged against the listing
+ * budget, or NULL with *err set (-HTTP_EBUSY past the budget,
+ * -HTTP_ENOMEM); put frees a block get returned (NULL too) and its
+ * charge of size bytes. */
+struct http_names_mem {
+    void *(*get)(void *ctx, size_t size, int *err);
+    void (*put)(void *ctx, void *p, size_t size);
+    void *ctx;
+};
+
+/* Give n its first arrays (HTTP_SERVER_LISTING_NAMES_START bytes,
+ * HTTP_SERVER_LISTING_OFFS_START offsets): 0, or get's error (n then
+ * holds what it got, for http_names_free). */
+int http_names_start(struct http_names *n, const struct http_names_mem *m);
+/* Room for a name of need bytes (its NUL included) that http_names_add
+ * refused: each array doubles within the listing's bounds
  * (HTTP_SERVER_LISTING_MAX_ENTRIES names, HTTP_SERVER_LISTING_MAX_NAME_BYTES
- * bytes of them), when http_names_add refused a name of need bytes (its
- * NUL included). The offsets: n->max when they have room, 0 when they may
- * not grow. The buffer: n->cap when the name fits, 0 when it may not
- * grow enough. The engine then charges, allocates and copies. */
-size_t http_names_grow_off(const struct http_names *n);
-size_t http_names_grow_buf(const struct http_names *n, size_t need);
+ * bytes of them), its contents copied. 0; -HTTP_ENOSPC when the listing
+ * may hold no more; get's error (n unchanged but for an array already
+ * grown). */
+int http_names_grow(struct http_names *n,
+                    size_t need,
+                    const struct http_names_mem *m);
+/* Put n's arrays back. */
+void http_names_free(struct http_names *n, const struct http_names_mem *m);
 
 /* A directory's listed names, sorted, as a cache keeps them: one block
  * (the header, then count offsets, then the names), immutable once

@@ -257,20 +257,39 @@ enum http_chunked_result {
      * _BARE_LF */
 };
 
-void http_chunked_init(struct http_chunked_decoder *d,
-                       uint64_t max_body,
-                       uint32_t max_trailer_bytes);
+/* A request body the server drops (it answered without reading it): a
+ * Content-Length body's bytes still to come, or a chunked one through
+ * core's decoder, whose limits (HTTP_SERVER_MAX_BODY,
+ * HTTP_SERVER_MAX_TRAILERS) bound what a client can make the server read.
+ * The engine keeps one per connection (zeroed: nothing to drop) and reads;
+ * core says what a piece holds. */
+struct http_body_drain {
+    uint64_t left; /* Content-Length bytes still to drop */
+    bool chunked;  /* a chunked body, through d */
+    struct http_chunked_decoder d;
+};
 
-/* Drop what buf[0..len) holds of a request body the server does not read
- * (it answered without it): *left bytes of a Content-Length body, or a
- * chunked one through d (NULL: not chunked). *used is always set. 0: the
- * body is over (the rest of buf is the next request); 1: all of buf was
- * body, read more and call again; or the decoder's error (a negative
- * HTTP_PARSE_ERR_*, answered with http_parse_error_status()). */
-int http_body_skip(uint64_t *left,
-                   struct http_chunked_decoder *d,
-                   const char *buf,
-                   size_t len,
-                   size_t *used);
+/* The drain's answer when all of the piece was body: read more. */
+#define HTTP_BODY_DRAIN_MORE (-1)
+
+/* Start dropping the body of req (a plan's drain_body). */
+void http_body_drain_start(struct http_body_drain *b,
+                           const struct http_request *req);
+
+/* Is a body still to be dropped? */
+static inline bool http_body_draining(const struct http_body_drain *b)
+{
+    return b->left || b->chunked;
+}
+
+/* Drop what buf[*start..*len) holds of the body. 0: it is over, *start
+ * past it (the rest is the next request); HTTP_BODY_DRAIN_MORE: all of it
+ * was body, *start = *len = 0, read into the buffer and call again; or the
+ * status (400, 413, 431) to answer a body the decoder refused with before
+ * closing. Over or refused, nothing is draining any more. */
+int http_body_drain(struct http_body_drain *b,
+                    const char *buf,
+                    size_t *start,
+                    size_t *len);
 
 #endif /* KTCP_CORE_HTTP_PARSER_H */

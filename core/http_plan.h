@@ -44,8 +44,10 @@
 #define HTTP_EAGAIN 11 /* EWOULDBLOCK: a non-blocking open met a lease */
 #define HTTP_ENOMEM 12
 #define HTTP_EACCES 13
+#define HTTP_EBUSY 16 /* a budget is spent (a listing's bytes) */
 #define HTTP_EXDEV 18
 #define HTTP_ENOTDIR 20
+#define HTTP_ENOSPC 28 /* a listing holds no more names */
 #define HTTP_ENAMETOOLONG 36
 #define HTTP_ELOOP 40
 

@@ -37,12 +37,12 @@ def test_a_renamed_function_is_an_error(tmp_path):
         shutil.copytree(os.path.join(ROOT, d), tmp_path / d)
     conn = tmp_path / "user/httpd/httpd-conn.c"
     text = conn.read_text()
-    assert "static bool buf_make_room(" in text
-    conn.write_text(text.replace("static bool buf_make_room(",
-                                 "static bool buf_room(", 1))
+    assert "static int drain_body(" in text
+    conn.write_text(text.replace("static int drain_body(",
+                                 "static int body_drain(", 1))
     r = twins("--root", str(tmp_path))
     assert r.returncode == 1
-    assert "buf_make_room not found" in r.stderr
+    assert "drain_body not found" in r.stderr
     # a folded pair's core function is looked for too
     conn.write_text(text)
     assert twins("--root", str(tmp_path)).returncode == 0

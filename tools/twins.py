@@ -64,10 +64,10 @@ PAIRS = [
      UCACHE, ["httpd_cache_gzip"]),
     ("usage", [KCACHE], ["khttpd_cache_usage"], UCACHE, ["httpd_cache_usage"]),
     ("cache init", [KCACHE], ["khttpd_cache_init"], UCACHE, ["httpd_cache_init"]),
-    ("listing names grow", ["kernel/khttpd/listing.c"], ["khttpd_build_grow"],
-     ["user/httpd/httpd-listing.c"], ["names_grow"]),
-    ("request buffer room", ["kernel/khttpd/conn.c"], ["khttpd_make_room"],
-     ["user/httpd/httpd-conn.c"], ["buf_make_room"]),
+    # the growth is core's (http_names_grow); each engine's charged memory
+    ("listing names grow", ["kernel/khttpd/listing.c"],
+     ["khttpd_names_get", "khttpd_names_put"],
+     ["user/httpd/httpd-listing.c"], ["names_get", "names_put"]),
     ("body drain", ["kernel/khttpd/conn.c"], ["khttpd_drain_body"],
      ["user/httpd/httpd-conn.c"], ["drain_body"]),
 ]
@@ -75,6 +75,7 @@ PAIRS = [
 # (what, the core function that does it now)
 FOLDED = [
     ("published bytes", "http_cache_acct_published"),
+    ("request buffer room", "http_reqbuf_make_room"),
 ]
 
 

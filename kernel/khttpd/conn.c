@@ -206,14 +206,7 @@ static void khttpd_answer(struct khttpd_conn *conn, size_t head_len)
 		conn->rstart += head_len;
 		if (p->drain_body) {
 			conn->body_deadline = jiffies + khttpd_idle_jiffies();
-			if (req->body_framing == HTTP_BODY_CONTENT_LENGTH) {
-				conn->body_left = req->content_length;
-			} else {
-				conn->body_chunked = true;
-				http_chunked_init(&conn->req->chunked,
-						  HTTP_SERVER_MAX_BODY,
-						  HTTP_SERVER_MAX_TRAILERS);
-			}
+			http_body_drain_start(&conn->req->drain, req);
 		}
 	}
 	http_parser_reset(&conn->req->parser);
@@ -236,24 +229,10 @@ static int khttpd_recv(struct khttpd_conn *conn, char *buf, size_t len)
 	return n;
 }
 
-/* Make room for more bytes: slide the current request to the front, or
- * grow. False if the buffer is at its maximum. Parser slices are offsets
- * from rbuf + rstart, so sliding keeps them valid.
- */
-static bool khttpd_make_room(struct khttpd_conn *conn)
+/* The request buffer's growth (core's http_reqbuf_make_room). */
+static void *khttpd_rbuf_grow(void *p, size_t size)
 {
-	size_t want = http_reqbuf_room(conn->rbuf, &conn->rstart, &conn->rlen,
-				       conn->rcap);
-	char *nb;
-
-	if (want == conn->rcap || !want)
-		return want;
-	nb = krealloc(conn->rbuf, want, GFP_KERNEL);
-	if (!nb)
-		return false;
-	conn->rbuf = nb;
-	conn->rcap = want;
-	return true;
+	return krealloc(p, size, GFP_KERNEL);
 }
 
 /* Nothing the socket could give us now: no data, no EOF, no error. */
@@ -461,7 +440,8 @@ static int khttpd_read_head(struct khttpd_conn *conn)
 		if (n < 0)
 			return n;
 	}
-	if (!khttpd_make_room(conn)) {
+	if (!http_reqbuf_make_room(&conn->rbuf, &conn->rstart, &conn->rlen,
+				   &conn->rcap, khttpd_rbuf_grow)) {
 		khttpd_send_error_close(conn, 431);
 		return 0;
 	}
@@ -475,45 +455,25 @@ static int khttpd_read_head(struct khttpd_conn *conn)
 }
 
 /*
- * A body core's decoder refused (its limits bound what a client can make us
- * read): the request has its answer already; say why we close and close.
- */
-static void khttpd_refuse_body(struct khttpd_conn *conn, int result)
-{
-	conn->body_chunked = false;
-	khttpd_respond_error(conn, http_parse_error_status(result));
-	conn->close_after = true;
-	conn->state = KHTTPD_SEND;
-}
-
-/*
  * Drop the body of the request just answered: what is buffered, then one
- * read. 0 when it is gone (or refused: then the state is KHTTPD_SEND);
- * -EINPROGRESS after a read, so that every read spends the step's budget
- * and a client streaming a body cannot hold the worker.
+ * read. 0 when it is gone, or refused by core's decoder (its limits bound
+ * what a client can make us read): then the request has its answer
+ * already, the state is KHTTPD_SEND with why we close; -EINPROGRESS after
+ * a read, so that every read spends the step's budget and a client
+ * streaming a body cannot hold the worker.
  */
 static int khttpd_drain_body(struct khttpd_conn *conn)
 {
-	size_t used;
-	int n;
+	int n = http_body_drain(&conn->req->drain, conn->rbuf, &conn->rstart,
+				&conn->rlen);
 
-	if (!conn->body_left && !conn->body_chunked)
-		return 0;
-	n = http_body_skip(&conn->body_left,
-			   conn->body_left ? NULL : &conn->req->chunked,
-			   conn->rbuf + conn->rstart, conn->rlen - conn->rstart,
-			   &used);
-	conn->rstart += used;
-	if (n <= 0) {
-		conn->body_chunked = false;
-		if (n < 0)
-			khttpd_refuse_body(conn, n);
-		return 0;
+	if (n > 0) {
+		khttpd_respond_error(conn, n);
+		conn->close_after = true;
+		conn->state = KHTTPD_SEND;
 	}
-	if (WARN_ON_ONCE(!conn->rbuf)) /* a request came through it */
-		return -EIO;
-	conn->rstart = 0;
-	conn->rlen = 0;
+	if (n >= 0)
+		return 0;
 	n = khttpd_recv(conn, conn->rbuf, conn->rcap);
 	if (n < 0)
 		return n;
@@ -563,7 +523,7 @@ static int khttpd_response_done(struct khttpd_conn *conn)
 	}
 	if (conn->close_after)
 		khttpd_start_linger(conn);
-	else if (conn->body_left || conn->body_chunked)
+	else if (http_body_draining(&conn->req->drain))
 		conn->state = KHTTPD_DRAIN_BODY;
 	else
 		conn->state = KHTTPD_READ_HEAD;

@@ -292,7 +292,7 @@ struct khttpd_out {
  * buffered — an idle keep-alive connection holds only struct khttpd_conn.
  */
 struct khttpd_req {
-	struct http_chunked_decoder chunked;
+	struct http_body_drain drain; /* the body of the request answered */
 	struct http_parser parser;
 	struct http_header headers[HTTP_SERVER_MAX_STORED_HEADERS];
 	struct khttpd_out out;
@@ -325,7 +325,6 @@ struct khttpd_conn {
 	enum khttpd_conn_state state;
 	bool close_after; /* close (lingering) once the response is out */
 	bool linger; /* closing: shut the write side and drop input first */
-	bool body_chunked;
 	bool tls; /* adopted: kTLS does the records (tls.c) */
 	bool tls_notified; /* close_notify sent */
 	bool tls_flushing; /* closing: kTLS still holds records */
@@ -338,7 +337,6 @@ struct khttpd_conn {
 	char *rbuf;
 	struct khttpd_req *req;
 	size_t rstart, rlen, rcap; /* the current request: rbuf[rstart..rlen) */
-	u64 body_left; /* Content-Length body still to drop */
 	u64 sent; /* bytes sent on this connection */
 };
 

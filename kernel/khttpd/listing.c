@@ -130,7 +130,6 @@ void khttpd_listing_free(struct khttpd_listing *l)
 struct khttpd_build {
 	struct dir_context ctx;
 	struct http_names n;
-	size_t charge; /* n's buffers, counted against listing_bytes */
 	const char *dir; /* for http_listing_visible */
 	size_t dir_len;
 	bool dotfiles;
@@ -155,56 +154,33 @@ static bool khttpd_build_actor(struct dir_context *ctx, const char *name,
 	return false;
 }
 
-/*
- * Room for the name that did not fit, within core's bounds and the
- * budget: 0, -ENOSPC when the listing holds no more, -EBUSY past the
- * budget. Allocates outside iterate_dir (the directory's lock is not held
- * here).
- */
-static int khttpd_build_grow(struct khttpd_build *b)
+/* The memory of a name list (core's struct http_names_mem): charged. */
+static void *khttpd_names_get(void *ctx, size_t size, int *err)
 {
-	struct http_names *n = &b->n;
-	size_t max = http_names_grow_off(n), cap;
+	void *p;
 
-	if (!max)
-		return -ENOSPC;
-	if (max > n->max) {
-		u32 *off;
-
-		if (!khttpd_listing_charge(max * sizeof(*off)))
-			return -EBUSY;
-		off = kvmalloc_array(max, sizeof(*off), GFP_KERNEL);
-		if (!off) {
-			khttpd_listing_uncharge(max * sizeof(*off));
-			return -ENOMEM;
-		}
-		memcpy(off, n->off, n->count * sizeof(*off));
-		kvfree(n->off);
-		khttpd_listing_uncharge(n->max * sizeof(*off));
-		n->off = off;
-		n->max = max;
+	if (!khttpd_listing_charge(size)) {
+		*err = -EBUSY;
+		return NULL;
 	}
-	cap = http_names_grow_buf(n, b->need);
-	if (!cap)
-		return -ENOSPC;
-	if (cap > n->cap) {
-		char *buf;
-
-		if (!khttpd_listing_charge(cap))
-			return -EBUSY;
-		buf = kvmalloc(cap, GFP_KERNEL);
-		if (!buf) {
-			khttpd_listing_uncharge(cap);
-			return -ENOMEM;
-		}
-		memcpy(buf, n->buf, n->len);
-		kvfree(n->buf);
-		khttpd_listing_uncharge(n->cap);
-		n->buf = buf;
-		n->cap = cap;
+	p = kvmalloc(size, GFP_KERNEL);
+	if (!p) {
+		khttpd_listing_uncharge(size);
+		*err = -ENOMEM;
 	}
-	return 0;
+	return p;
 }
+
+static void khttpd_names_put(void *ctx, void *p, size_t size)
+{
+	kvfree(p);
+	khttpd_listing_uncharge(size);
+}
+
+static const struct http_names_mem khttpd_names_mem = {
+	.get = khttpd_names_get,
+	.put = khttpd_names_put,
+};
 
 /*
  * Read the directory dir (up to core's bounds), sort its names and pack
@@ -223,53 +199,28 @@ static struct http_name_table *khttpd_build(struct file *dir, const char *rel,
 	};
 	struct http_name_table *t = NULL;
 	bool truncated = false;
-	size_t size;
 	int err;
 
-	b.charge = HTTP_SERVER_LISTING_NAMES_START +
-		   HTTP_SERVER_LISTING_OFFS_START * sizeof(u32);
-	if (!khttpd_listing_charge(b.charge))
-		return ERR_PTR(-EBUSY);
-	b.n.buf = kvmalloc(HTTP_SERVER_LISTING_NAMES_START, GFP_KERNEL);
-	b.n.cap = HTTP_SERVER_LISTING_NAMES_START;
-	b.n.off = kvmalloc_array(HTTP_SERVER_LISTING_OFFS_START, sizeof(u32),
-				 GFP_KERNEL);
-	b.n.max = HTTP_SERVER_LISTING_OFFS_START;
-	err = b.n.buf && b.n.off ? 0 : -ENOMEM;
+	err = http_names_start(&b.n, &khttpd_names_mem);
 	while (!err) {
 		b.full = false;
 		err = khttpd_iterate_dir(dir, &b.ctx);
 		if (err < 0 || !b.full)
 			break;
-		err = khttpd_build_grow(&b);
+		err = http_names_grow(&b.n, b.need, &khttpd_names_mem);
 		if (err == -ENOSPC) {
 			truncated = true;
 			err = 0;
 			break;
 		}
 	}
-	/* what the grows charged: the buffers as they are now */
-	b.charge = b.n.cap + b.n.max * sizeof(u32);
-	if (err < 0)
-		goto out;
-	http_names_sort(&b.n);
-
-	size = http_names_table_size(&b.n);
-	err = khttpd_listing_charge(size) ? 0 : -EBUSY;
 	if (!err) {
-		t = kvmalloc(size, GFP_KERNEL);
-		if (!t) {
-			khttpd_listing_uncharge(size);
-			err = -ENOMEM;
-		}
+		http_names_sort(&b.n);
+		t = khttpd_names_get(NULL, http_names_table_size(&b.n), &err);
 	}
-	if (err < 0)
-		goto out;
-	http_names_pack(&b.n, t, truncated, root, dotfiles);
-out:
-	kvfree(b.n.buf);
-	kvfree(b.n.off);
-	khttpd_listing_uncharge(b.charge);
+	if (t)
+		http_names_pack(&b.n, t, truncated, root, dotfiles);
+	http_names_free(&b.n, &khttpd_names_mem);
 	return err < 0 ? ERR_PTR(err) : t;
 }
 

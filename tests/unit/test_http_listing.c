@@ -1,7 +1,10 @@
 /* Unit tests of the directory listing renderer and its escaping. */
+#include <stdlib.h>
+
 #include "http_internal.h"
 #include "http_limits.h"
 #include "http_listing.h"
+#include "http_plan.h"
 #include "listing_whole.h"
 #include "unit.h"
 
@@ -219,30 +222,101 @@ static void test_truncated(void)
     CHECK(contains(mem, b.len, "Only the first 20000 entries are listed."));
 }
 
-/* Growth of a name table: doubling, never past the listing's bounds,
- * and no growth when what is there has room. */
+/* A name list's memory for the tests: malloc under a byte budget, every
+ * byte charged counted back by the puts. */
+struct test_mem {
+    size_t charged, budget;
+    int gets, fail_at; /* the get numbered fail_at finds no memory */
+};
+
+static void *test_get(void *ctx, size_t size, int *err)
+{
+    struct test_mem *t = ctx;
+
+    if (t->charged + size > t->budget) {
+        *err = -HTTP_EBUSY;
+        return NULL;
+    }
+    if (++t->gets == t->fail_at) {
+        *err = -HTTP_ENOMEM;
+        return NULL;
+    }
+    t->charged += size;
+    return malloc(size);
+}
+
+static void test_put(void *ctx, void *p, size_t size)
+{
+    struct test_mem *t = ctx;
+
+    CHECK(p || !size);
+    t->charged -= size;
+    free(p);
+}
+
+/* Growth of a name list: doubling, never past the listing's bounds,
+ * nothing when what is there has room, the names kept, every byte
+ * charged while held and given back by the free. */
 static void test_grow(void)
 {
-    struct http_names n = {NULL, 0, 4096, NULL, 0, 256};
+    struct test_mem tm = {0, (size_t) 64 << 20, 0, 0};
+    struct http_names_mem m = {test_get, test_put, &tm};
+    struct http_names n;
+    char name[16];
 
-    CHECK_INT(http_names_grow_off(&n), 256); /* room: unchanged */
-    CHECK_INT(http_names_grow_buf(&n, 100), 4096);
-    n.count = 256;
-    CHECK_INT(http_names_grow_off(&n), 512);
-    n.count = n.max = 16384;
-    CHECK_INT(http_names_grow_off(&n), HTTP_SERVER_LISTING_MAX_ENTRIES);
-    n.count = n.max = HTTP_SERVER_LISTING_MAX_ENTRIES;
-    CHECK_INT(http_names_grow_off(&n), 0); /* at the bound */
-    n.len = 4000;
-    CHECK_INT(http_names_grow_buf(&n, 96), 4096); /* exactly fits */
-    CHECK_INT(http_names_grow_buf(&n, 97), 8192);
+    CHECK_INT(http_names_start(&n, &m), 0);
+    CHECK_INT(n.cap, HTTP_SERVER_LISTING_NAMES_START);
+    CHECK_INT(n.max, HTTP_SERVER_LISTING_OFFS_START);
+    CHECK_INT(tm.charged, n.cap + n.max * sizeof(uint32_t));
+    CHECK_INT(http_names_grow(&n, 100, &m), 0); /* room: unchanged */
+    CHECK_INT(tm.gets, 2);
+    for (size_t i = 0; i < n.max; i++) {
+        int len = snprintf(name, sizeof(name), "n%zu", i);
+        CHECK_INT(http_names_add(&n, name, (size_t) len), 0);
+    }
+    CHECK_INT(http_names_add(&n, "x", 1), -1);
+    CHECK_INT(http_names_grow(&n, 2, &m), 0);
+    CHECK_INT(n.max, 2 * HTTP_SERVER_LISTING_OFFS_START);
+    CHECK_INT(n.cap, HTTP_SERVER_LISTING_NAMES_START); /* buf had room */
+    CHECK_INT(http_names_add(&n, "x", 1), 0);
+    CHECK_STR(http_names_at(&n, 0), "n0");
+    CHECK_STR(http_names_at(&n, n.count - 2), "n255");
+    CHECK_INT(tm.charged, n.cap + n.max * sizeof(uint32_t));
     /* a name longer than the doubling: room for it exactly */
-    CHECK_INT(http_names_grow_buf(&n, 10000), 14000);
-    n.cap = n.len = 400 * 1024;
-    CHECK_INT(http_names_grow_buf(&n, 10), HTTP_SERVER_LISTING_MAX_NAME_BYTES);
-    n.cap = n.len = HTTP_SERVER_LISTING_MAX_NAME_BYTES - 5;
-    CHECK_INT(http_names_grow_buf(&n, 5), HTTP_SERVER_LISTING_MAX_NAME_BYTES);
-    CHECK_INT(http_names_grow_buf(&n, 6), 0); /* past the bound */
+    size_t len = n.len;
+    CHECK_INT(http_names_grow(&n, n.cap * 3, &m), 0);
+    CHECK_INT(n.cap, len + HTTP_SERVER_LISTING_NAMES_START * 3);
+    CHECK_INT(tm.charged, n.cap + n.max * sizeof(uint32_t));
+    CHECK_STR(http_names_at(&n, n.count - 1), "x");
+    /* past the budget: -EBUSY, the list as it was */
+    size_t cap = n.cap;
+    tm.budget = tm.charged;
+    CHECK_INT(http_names_grow(&n, n.cap, &m), -HTTP_EBUSY);
+    CHECK_INT(n.cap, cap);
+    /* no memory: the allocator's error */
+    tm.budget = (size_t) 64 << 20;
+    tm.fail_at = tm.gets + 1;
+    CHECK_INT(http_names_grow(&n, n.cap, &m), -HTTP_ENOMEM);
+    CHECK_INT(n.cap, cap);
+    /* the bounds: no more names, no more name bytes */
+    n.count = n.max = HTTP_SERVER_LISTING_MAX_ENTRIES;
+    CHECK_INT(http_names_grow(&n, 1, &m), -HTTP_ENOSPC);
+    n.max = 2 * HTTP_SERVER_LISTING_OFFS_START;
+    n.count = 3;
+    n.len = HTTP_SERVER_LISTING_MAX_NAME_BYTES - 5;
+    size_t real_cap = n.cap;
+    n.cap = n.len; /* as if full: grow_buf must refuse, not allocate */
+    CHECK_INT(http_names_grow(&n, 6, &m), -HTTP_ENOSPC);
+    n.cap = real_cap;
+    n.len = 0;
+    http_names_free(&n, &m);
+    CHECK_INT(tm.charged, 0);
+    CHECK(!n.buf && !n.off);
+    /* a start the budget refuses: nothing held after the free */
+    tm.budget = HTTP_SERVER_LISTING_NAMES_START;
+    CHECK_INT(http_names_start(&n, &m), -HTTP_EBUSY);
+    http_names_free(&n, &m);
+    CHECK_INT(tm.charged, 0);
 }
 
 /* The packed table: header, offsets, names, in one block of its size. */

@@ -2,6 +2,7 @@
 #include <stdlib.h>
 
 #include "http_internal.h"
+#include "http_limits.h"
 #include "http_parser.h"
 #include "unit.h"
 
@@ -805,50 +806,79 @@ static void test_error_names(void)
 }
 
 /* A body the server drops: what a piece holds of it, where the next
- * request starts, and the decoder's refusal. */
-static void test_body_skip(void)
+ * request starts, the reads it asks for, and the decoder's refusal. */
+static void test_body_drain(void)
 {
     const char cl[] = "0123456789GET";
     const char ch[] = "3\r\nabc\r\n0\r\n\r\nGET";
-    struct http_chunked_decoder d;
-    uint64_t left = 10;
-    size_t used = 99;
-    int i;
+    struct http_request req = {0};
+    struct http_body_drain b = {0};
+    size_t start = 0, len = 0, i;
 
-    /* Content-Length: the rest of the piece is the next request */
-    CHECK_INT(http_body_skip(&left, NULL, cl, 4, &used), 1);
-    CHECK_INT(used, 4);
-    CHECK_INT(left, 6);
-    CHECK_INT(http_body_skip(&left, NULL, cl + 4, 9, &used), 0);
-    CHECK_INT(used, 6);
-    CHECK_INT(left, 0);
-    CHECK_INT(http_body_skip(&left, NULL, cl, 0, &used), 0);
-    CHECK_INT(used, 0);
+    /* none: nothing to drop */
+    CHECK(!http_body_draining(&b));
+    CHECK_INT(http_body_drain(&b, cl, &start, &len), 0);
+    req.body_framing = HTTP_BODY_NONE;
+    http_body_drain_start(&b, &req);
+    CHECK(!http_body_draining(&b));
+    /* Content-Length: a piece all body asks for more, the buffer emptied;
+     * then the rest of the piece is the next request */
+    req.body_framing = HTTP_BODY_CONTENT_LENGTH;
+    req.content_length = 10;
+    http_body_drain_start(&b, &req);
+    CHECK(http_body_draining(&b));
+    start = 0;
+    len = 4;
+    CHECK_INT(http_body_drain(&b, cl, &start, &len), HTTP_BODY_DRAIN_MORE);
+    CHECK_INT(start, 0);
+    CHECK_INT(len, 0);
+    CHECK_INT(b.left, 6);
+    start = 4;
+    len = 13;
+    CHECK_INT(http_body_drain(&b, cl, &start, &len), 0);
+    CHECK_INT(start, 10);
+    CHECK_INT(len, 13);
+    CHECK(!http_body_draining(&b));
     /* chunked, whole and byte by byte: the same end */
-    http_chunked_init(&d, 1024, 64);
-    left = 0;
-    CHECK_INT(http_body_skip(&left, &d, ch, sizeof(ch) - 1, &used), 0);
-    CHECK_INT(used, sizeof(ch) - 4);
-    http_chunked_init(&d, 1024, 64);
-    for (i = 0; i < (int) sizeof(ch) - 5; i++) {
-        CHECK_INT(http_body_skip(&left, &d, ch + i, 1, &used), 1);
-        CHECK_INT(used, 1);
+    req.body_framing = HTTP_BODY_CHUNKED;
+    http_body_drain_start(&b, &req);
+    CHECK(http_body_draining(&b));
+    start = 0;
+    len = sizeof(ch) - 1;
+    CHECK_INT(http_body_drain(&b, ch, &start, &len), 0);
+    CHECK_INT(start, sizeof(ch) - 4);
+    CHECK(!http_body_draining(&b));
+    http_body_drain_start(&b, &req);
+    for (i = 0; i < sizeof(ch) - 5; i++) {
+        start = i;
+        len = i + 1;
+        CHECK_INT(http_body_drain(&b, ch, &start, &len), HTTP_BODY_DRAIN_MORE);
+        CHECK_INT(start + len, 0);
     }
-    CHECK_INT(http_body_skip(&left, &d, ch + i, 4, &used), 0);
-    CHECK_INT(used, 1);
-    CHECK_INT(http_body_skip(&left, &d, ch, 0, &used), 1); /* nothing yet */
-    /* past the bound: the decoder's error, for a 413 */
-    http_chunked_init(&d, 2, 64);
-    CHECK_INT(http_body_skip(&left, &d, ch, sizeof(ch) - 1, &used),
-              HTTP_PARSE_ERR_BODY_TOO_LARGE);
-    CHECK_INT(http_parse_error_status(HTTP_PARSE_ERR_BODY_TOO_LARGE), 413);
-    http_chunked_init(&d, 1024, 64);
-    CHECK(http_body_skip(&left, &d, "x\r\n", 3, &used) < 0);
+    start = i;
+    len = i + 4;
+    CHECK_INT(http_body_drain(&b, ch, &start, &len), 0);
+    CHECK_INT(start, i + 1);
+    /* nothing buffered yet: more */
+    http_body_drain_start(&b, &req);
+    start = len = 0;
+    CHECK_INT(http_body_drain(&b, ch, &start, &len), HTTP_BODY_DRAIN_MORE);
+    /* the decoder's refusal: its status, and the drain is over */
+    CHECK_INT(http_body_drain(&b, "x\r\n", &start, &(size_t){3}), 400);
+    CHECK(!http_body_draining(&b));
+    /* a chunk past HTTP_SERVER_MAX_BODY: 413 at its size line */
+    http_body_drain_start(&b, &req);
+    char line[32];
+    start = 0;
+    len = (size_t) snprintf(line, sizeof(line), "%x\r\n",
+                            (unsigned) HTTP_SERVER_MAX_BODY + 1);
+    CHECK_INT(http_body_drain(&b, line, &start, &len), 413);
+    CHECK(!http_body_draining(&b));
 }
 
 int main(void)
 {
-    test_body_skip();
+    test_body_drain();
     test_simple_get();
     test_incomplete();
     test_methods();

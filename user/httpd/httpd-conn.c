@@ -149,50 +149,24 @@ void httpd_conn_refuse(int fd)
         shutdown(fd, SHUT_WR);
 }
 
-/* Make room for more bytes: slide the current request to the front, or
- * grow. False if the buffer is at its maximum. */
-static bool buf_make_room(struct conn *cs)
-{
-    size_t want = http_reqbuf_room(cs->buf, &cs->start, &cs->len, cs->cap);
-    if (want == cs->cap || !want)
-        return want;
-    char *nb = realloc(cs->buf, want);
-    if (!nb)
-        return false;
-    cs->buf = nb;
-    cs->cap = want;
-    return true;
-}
-
-/* Read and discard a request body. Content-Length bodies skip what is
- * buffered and read the rest; chunked ones go through core's decoder,
- * whose limits bound what a client can make us read. Returns 0 when the
- * body is gone, -1 when the connection is (EOF, error, timeout), or the
- * status to answer a body the decoder refused with before closing. */
+/* Read and discard a request body: core says what each piece holds (its
+ * decoder's limits bound what a client can make us read). Returns 0 when
+ * the body is gone, -1 when the connection is (EOF, error, timeout), or
+ * the status to answer a body the decoder refused with before closing. */
 static int drain_body(struct conn *cs, const struct http_request *req)
 {
     uint64_t dl = deadline_in(httpd_cfg.idle_timeout_ms);
-    bool chunked = req->body_framing == HTTP_BODY_CHUNKED;
-    uint64_t left =
-        req->body_framing == HTTP_BODY_CONTENT_LENGTH ? req->content_length : 0;
-    struct http_chunked_decoder d;
-    if (chunked)
-        http_chunked_init(&d, HTTP_SERVER_MAX_BODY, HTTP_SERVER_MAX_TRAILERS);
-    else if (!left)
-        return 0;
-    for (;;) {
-        size_t used;
-        int r = http_body_skip(&left, chunked ? &d : NULL, cs->buf + cs->start,
-                               cs->len - cs->start, &used);
-        cs->start += used;
-        if (r <= 0)
-            return r < 0 ? http_parse_error_status(r) : 0;
-        cs->start = cs->len = 0;
+    struct http_body_drain b;
+    int r;
+    http_body_drain_start(&b, req);
+    while ((r = http_body_drain(&b, cs->buf, &cs->start, &cs->len)) ==
+           HTTP_BODY_DRAIN_MORE) {
         ssize_t n = conn_read(cs, 0, dl);
         if (n <= 0)
             return -1;
         cs->len = (size_t) n;
     }
+    return r;
 }
 
 /* Close after an error without losing the answer: unread request bytes
@@ -299,7 +273,8 @@ enum rt_verdict httpd_conn_serve(struct rt_conn *c)
                                     cs->len - cs->start, &head_len);
             if (pr != HTTP_PARSE_INCOMPLETE)
                 break;
-            if (!buf_make_room(cs)) {
+            if (!http_reqbuf_make_room(&cs->buf, &cs->start, &cs->len, &cs->cap,
+                                       realloc)) {
                 pr = HTTP_PARSE_ERR_HEADERS_TOO_LARGE;
                 break;
             }

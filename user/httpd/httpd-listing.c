@@ -134,49 +134,30 @@ static bool flush(struct out *o)
 
 /* ---- building a table ---- */
 
-struct build {
-    struct http_names n;
-    size_t charge; /* n's buffers, counted against --listing-bytes */
-};
-
-/* Room for one more name of need bytes within core's bounds and the
- * budget: 0; -ENOSPC when the listing holds no more (or memory ran out:
- * the listing ends there too, and says so); -EBUSY past the budget. */
-static int names_grow(struct build *b, size_t need)
+/* The memory of a name list (core's struct http_names_mem): charged. */
+static void *names_get(void *ctx, size_t size, int *err)
 {
-    struct http_names *n = &b->n;
-    size_t max = http_names_grow_off(n), cap = http_names_grow_buf(n, need);
-    if (!max)
-        return -ENOSPC;
-    if (max > n->max) {
-        size_t more = (max - n->max) * sizeof(*n->off);
-        if (!charge(more))
-            return -EBUSY;
-        uint32_t *off = realloc(n->off, max * sizeof(*off));
-        if (!off) {
-            uncharge(more);
-            return -ENOSPC;
-        }
-        b->charge += more;
-        n->off = off;
-        n->max = max;
+    (void) ctx;
+    if (!charge(size)) {
+        *err = -EBUSY;
+        return NULL;
     }
-    if (!cap)
-        return -ENOSPC;
-    if (cap > n->cap) {
-        if (!charge(cap - n->cap))
-            return -EBUSY;
-        char *buf = realloc(n->buf, cap);
-        if (!buf) {
-            uncharge(cap - n->cap);
-            return -ENOSPC;
-        }
-        b->charge += cap - n->cap;
-        n->buf = buf;
-        n->cap = cap;
+    void *p = malloc(size);
+    if (!p) {
+        uncharge(size);
+        *err = -ENOMEM;
     }
-    return 0;
+    return p;
 }
+
+static void names_put(void *ctx, void *p, size_t size)
+{
+    (void) ctx;
+    free(p);
+    uncharge(size);
+}
+
+static const struct http_names_mem names_mem = {names_get, names_put, NULL};
 
 /* Read d's listed names, sort them and pack them into one table of
  * exactly their size, charged against --listing-bytes: 0, -EBUSY past the
@@ -186,50 +167,31 @@ static int build(DIR *d,
                  bool root,
                  struct http_name_table **out)
 {
-    struct build b = {.charge =
-                          HTTP_SERVER_LISTING_NAMES_START +
-                          HTTP_SERVER_LISTING_OFFS_START * sizeof(uint32_t)};
-    struct http_names *n = &b.n;
+    struct http_names n;
     bool truncated = false;
-    if (!charge(b.charge))
-        return -EBUSY;
-    n->buf = malloc(HTTP_SERVER_LISTING_NAMES_START);
-    n->cap = HTTP_SERVER_LISTING_NAMES_START;
-    n->off = malloc(HTTP_SERVER_LISTING_OFFS_START * sizeof(*n->off));
-    n->max = HTTP_SERVER_LISTING_OFFS_START;
-    int err = n->buf && n->off ? 0 : -ENOMEM;
+    int err = http_names_start(&n, &names_mem);
     struct dirent *de;
     while (!err && (de = readdir(d))) {
         size_t len = strlen(de->d_name);
         if (!http_listing_visible(p->path, p->path_len, de->d_name, len,
                                   httpd_cfg.dotfiles))
             continue;
-        if (http_names_add(n, de->d_name, len) == 0)
+        if (http_names_add(&n, de->d_name, len) == 0)
             continue;
-        err = names_grow(&b, len + 1);
-        if (err == -ENOSPC || (!err && http_names_add(n, de->d_name, len))) {
+        err = http_names_grow(&n, len + 1, &names_mem);
+        if (err == -ENOSPC || (!err && http_names_add(&n, de->d_name, len))) {
             truncated = true;
             err = 0;
             break;
         }
     }
-    struct http_name_table *t = NULL;
-    size_t size = http_names_table_size(n);
     if (!err) {
-        http_names_sort(n);
-        err = charge(size) ? 0 : -EBUSY;
+        http_names_sort(&n);
+        *out = names_get(NULL, http_names_table_size(&n), &err);
     }
-    if (!err && !(t = malloc(size))) {
-        uncharge(size);
-        err = -ENOMEM;
-    }
-    if (!err) {
-        http_names_pack(n, t, truncated, root, httpd_cfg.dotfiles);
-        *out = t;
-    }
-    free(n->buf);
-    free(n->off);
-    uncharge(b.charge);
+    if (!err)
+        http_names_pack(&n, *out, truncated, root, httpd_cfg.dotfiles);
+    http_names_free(&n, &names_mem);
     return err;
 }
 

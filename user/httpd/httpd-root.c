@@ -13,7 +13,8 @@ _Static_assert(HTTP_EPERM == EPERM && HTTP_ENOENT == ENOENT &&
                    HTTP_ENOMEM == ENOMEM && HTTP_EACCES == EACCES &&
                    HTTP_EXDEV == EXDEV && HTTP_ENOTDIR == ENOTDIR &&
                    HTTP_ENAMETOOLONG == ENAMETOOLONG && HTTP_ELOOP == ELOOP &&
-                   HTTP_EAGAIN == EWOULDBLOCK,
+                   HTTP_EAGAIN == EWOULDBLOCK && HTTP_EBUSY == EBUSY &&
+                   HTTP_ENOSPC == ENOSPC,
                "core's errno numbers are Linux's");
 
 int httpd_open_beneath(int root, const char *rel, int flags)

@@ -307,17 +307,10 @@ static bool conn_established(struct worker *w, struct conn *c)
     return tls_handshake(w, c);
 }
 
-/* Open a connection for the next request(s); leaves it idle when no request
- * may start now. */
-static void conn_start(struct worker *w, struct conn *c, uint64_t now)
+/* Open c's socket and start its connect; its reserved requests (none
+ * when it opens ahead of the clock) go out once it is up. */
+static void conn_open(struct worker *w, struct conn *c)
 {
-    uint32_t n = claim(w, opt.keep_alive ? (uint32_t) opt.pipeline : 1, now);
-    if (!n)
-        return;
-    for (uint32_t i = 0; i < n; i++) {
-        ring_push(c, now);
-        c->reserved++;
-    }
     c->fd = socket(opt.addr.ss_family,
                    SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (c->fd < 0) {
@@ -346,6 +339,20 @@ static void conn_start(struct worker *w, struct conn *c, uint64_t now)
     }
     if (c->state == CONN_OPEN)
         conn_established(w, c);
+}
+
+/* Open a connection for the next request(s); leaves it idle when no request
+ * may start now. */
+static void conn_start(struct worker *w, struct conn *c, uint64_t now)
+{
+    uint32_t n = claim(w, opt.keep_alive ? (uint32_t) opt.pipeline : 1, now);
+    if (!n)
+        return;
+    for (uint32_t i = 0; i < n; i++) {
+        ring_push(c, now);
+        c->reserved++;
+    }
+    conn_open(w, c);
 }
 
 static void record_response(struct worker *w, struct conn *c, uint64_t now)
@@ -537,14 +544,55 @@ static void publish_progress(struct worker *w)
     __atomic_store_n(&w->published_errors, errors, __ATOMIC_RELAXED);
 }
 
+/* --connect-first: open every connection of w, claiming nothing, and
+ * wait until each is open (its TLS handshake done) or failed, within
+ * --timeout. A failed one is an error, and opens again with the run. */
+static void open_ahead(struct worker *w)
+{
+    struct epoll_event events[EVENTS_PER_WAIT];
+    uint64_t deadline = now_ns() + opt.timeout_ms * 1000000ull;
+
+    for (size_t i = 0; i < w->nconns; i++)
+        conn_open(w, &w->conns[i]);
+    for (;;) {
+        size_t opening = 0;
+        for (size_t i = 0; i < w->nconns; i++)
+            opening += w->conns[i].state == CONN_CONNECTING ||
+                       w->conns[i].state == CONN_HANDSHAKE;
+        uint64_t now = now_ns();
+        if (!opening || interrupted || now >= deadline)
+            break;
+        int n = epoll_wait(w->epfd, events, EVENTS_PER_WAIT,
+                           (int) ((deadline - now + 999999) / 1000000));
+        for (int i = 0; i < n; i++)
+            handle_event(w, events[i].data.ptr, events[i].events, now_ns());
+    }
+    for (size_t i = 0; i < w->nconns; i++) {
+        struct conn *c = &w->conns[i];
+        if (c->state == CONN_CONNECTING || c->state == CONN_HANDSHAKE)
+            conn_fail(w, c, ERR_TIMEOUT);
+    }
+}
+
 void *worker_main(void *arg)
 {
     struct worker *w = arg;
     struct epoll_event events[EVENTS_PER_WAIT];
     uint64_t now = now_ns(), next_tick = now + TICK_NS;
 
-    for (size_t i = 0; i < w->nconns; i++)
-        conn_start(w, &w->conns[i], now);
+    if (opt.connect_first) {
+        open_ahead(w);
+        __atomic_fetch_add(&workers_open, 1, __ATOMIC_RELEASE);
+        while (!__atomic_load_n(&clock_started, __ATOMIC_ACQUIRE) &&
+               !interrupted)
+            usleep(1000);
+        now = now_ns();
+        next_tick = now + TICK_NS;
+        w->need_rescan = true; /* the open ones claim their first requests */
+    } else {
+        for (size_t i = 0; i < w->nconns; i++)
+            conn_start(w, &w->conns[i], now);
+    }
     for (;;) {
         now = now_ns();
         if (w->need_rescan)

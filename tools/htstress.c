@@ -45,6 +45,8 @@ char *request_batch; /* opt.pipeline copies of the request */
 size_t request_len;
 uint64_t run_start_ns;
 uint64_t run_deadline_ns; /* 0: no deadline */
+uint64_t workers_open;
+int clock_started;
 volatile sig_atomic_t interrupted;
 SSL_CTX *tls_ctx;
 
@@ -70,6 +72,11 @@ static void usage(FILE *out)
         "                        one HTTP/1.0 request per connection)\n"
         "  -p, --pipeline N      requests in flight per keep-alive connection "
         "(default 1)\n"
+        "      --connect-first   keep-alive: open every connection (and finish "
+        "its TLS\n"
+        "                        handshake) before the clock starts, so that "
+        "-d and\n"
+        "                        req/s count requests only (default: off)\n"
         "  -r, --rate R          at most R requests/s over all threads "
         "(default 0 = no limit)\n"
         "  -H, --header 'N: V'   extra request header, repeatable (default "
@@ -273,10 +280,12 @@ static void print_summary(const struct stats *s,
                           uint64_t done)
 {
     const char *mode = opt.keep_alive ? "keep-alive" : "connection per request";
-    printf("htstress %s: %s, pipeline %llu, %llu threads, %llu connections\n",
-           opt.url, mode, (unsigned long long) opt.pipeline,
-           (unsigned long long) opt.threads,
-           (unsigned long long) opt.concurrency);
+    printf(
+        "htstress %s: %s%s, pipeline %llu, %llu threads, %llu "
+        "connections\n",
+        opt.url, mode, opt.connect_first ? " (connected first)" : "",
+        (unsigned long long) opt.pipeline, (unsigned long long) opt.threads,
+        (unsigned long long) opt.concurrency);
     printf("requests:    %llu in %.3f s = %.1f req/s\n",
            (unsigned long long) done, secs,
            secs > 0 ? (double) done / secs : 0.0);
@@ -322,12 +331,13 @@ static void print_json(const struct stats *s,
     printf("{\"tool\":\"htstress\",\"url\":");
     json_write_string(stdout, opt.url);
     printf(
-        ",\"mode\":\"%s\",\"pipeline\":%llu,\"threads\":%llu,"
-        "\"connections\":%llu,\"rate_limit\":%g,\"timeout_ms\":%llu,",
+        ",\"mode\":\"%s\",\"connect_first\":%s,\"pipeline\":%llu,"
+        "\"threads\":%llu,\"connections\":%llu,\"rate_limit\":%g,"
+        "\"timeout_ms\":%llu,",
         opt.keep_alive ? "keep-alive" : "close",
-        (unsigned long long) opt.pipeline, (unsigned long long) opt.threads,
-        (unsigned long long) opt.concurrency, opt.rate,
-        (unsigned long long) opt.timeout_ms);
+        opt.connect_first ? "true" : "false", (unsigned long long) opt.pipeline,
+        (unsigned long long) opt.threads, (unsigned long long) opt.concurrency,
+        opt.rate, (unsigned long long) opt.timeout_ms);
     printf(
         "\"seconds\":%.6f,\"requests\":%llu,\"req_per_s\":%.3f,"
         "\"good\":%llu,\"bad\":%llu,",
@@ -380,6 +390,7 @@ static bool parse_options(int argc, char **argv)
         {"threads", required_argument, NULL, 't'},
         {"keep-alive", no_argument, NULL, 'k'},
         {"pipeline", required_argument, NULL, 'p'},
+        {"connect-first", no_argument, NULL, 'F'},
         {"rate", required_argument, NULL, 'r'},
         {"header", required_argument, NULL, 'H'},
         {"timeout", required_argument, NULL, 'T'},
@@ -417,6 +428,9 @@ static bool parse_options(int argc, char **argv)
             break;
         case 'k':
             opt.keep_alive = true;
+            break;
+        case 'F':
+            opt.connect_first = true;
             break;
         case 'p':
             if (!parse_u64_option("--pipeline", optarg, 1, 1024, &opt.pipeline))
@@ -484,6 +498,12 @@ static bool parse_options(int argc, char **argv)
                 "htstress: --pipeline needs --keep-alive "
                 "(a connection-per-request run sends one request per "
                 "connection)\n");
+        return false;
+    }
+    if (opt.connect_first && !opt.keep_alive) {
+        fprintf(stderr,
+                "htstress: --connect-first needs --keep-alive "
+                "(a connection-per-request run opens one per request)\n");
         return false;
     }
     if (opt.threads > opt.concurrency)
@@ -564,6 +584,18 @@ int main(int argc, char **argv)
             break;
         }
         started++;
+    }
+
+    if (opt.connect_first) {
+        /* The clock starts once every worker's connections are open or
+         * failed; each worker bounds its wait by --timeout. */
+        while (__atomic_load_n(&workers_open, __ATOMIC_ACQUIRE) < started &&
+               !interrupted)
+            usleep(1000);
+        run_start_ns = now_ns();
+        if (opt.duration_s > 0)
+            run_deadline_ns = run_start_ns + (uint64_t) (opt.duration_s * 1e9);
+        __atomic_store_n(&clock_started, 1, __ATOMIC_RELEASE);
     }
 
     /* Progress while the workers run; bounded by their own termination. */

@@ -53,6 +53,8 @@ struct htstress_options {
     int tls_version;        /* --tls-version: 0 (1.2 or 1.3), 12 or 13 */
     const char *tls_groups; /* --tls-groups (default X25519:P-256) */
     bool tls_sni;           /* the host is a name: sent as SNI */
+    bool connect_first;     /* --connect-first: every connection open (and its
+                               handshake done) before the clock starts */
     char *extra_headers;    /* "Name: value\r\n" lines */
     size_t extra_headers_len;
 };
@@ -64,6 +66,11 @@ extern char *request_batch; /* opt.pipeline copies of the request */
 extern size_t request_len;
 extern uint64_t run_start_ns;
 extern uint64_t run_deadline_ns; /* 0: no deadline */
+/* --connect-first: workers whose connections are all open or failed; the
+ * clock starts (run_start_ns, run_deadline_ns written, then clock_started
+ * set) once every worker is. */
+extern uint64_t workers_open;
+extern int clock_started;
 extern volatile sig_atomic_t interrupted;
 extern SSL_CTX *tls_ctx; /* https://: the client context, else NULL */
 

@@ -497,10 +497,14 @@ def https_table(er, tag, targets_inline=False):
             cells.append(s)
         L.append(f"| {name} | " + " | ".join(cells) + " |")
     L.append("")
+    first = any(x.get("raw", {}).get("connect_first") for r in er
+                for x in r.get("by_round", []))
     if tls:
         L.append(f"New connections: {tls['version']}, {tls['cipher']}, key exchange "
                  f"{tls['group']}, no session resumed (htstress counts them: 0). Keep-alive "
-                 f"and 1 MiB: TLS 1.2 (both directions in kTLS where the kernel has it).")
+                 f"and 1 MiB: TLS 1.2 (both directions in kTLS where the kernel has it)"
+                 + (", every connection open and its handshake done before the clock "
+                    "starts (htstress --connect-first)." if first else "."))
         L.append("")
     mem = [r for r in er if r["suite"] == "https-memory"]
     if mem:

@@ -402,9 +402,9 @@ KHTTPD_NAMES = ["accepted", "active", "refused", "requests", "status_1xx",
 def test_counters_move_with_requests(server, site, model):
     srv = server(model, site, "--status-path", "/status")
     s0, s0_len = status(srv.port)
-    # /proc/net/khttpd's names and order, then the one counter khttpd has
-    # no use for (it has no access log to reopen)
-    assert list(s0) == KHTTPD_NAMES + ["log_reopen_failures"]
+    # /proc/net/khttpd's names and order, then the counters khttpd has no
+    # use for (it has no access log to reopen, no open-file cache)
+    assert list(s0) == KHTTPD_NAMES + ["log_reopen_failures", "cache_open_files"]
     n = 7
     received = 0
     with Conn(srv.port) as c:

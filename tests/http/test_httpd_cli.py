@@ -12,7 +12,7 @@ from rawhttp import get
 FLAGS = ["--root", "--port", "--bind", "--threads", "--model", "--idle-timeout-ms",
          "--max-conns", "--backlog", "--gzip", "--no-gzip", "--cache-size", "--access-log",
          "--help", "--gzip-static", "--no-gzip-static", "--expires", "--error-page",
-         "--mime-types", "--allow", "--deny", "--limit-req"]
+         "--mime-types", "--allow", "--deny", "--limit-req", "--open-files"]
 
 
 @pytest.fixture(autouse=True)
@@ -44,6 +44,7 @@ def test_help_lists_every_flag_with_default():
     (["--model", "fibers"], "--model fibers"),
     (["--threads", "0"], "--threads 0"),
     (["--cache-size", "12Q"], "--cache-size 12Q"),
+    (["--open-files", "-1"], "--open-files -1"),
     (["--idle-timeout-ms", "-5"], "--idle-timeout-ms -5"),
     (["--idle-timeout", "-5"], "--idle-timeout-ms -5"),  # the old spelling, still accepted
     (["-i", "-5"], "--idle-timeout-ms -5"),

@@ -28,6 +28,14 @@
  * HTTP_SERVER_REVALIDATE_MS; a changed size, mtime (nanoseconds), inode or
  * device replaces it.
  *
+ * Open files: the object of a regular file whose body is not kept keeps
+ * the descriptor its load opened (nginx's open_file_cache), while fewer
+ * than --open-files are held by all objects (one count for every
+ * thread); its requests send from it with explicit offsets, so it is
+ * shared, and it is closed when the object is freed (after a grace
+ * period, once no reader holds the object). Beyond the count an object
+ * keeps none and each request opens the file, as with --open-files 0.
+ *
  * gzip copies: httpd-cache-gz.c, above this file. */
 /* liburcu's read-side lock inline (its LGPL-compatible static API): two
  * loads and a store per lookup instead of two calls into the library and
@@ -47,6 +55,8 @@
 static struct cds_lfht *table_rcu; /* path -> entry */
 static struct cds_lfht *objs_rcu;  /* (dev, ino, version) -> object */
 static struct http_cache_acct cache_acct = HTTP_CACHE_ACCT_INIT;
+/* descriptors objects hold, at most httpd_cfg.open_files */
+static _Atomic size_t open_files;
 /* Bumped under cache_lock after every entry leaves table_rcu (before its
  * reference is dropped, so before the RCU callback that frees it). A
  * thread's lookup memo holds an entry found at some generation: while the
@@ -162,9 +172,34 @@ static bool get_unless_zero(_Atomic int *refs)
     return false;
 }
 
+/* One of --open-files for a new object, if any is left. */
+static bool open_file_take(void)
+{
+    size_t n = atomic_load(&open_files);
+    while (n < httpd_cfg.open_files)
+        if (atomic_compare_exchange_weak(&open_files, &n, n + 1))
+            return true;
+    return false;
+}
+
+size_t httpd_cache_open_files(void)
+{
+    return atomic_load(&open_files);
+}
+
+int httpd_cache_file_fd(const struct httpd_file *f, const char *rel, size_t len)
+{
+    return f && f->path_len == len && !memcmp(f->path, rel, len) ? f->obj->fd
+                                                                 : -1;
+}
+
 static void obj_free_rcu(struct rcu_head *head)
 {
     struct httpd_obj *o = caa_container_of(head, struct httpd_obj, rcu);
+    if (o->fd >= 0) {
+        close(o->fd);
+        atomic_fetch_sub(&open_files, 1);
+    }
     free(atomic_load(&o->gz));
     free(atomic_load(&o->names));
     free(o->body);
@@ -279,10 +314,10 @@ int httpd_read_all(int fd, char *buf, size_t len)
     return 0;
 }
 
-/* The object for the file open at fd (status st): the one in the index
- * if it has this version, else a new one (its body read when kept);
- * referenced. */
-static struct httpd_obj *obj_get(int fd, const struct stat *st, bool keep)
+/* The object for the file open at *fd (status st): the one in the index
+ * if it has this version, else a new one (its body read when kept, else
+ * *fd kept in it within --open-files: then *fd is -1); referenced. */
+static struct httpd_obj *obj_get(int *fd, const struct stat *st, bool keep)
 {
     struct http_file_id id = file_id(st);
     unsigned long hash = (unsigned long) http_file_id_hash(&id);
@@ -306,13 +341,16 @@ static struct httpd_obj *obj_get(int fd, const struct stat *st, bool keep)
         return NULL;
     atomic_init(&o->refs, 1);
     o->id = id;
+    o->fd = -1;
     if (keep) {
         o->body = malloc(id.size);
-        if (o->body && httpd_read_all(fd, o->body, id.size) < 0) {
+        if (o->body && httpd_read_all(*fd, o->body, id.size) < 0) {
             free(o->body);
             o->body = NULL; /* sendfile will report the problem */
         }
     }
+    if (!o->body && S_ISREG(st->st_mode) && open_file_take())
+        o->fd = *fd; /* the caller's until the object is published */
     atomic_init(&o->charge, http_cache_obj_charge(o->body ? id.size : 0));
     http_cache_acct_charge(&cache_acct, atomic_load(&o->charge), 1);
 
@@ -325,6 +363,8 @@ static struct httpd_obj *obj_get(int fd, const struct stat *st, bool keep)
         if (get_unless_zero(&won->refs)) {
             urcu_memb_read_unlock();
             http_cache_acct_release(&cache_acct, atomic_load(&o->charge), 0, 1);
+            if (o->fd >= 0)
+                atomic_fetch_sub(&open_files, 1);
             free(o->body);
             free(o); /* never published */
             return won;
@@ -332,6 +372,8 @@ static struct httpd_obj *obj_get(int fd, const struct stat *st, bool keep)
         cds_lfht_add_replace(objs_rcu, hash, obj_match, &id, &o->node);
     }
     urcu_memb_read_unlock();
+    if (o->fd >= 0)
+        *fd = -1; /* the object's now */
     return o;
 }
 
@@ -371,9 +413,10 @@ static int load(const struct httpd_root *root,
     memcpy(f->path, rel, len);
     http_stamp_set(&f->checked_ms, rt_now_ms());
     http_stamp_set(&f->used_ms, rt_now_ms());
-    f->obj = obj_get(fd, &st,
+    f->obj = obj_get(&fd, &st,
                      http_resource_keep_body(&f->meta, httpd_cfg.cache_size));
-    close(fd);
+    if (fd >= 0)
+        close(fd);
     if (!f->obj) {
         free(f);
         return -ENOMEM;

@@ -47,6 +47,7 @@ enum {
     OPT_LIMIT_REQ,
     OPT_PROXY,
     OPT_TLS_PROXY,
+    OPT_OPEN_FILES,
 };
 
 #define DEFAULT_TLS_HS_TIMEOUT_MS 10000
@@ -83,6 +84,11 @@ static const struct rt_cli_opt opts[] = {
     {"cache-size", OPT_CACHE, "BYTES",
      "content cache limit, suffix K, M or G\n"
      "(default: 64M)"},
+    {"open-files", OPT_OPEN_FILES, "N",
+     "descriptors of files too big for the cache's\n"
+     "memory kept open for the next requests; beyond,\n"
+     "each request opens its file; 0 = none (default:\n"
+     "a quarter of RLIMIT_NOFILE, less --max-conns)"},
     {"access-log", OPT_LOG, "FILE",
      "append one line per request to FILE in Combined\n"
      "Log Format, '-' for stdout; SIGUSR1 reopens it\n"
@@ -236,6 +242,11 @@ static bool option(void *data, int key, const char *arg, bool from_file)
         return true;
     case OPT_CACHE:
         return parse_size("--cache-size", arg, &s->cache_size);
+    case OPT_OPEN_FILES:
+        if (!rt_cli_long("--open-files", arg, 0, 1L << 30, &v))
+            return false;
+        s->open_files = v;
+        return true;
     case OPT_LOG:
         s->access_log = arg;
         return true;
@@ -390,6 +401,7 @@ static void settings_default(struct settings *s)
     s->host_now = -1;
     s->gzip = true;
     s->cache_size = DEFAULT_CACHE_SIZE;
+    s->open_files = -1; /* from RLIMIT_NOFILE at start */
     s->mime_types = DEFAULT_MIME_TYPES;
     s->user = DEFAULT_USER;
     s->listings = true;

@@ -35,6 +35,7 @@ struct settings {
     int host_now;
     bool gzip;
     size_t cache_size;
+    long open_files;        /* --open-files; -1: from RLIMIT_NOFILE at start */
     const char *access_log; /* NULL: off */
     const char *status_path;
     const char *config;

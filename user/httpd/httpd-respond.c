@@ -2,7 +2,9 @@
  * file fetches what it asks for (metadata and gzip copies from the cache)
  * and carries the plan out. Bodies in memory (cached small files, gzip
  * copies, error texts) leave in one writev with the head; large files
- * follow the head by sendfile; listings are streamed. */
+ * follow the head by sendfile, from the descriptor their cache object
+ * keeps (--open-files) or one opened for the request; listings are
+ * streamed. */
 #define _LGPL_SOURCE /* liburcu's read-side lock inline */
 #include <errno.h>
 #include <fcntl.h>
@@ -13,10 +15,29 @@
 
 #include "httpd.h"
 
-/* The body named by the plan, from the file the plan was made from. */
-static bool send_file(struct httpd_req *r, struct http_plan *p)
+/* A descriptor of the plan's file: the one f's object keeps (*own
+ * false: never closed here, nor its position used: every read has its
+ * offset), else opened now (*own true). -errno if it cannot be opened. */
+static int file_open(struct httpd_req *r,
+                     const struct http_plan *p,
+                     const struct httpd_file *f,
+                     bool *own)
 {
-    int fd = httpd_open_beneath(r->root.fd, p->path, O_RDONLY | O_NONBLOCK);
+    int fd = httpd_cache_file_fd(f, p->path, p->path_len);
+    *own = fd < 0;
+    if (fd < 0)
+        fd = httpd_open_beneath(r->root.fd, p->path, O_RDONLY | O_NONBLOCK);
+    return fd;
+}
+
+/* The body named by the plan, from the file the plan was made from (f,
+ * whose object may keep it open). */
+static bool send_file(struct httpd_req *r,
+                      struct http_plan *p,
+                      const struct httpd_file *f)
+{
+    bool own;
+    int fd = file_open(r, p, f, &own);
     if (fd < 0) {
         http_plan_fail(p, fd);
         return httpd_send_head(r, p, p->text, p->body_len, p->more);
@@ -29,7 +50,8 @@ static bool send_file(struct httpd_req *r, struct http_plan *p)
             r->sent += (uint64_t) n;
         ok = n == (ssize_t) p->body_len;
     }
-    close(fd);
+    if (own)
+        close(fd);
     return ok;
 }
 
@@ -40,8 +62,9 @@ static bool send_parts(struct httpd_req *r,
                        const struct httpd_file *f)
 {
     int fd = -1;
+    bool own = false;
     if (!p->parts_cached) {
-        fd = httpd_open_beneath(r->root.fd, p->path, O_RDONLY | O_NONBLOCK);
+        fd = file_open(r, p, f, &own);
         if (fd < 0) {
             http_plan_fail(p, fd);
             return httpd_send_head(r, p, p->text, p->body_len, p->more);
@@ -74,7 +97,7 @@ static bool send_parts(struct httpd_req *r,
             ok = s == (ssize_t) len;
         }
     }
-    if (fd >= 0)
+    if (own)
         close(fd);
     return ok;
 }
@@ -127,7 +150,7 @@ static bool carry_out(struct httpd_req *r,
     case HTTP_PLAN_BODY_GZIP:
         return httpd_send_head(r, p, gz->data, gz->len, p->more);
     case HTTP_PLAN_BODY_FILE:
-        return send_file(r, p);
+        return send_file(r, p, f);
     case HTTP_PLAN_BODY_LISTING:
         return send_listing(r, p);
     case HTTP_PLAN_BODY_PARTS:

@@ -236,6 +236,7 @@ void httpd_settings_reload(int argc, char **argv, struct settings *running)
         {n.rt.backlog != running->rt.backlog, "--backlog"},
         {n.rt.busy_poll_us != running->rt.busy_poll_us, "--busy-poll-us"},
         {n.cache_size != running->cache_size, "--cache-size"},
+        {n.open_files != running->open_files, "--open-files"},
         {!same_str(n.status_path, running->status_path), "--status-path"},
         {!same_str(n.mime_types, running->mime_types), "--mime-types"},
         {!same_str(n.user, running->user), "--user"},
@@ -370,6 +371,27 @@ static void publish(const struct settings *s)
                                      : RT_PER_IP_V6_PREFIX;
 }
 
+/* --open-files, or by default a quarter of the descriptors the process
+ * may have (its soft RLIMIT_NOFILE, once raised to the hard one), and
+ * never so many that --max-conns connections (one descriptor each) and
+ * HTTPD_FD_RESERVE others (listeners, log, epoll, the server's own) would
+ * not fit beside them. */
+#define HTTPD_FD_RESERVE 64
+static size_t open_files(const struct settings *s)
+{
+    struct rlimit rl;
+    if (s->open_files >= 0)
+        return (size_t) s->open_files;
+    if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+        return 0;
+    uint64_t lim = rl.rlim_cur == RLIM_INFINITY ? 1u << 20 : rl.rlim_cur;
+    uint64_t need = (uint64_t) (s->rt.max_conns > 0 ? s->rt.max_conns : 0) +
+                    HTTPD_FD_RESERVE;
+    if (need >= lim)
+        return 0;
+    return (size_t) (lim / 4 < lim - need ? lim / 4 : lim - need);
+}
+
 /* The access log, through an opener that keeps root when the server
  * drops to --user; false after saying why. */
 static bool start_log(const struct settings *s, int argc, char **argv)
@@ -432,6 +454,7 @@ int httpd_settings_start(struct settings *s, int argc, char **argv)
         rl.rlim_cur = rl.rlim_max;
         setrlimit(RLIMIT_NOFILE, &rl);
     }
+    httpd_cfg.open_files = open_files(s);
     s->rt.name = "ktcp-httpd";
     s->rt.handler = httpd_serve;
     s->rt.refuse = httpd_conn_refuse;

@@ -98,12 +98,15 @@ static void build_body(struct http_buf *b, enum status_format fmt)
     v[HTTP_CTR_DENIED] = c[HTTPD_C_DENIED];
     v[HTTP_CTR_RATE_LIMITED] = c[HTTPD_C_RATE_LIMITED];
     v[HTTP_CTR_RATE_ENTRIES] = httpd_rate_entries();
-    /* after khttpd's set, the one counter only this server has */
+    /* after khttpd's set, the ones only this server has */
     uint64_t reopen_failed = c[HTTPD_C_LOG_REOPEN_FAILED];
+    uint64_t open_files = httpd_cache_open_files();
     if (fmt == STATUS_PLAIN) {
         http_counters_plain(b, v);
         http_buf_append_str(b, "log_reopen_failures ");
         http_buf_append_u64(b, reopen_failed);
+        http_buf_append_str(b, "\ncache_open_files ");
+        http_buf_append_u64(b, open_files);
         http_buf_append_char(b, '\n');
     } else {
         http_counters_prometheus(b, "ktcp_httpd", v);
@@ -114,6 +117,13 @@ static void build_body(struct http_buf *b, enum status_format fmt)
             "# TYPE ktcp_httpd_log_reopen_failures_total counter\n"
             "ktcp_httpd_log_reopen_failures_total ");
         http_buf_append_u64(b, reopen_failed);
+        http_buf_append_str(
+            b,
+            "\n# HELP ktcp_httpd_cache_open_files Descriptors of files the "
+            "content cache keeps open (--open-files).\n"
+            "# TYPE ktcp_httpd_cache_open_files gauge\n"
+            "ktcp_httpd_cache_open_files ");
+        http_buf_append_u64(b, open_files);
         http_buf_append_char(b, '\n');
     }
     if (!httpd_cfg.tls)

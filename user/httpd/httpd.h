@@ -76,6 +76,10 @@ struct httpd_config {
     const char *root_path;
     int root_fd; /* O_PATH|O_DIRECTORY of --root */
     size_t cache_size;
+    /* --open-files: descriptors the cache's objects of files whose body
+     * it does not keep may hold open at once (0: none, each request
+     * opens its file) */
+    size_t open_files;
     int idle_timeout_ms;
     _Atomic int access_log_fd;          /* -1: off */
     const char *status_path;            /* NULL: no status page */
@@ -195,9 +199,14 @@ struct httpd_obj {
     struct cds_lfht_node node; /* in the object index */
     struct rcu_head rcu;
     _Atomic int refs;
-    struct http_file_id id;      /* the file and its version */
-    _Atomic size_t charge;       /* bytes counted against --cache-size */
-    char *body;                  /* whole file, or NULL */
+    struct http_file_id id; /* the file and its version */
+    _Atomic size_t charge;  /* bytes counted against --cache-size */
+    char *body;             /* whole file, or NULL */
+    /* a regular file whose body is not kept: its descriptor, read-only,
+     * opened beneath the root by the load that made the object, within
+     * --open-files; -1 when none (requests open the file). Read with an
+     * explicit offset only; closed when the object is freed */
+    int fd;
     struct httpd_gz *_Atomic gz; /* set once, by the build */
     _Atomic bool building;       /* a gzip build is queued or running */
     struct http_name_table *_Atomic names; /* a directory's: set once (CAS) */
@@ -246,6 +255,14 @@ void httpd_cache_put(struct httpd_file *f);
 /* Bytes charged against --cache-size, and files (objects) held, right
  * now; an entry a reader still holds stays counted until it lets go. */
 void httpd_cache_usage(size_t *bytes, size_t *entries);
+/* Descriptors the cache's objects hold open now (--open-files). */
+size_t httpd_cache_open_files(void);
+/* The descriptor to send f's body from: its object's when it has one
+ * and f names rel (the plan's path), else -1 (open the file). Valid
+ * while the caller holds f. */
+int httpd_cache_file_fd(const struct httpd_file *f,
+                        const char *rel,
+                        size_t len);
 /* The gzip copy of f if it is built. Otherwise NULL (identity is sent):
  * a small cached body is compressed on the spot, a bigger one is queued
  * for the gzip threads (once per file version) and later requests get

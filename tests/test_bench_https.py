@@ -186,6 +186,12 @@ def test_smoke_https_points(smoke):
             else:
                 assert raw["connects"] == 4 and raw["mode"] == "keep-alive"
                 assert raw["connect_first"]  # handshakes off the clock
+    # each engine's first HTTPS run, and only that one, had an untimed
+    # warm-up before it
+    warmed = [(wl, name, x["round"]) for (wl, name), r in runs.items()
+              for x in r["by_round"] if x.get("warmed_up_s")]
+    assert sorted(warmed) == [("https-small-keepalive", e, 1)
+                              for e in ("ktcp-httpd-epoll-tls", "nginx-tls")], warmed
     # the engines alternate: nginx first in round 1, the other in round 2
     order = re.findall(r"https https-small-keepalive c=4 (r\d/2) (\S+):", stdout)
     assert order == [("r1/2", "nginx-tls"), ("r1/2", "ktcp-httpd-epoll-tls"),

@@ -62,7 +62,7 @@ def point(r):
 # What a round's record holds beside the run's plan (kept per round).
 ROUND_KEYS = ("status", "reason", "note", "value", "unit", "raw", "latency_us", "errors",
               "mib_per_s", "bytes_per_response", "samples", "time_wait_before",
-              "time_wait_dropped", "elapsed_s", "aim_mib", "tls")
+              "time_wait_dropped", "elapsed_s", "aim_mib", "tls", "warmed_up_s")
 
 
 def merge_rounds(records):
@@ -499,12 +499,16 @@ def https_table(er, tag, targets_inline=False):
     L.append("")
     first = any(x.get("raw", {}).get("connect_first") for r in er
                 for x in r.get("by_round", []))
+    warm = next((x["warmed_up_s"] for r in er for x in r.get("by_round", [])
+                 if x.get("warmed_up_s")), None)
     if tls:
         L.append(f"New connections: {tls['version']}, {tls['cipher']}, key exchange "
                  f"{tls['group']}, no session resumed (htstress counts them: 0). Keep-alive "
                  f"and 1 MiB: TLS 1.2 (both directions in kTLS where the kernel has it)"
                  + (", every connection open and its handshake done before the clock "
-                    "starts (htstress --connect-first)." if first else "."))
+                    "starts (htstress --connect-first)" if first else "")
+                 + (f"; each engine's first HTTPS run after an untimed {warm:g} s one."
+                    if warm else "."))
         L.append("")
     mem = [r for r in er if r["suite"] == "https-memory"]
     if mem:

@@ -76,7 +76,13 @@ class Conn:
                 rcvbuf = max(rcvbuf, TLS_RECORD_RCVBUF)
             self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
         self.timeout = timeout
-        self.buf = b""
+        # What came and was not taken yet. A bytearray grows in place: a
+        # bytes object rebuilt for every read copies the whole body so far
+        # (quadratic), and in a fresh process each copy is new memory from
+        # mmap, faulted in page by page: 8 MiB read that way cost a kTLS
+        # test's client over 10 s of system time in the guests, enough to
+        # make the server look slow.
+        self.buf = bytearray()
 
     def __enter__(self):
         return self
@@ -121,13 +127,15 @@ class Conn:
                 raise AssertionError("unterminated line")
             self._fill(deadline)
         i = self.buf.index(sep) + len(sep)
-        out, self.buf = self.buf[:i], self.buf[i:]
+        out = bytes(self.buf[:i])
+        del self.buf[:i]
         return out
 
     def _take(self, n, deadline):
         while len(self.buf) < n:
             self._fill(deadline)
-        out, self.buf = self.buf[:n], self.buf[n:]
+        out = bytes(self.buf[:n])
+        del self.buf[:n]
         return out
 
     def read_response(self, method="GET", timeout=None):
@@ -167,7 +175,7 @@ class Conn:
                     self._fill(deadline)
                 except Closed:
                     break
-            r.body, self.buf = self.buf, b""
+            r.body, self.buf = bytes(self.buf), bytearray()
         return r
 
     def closed_within(self, seconds):

@@ -163,3 +163,58 @@ struct http_lru_node *http_lru_victim(const struct http_lru *l,
         return NULL;
     return tail;
 }
+
+void http_cache_put_gone(const struct http_cache *c,
+                         struct http_lru_node **gone)
+{
+    struct http_lru_node *n;
+
+    while ((n = http_lru_pop(gone)))
+        c->ops->put(n);
+}
+
+void http_cache_evict_locked(struct http_cache *c,
+                             size_t budget,
+                             struct http_lru_node **gone)
+{
+    struct http_lru_node *n;
+
+    while ((n = http_lru_victim(&c->lru, http_cache_acct_published(&c->acct),
+                                budget))) {
+        c->ops->unpublish(n, gone);
+        c->ops->evicted();
+    }
+}
+
+void http_cache_evict_if_over(struct http_cache *c, size_t budget)
+{
+    struct http_lru_node *gone = NULL;
+
+    if (!http_cache_acct_over(&c->acct, budget))
+        return;
+    c->ops->lock();
+    http_cache_evict_locked(c, budget, &gone);
+    c->ops->unlock();
+    http_cache_put_gone(c, &gone);
+}
+
+void http_cache_enter_locked(struct http_cache *c,
+                             struct http_lru_node *n,
+                             size_t budget,
+                             struct http_lru_node **gone)
+{
+    http_lru_add(&c->lru, n);
+    if (http_cache_acct_over(&c->acct, budget))
+        http_cache_evict_locked(c, budget, gone);
+}
+
+void http_cache_drop(struct http_cache *c, struct http_lru_node *n)
+{
+    struct http_lru_node *gone = NULL;
+
+    c->ops->lock();
+    c->ops->unpublish(n, &gone);
+    c->ops->unlock();
+    http_cache_put_gone(c, &gone);
+    c->ops->put(n);
+}

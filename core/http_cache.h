@@ -2,10 +2,12 @@
  * which version of a file an object is, when an entry is checked against
  * the file system again or moved to the front of the LRU list, what an
  * entry and an object cost, whether one fits at all, and how far an
- * eviction goes; the LRU list itself and which entry an eviction takes
- * next. Pure functions over the caller's numbers and memory: the engines
- * keep the tables, the locks, RCU, the allocator, the reference counts
- * and the file system calls (kernel/khttpd/cache.c,
+ * eviction goes; the LRU list itself, the eviction walk, an entry's entry
+ * into the list, a stale entry's removal and the puts after the lock (the
+ * cold paths, over the engine's primitives: struct http_cache_ops).
+ * Functions over the caller's numbers and memory: the engines keep the
+ * tables, the locks, RCU, the allocator, the reference counts, the file
+ * system calls and the hit path (kernel/khttpd/cache.c,
  * user/httpd/httpd-cache.c). */
 #ifndef KTCP_CORE_HTTP_CACHE_H
 #define KTCP_CORE_HTTP_CACHE_H
@@ -111,12 +113,6 @@ size_t http_cache_acct_hold(struct http_cache_acct *a,
                             size_t entry_charge,
                             size_t obj_charge,
                             bool sole);
-/* The bytes an eviction can free now (http_cache_published of the two
- * counters): what http_lru_victim walks down. */
-size_t http_cache_acct_published(const struct http_cache_acct *a);
-/* Is an insert or a new copy to start an eviction (http_cache_over of the
- * bytes an eviction can free)? */
-bool http_cache_acct_over(const struct http_cache_acct *a, size_t budget);
 /* Bytes charged and objects alive, for a status page. */
 void http_cache_acct_usage(const struct http_cache_acct *a,
                            size_t *bytes,
@@ -159,23 +155,60 @@ struct http_lru {
         }                              \
     }
 
-/* An entry into the table: to the front. */
-void http_lru_add(struct http_lru *l, struct http_lru_node *n);
 /* A hit (at most once per HTTP_SERVER_LRU_TOUCH_MS, http_cache_due): to
  * the front. */
 void http_lru_touch(struct http_lru *l, struct http_lru_node *n);
 /* An entry out of the table (evicted, stale, replaced): off the list and
  * onto *gone, whose entries the caller puts after dropping its lock. */
 void http_lru_leave(struct http_lru_node *n, struct http_lru_node **gone);
-/* The next entry of a gone list to put, taken off it; NULL at its end. */
-struct http_lru_node *http_lru_pop(struct http_lru_node **gone);
-/* The entry an eviction takes next: the list's tail while the bytes in
- * the table are above 90% of the budget (HTTP_SERVER_CACHE_LOW_TENTHS),
- * else NULL. The caller takes it
- * out of its table and the list (http_lru_leave), so that bytes drop or
- * the list shrinks: the walk ends within the list's length. */
-struct http_lru_node *http_lru_victim(const struct http_lru *l,
-                                      size_t bytes,
-                                      size_t budget);
+/* The table's cold paths, written once over the engine's primitives: an
+ * eviction, a stale entry's removal, an entry's entry into the LRU list.
+ * Core knows an entry by its LRU node. Function pointers: none is on the
+ * hit path (a hit, its freshness check and its touch are the engine's own
+ * direct calls). */
+struct http_cache_ops {
+    /* The engine's lock of the table, its LRU list and in_table flags. */
+    void (*lock)(void);
+    void (*unlock)(void);
+    /* Under the lock: n's entry out of the table, if it is still there:
+     * off the list onto *gone (http_lru_leave), its bytes held
+     * (http_cache_acct_hold). */
+    void (*unpublish)(struct http_lru_node *n, struct http_lru_node **gone);
+    /* Drop one reference to n's entry (the last frees it). */
+    void (*put)(struct http_lru_node *n);
+    /* An entry evicted (the engine's counter). */
+    void (*evicted)(void);
+};
+
+/* A content cache's shared state: its LRU list, its counters and the
+ * engine's primitives. */
+struct http_cache {
+    struct http_lru lru;
+    struct http_cache_acct acct;
+    const struct http_cache_ops *ops;
+};
+
+#define HTTP_CACHE_INIT(name, o)                             \
+    {                                                        \
+        HTTP_LRU_INIT((name).lru), HTTP_CACHE_ACCT_INIT, (o) \
+    }
+
+/* Put the entries on *gone (after the lock is dropped), leaving it empty. */
+void http_cache_put_gone(const struct http_cache *c,
+                         struct http_lru_node **gone);
+/* After a charge (a new copy, a listing's table): when over budget
+ * (http_cache_acct_over), take the lock, evict, drop it and put what
+ * left. */
+void http_cache_evict_if_over(struct http_cache *c, size_t budget);
+/* Under the lock: n's entry, just put into the table, to the LRU front;
+ * an eviction onto *gone when the table is over budget. */
+void http_cache_enter_locked(struct http_cache *c,
+                             struct http_lru_node *n,
+                             size_t budget,
+                             struct http_lru_node **gone);
+/* A stale entry (found, referenced, and no longer what the file system
+ * has): out of the table (the lock taken and dropped), the table's
+ * reference put, and the finder's. */
+void http_cache_drop(struct http_cache *c, struct http_lru_node *n);
 
 #endif /* KTCP_CORE_HTTP_CACHE_H */

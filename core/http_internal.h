@@ -58,11 +58,34 @@ static inline size_t http_cache_published(size_t total, size_t held)
     return total > held ? total - held : 0;
 }
 
-
 /* Does an eviction take the next entry from the LRU tail
  * (http_lru_victim)? Until the bytes in the table are at most 90% of the
  * budget. */
 bool http_cache_evict_more(size_t bytes, size_t budget);
+/* The bytes an eviction can free now (http_cache_published of the two
+ * counters): what http_lru_victim walks down. */
+size_t http_cache_acct_published(const struct http_cache_acct *a);
+/* Is an insert or a new copy to start an eviction (http_cache_over of the
+ * bytes an eviction can free)? */
+bool http_cache_acct_over(const struct http_cache_acct *a, size_t budget);
+/* An entry into the table: to the front. */
+void http_lru_add(struct http_lru *l, struct http_lru_node *n);
+/* Under the lock: evict from the LRU tail while the bytes in the table
+ * (http_cache_acct_published) are above 90% of budget
+ * (HTTP_SERVER_CACHE_LOW_TENTHS), onto *gone: O(1) per entry evicted. */
+void http_cache_evict_locked(struct http_cache *c,
+                             size_t budget,
+                             struct http_lru_node **gone);
+/* The next entry of a gone list to put, taken off it; NULL at its end. */
+struct http_lru_node *http_lru_pop(struct http_lru_node **gone);
+/* The entry an eviction takes next: the list's tail while the bytes in
+ * the table are above 90% of the budget (HTTP_SERVER_CACHE_LOW_TENTHS),
+ * else NULL. The caller takes it
+ * out of its table and the list (http_lru_leave), so that bytes drop or
+ * the list shrinks: the walk ends within the list's length. */
+struct http_lru_node *http_lru_victim(const struct http_lru *l,
+                                      size_t bytes,
+                                      size_t budget);
 
 /* ---- http_conditional.h ---- */
 

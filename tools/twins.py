@@ -41,10 +41,6 @@ PAIRS = [
     ("hold", [KCACHE], ["khttpd_hold"], UCACHE, ["hold"]),
     ("unpublish", [KCACHE], ["khttpd_unpublish_locked"],
      UCACHE, ["unpublish_locked", "leave_locked"]),
-    ("put gone list", [KCACHE], ["khttpd_put_gone"], UCACHE, ["put_gone"]),
-    ("evict", [KCACHE], ["khttpd_evict_locked"], UCACHE, ["evict_locked"]),
-    ("evict if over", [KCACHE], ["khttpd_evict_if_over"],
-     UCACHE, ["evict_if_over"]),
     ("file identity", [KCACHE], ["khttpd_file_id"], UCACHE, ["file_id"]),
     ("object is", [KCACHE], ["khttpd_obj_is"], UCACHE, ["httpd_obj_is"]),
     ("object get", [KCACHE], ["khttpd_obj_find", "khttpd_obj_get"],
@@ -62,6 +58,12 @@ PAIRS = [
      UCACHE, ["gz_worthless", "build_run"]),
     ("gzip copy", [KCACHE], ["khttpd_gzip_queue", "khttpd_cache_gzip"],
      UCACHE, ["httpd_cache_gzip"]),
+    # the primitives core's cold paths call (struct http_cache_ops)
+    ("cache ops", [KCACHE],
+     ["khttpd_cache_lock_table", "khttpd_cache_unlock_table",
+      "khttpd_unpublish_node", "khttpd_put_node", "khttpd_evicted"],
+     UCACHE, ["lock_table", "unlock_table", "unpublish_node", "put_node",
+              "evicted"]),
     ("usage", [KCACHE], ["khttpd_cache_usage"], UCACHE, ["httpd_cache_usage"]),
     ("cache init", [KCACHE], ["khttpd_cache_init"], UCACHE, ["httpd_cache_init"]),
     # the growth is core's (http_names_grow); each engine's charged memory
@@ -76,6 +78,9 @@ PAIRS = [
 FOLDED = [
     ("published bytes", "http_cache_acct_published"),
     ("request buffer room", "http_reqbuf_make_room"),
+    ("put gone list", "http_cache_put_gone"),
+    ("evict", "http_cache_evict_locked"),
+    ("evict if over", "http_cache_evict_if_over"),
 ]
 
 

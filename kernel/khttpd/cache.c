@@ -29,12 +29,12 @@
  * inode, device or type replaces it.
  *
  * Size: entries and objects are charged against cache_bytes; past it,
- * entries leave from the tail of core's LRU list (struct http_lru, the
+ * entries leave from the tail of core's LRU list (struct http_cache, the
  * user server's too: a hit moves its entry to the front, at most once per
- * HTTP_SERVER_LRU_TOUCH_MS; http_lru_victim picks the next to evict) until
- * the bytes in the table are at most 90% of the bound: O(1) per entry
- * evicted. An entry bigger than
- * the whole bound is served once, uncached.
+ * HTTP_SERVER_LRU_TOUCH_MS; core's eviction takes the tail through
+ * khttpd_cache_ops) until the bytes in the table are at most 90% of the
+ * bound: O(1) per entry evicted. An entry bigger than the whole bound is
+ * served once, uncached.
  *
  * gzip: a copy is built off the request path by the khttpd_gzip workqueue
  * (at most HTTP_SERVER_GZIP_BUILDERS at once and one per two CPUs, at most
@@ -68,10 +68,12 @@
 
 static DEFINE_HASHTABLE(khttpd_cache, 10);
 static DEFINE_SPINLOCK(khttpd_cache_lock);
-static struct http_lru khttpd_lru = HTTP_LRU_INIT(khttpd_lru);
 static DEFINE_HASHTABLE(khttpd_objs, 10);
 static DEFINE_SPINLOCK(khttpd_obj_lock);
-static struct http_cache_acct khttpd_acct = HTTP_CACHE_ACCT_INIT;
+static const struct http_cache_ops khttpd_cache_ops;
+/* Core's LRU list and counters, and the primitives its cold paths use. */
+static struct http_cache khttpd_c =
+	HTTP_CACHE_INIT(khttpd_c, &khttpd_cache_ops);
 
 static struct workqueue_struct *khttpd_gzip_wq;
 static atomic_t khttpd_gzip_jobs = ATOMIC_INIT(0); /* queued or running */
@@ -100,7 +102,7 @@ static void khttpd_obj_put(struct khttpd_obj *o)
 	if (o->hashed)
 		hash_del_rcu(&o->node);
 	spin_unlock(&khttpd_obj_lock);
-	http_cache_acct_release(&khttpd_acct, o->charge, 0, 1);
+	http_cache_acct_release(&khttpd_c.acct, o->charge, 0, 1);
 	call_rcu(&o->rcu, khttpd_obj_free_rcu);
 }
 
@@ -116,7 +118,7 @@ void khttpd_cache_put(struct khttpd_entry *e)
 	/* No one can take a reference any more: the object and the charge go
 	 * now, the memory after the lookups that may still read it.
 	 */
-	http_cache_acct_release(&khttpd_acct, e->charge, e->held, 0);
+	http_cache_acct_release(&khttpd_c.acct, e->charge, e->held, 0);
 	khttpd_obj_put(e->obj);
 	call_rcu(&e->rcu, khttpd_entry_free_rcu);
 }
@@ -126,7 +128,7 @@ void khttpd_cache_put(struct khttpd_entry *e)
  */
 static void khttpd_hold(struct khttpd_entry *e)
 {
-	e->held = http_cache_acct_hold(&khttpd_acct, e->charge,
+	e->held = http_cache_acct_hold(&khttpd_c.acct, e->charge,
 				       READ_ONCE(e->obj->charge),
 				       refcount_read(&e->obj->refs) == 1);
 }
@@ -146,41 +148,40 @@ static void khttpd_unpublish_locked(struct khttpd_entry *e,
 	khttpd_hold(e);
 }
 
-/* Put the entries on *gone, leaving it empty. */
-static void khttpd_put_gone(struct http_lru_node **gone)
+static void khttpd_cache_lock_table(void)
 {
-	struct http_lru_node *n;
-
-	while ((n = http_lru_pop(gone)))
-		khttpd_cache_put(container_of(n, struct khttpd_entry, lru));
-}
-
-/* Under khttpd_cache_lock: evict from the LRU tail (core's walk). */
-static void khttpd_evict_locked(struct http_lru_node **gone)
-{
-	struct http_lru_node *n;
-	struct khttpd_entry *e;
-
-	while ((n = http_lru_victim(&khttpd_lru,
-				    http_cache_acct_published(&khttpd_acct),
-				    khttpd_cache_bytes))) {
-		e = container_of(n, struct khttpd_entry, lru);
-		khttpd_unpublish_locked(e, gone);
-		khttpd_count(cache_evictions, 1);
-	}
-}
-
-static void khttpd_evict_if_over(void)
-{
-	struct http_lru_node *gone = NULL;
-
-	if (!http_cache_acct_over(&khttpd_acct, khttpd_cache_bytes))
-		return;
 	spin_lock(&khttpd_cache_lock);
-	khttpd_evict_locked(&gone);
-	spin_unlock(&khttpd_cache_lock);
-	khttpd_put_gone(&gone);
 }
+
+static void khttpd_cache_unlock_table(void)
+{
+	spin_unlock(&khttpd_cache_lock);
+}
+
+static void khttpd_unpublish_node(struct http_lru_node *n,
+				  struct http_lru_node **gone)
+{
+	khttpd_unpublish_locked(container_of(n, struct khttpd_entry, lru),
+				gone);
+}
+
+static void khttpd_put_node(struct http_lru_node *n)
+{
+	khttpd_cache_put(container_of(n, struct khttpd_entry, lru));
+}
+
+static void khttpd_evicted(void)
+{
+	khttpd_count(cache_evictions, 1);
+}
+
+static const struct http_cache_ops khttpd_cache_ops = {
+	.lock = khttpd_cache_lock_table,
+	.unlock = khttpd_cache_unlock_table,
+	.unpublish = khttpd_unpublish_node,
+	.put = khttpd_put_node,
+	.evicted = khttpd_evicted,
+};
 
 static void khttpd_file_id(const struct kstat *st, struct http_file_id *id)
 {
@@ -273,7 +274,7 @@ static struct khttpd_obj *khttpd_obj_get(const struct path *path,
 		kfree(o); /* never published */
 		return won;
 	}
-	http_cache_acct_charge(&khttpd_acct, o->charge, 1);
+	http_cache_acct_charge(&khttpd_c.acct, o->charge, 1);
 	return o;
 }
 
@@ -331,7 +332,7 @@ static int khttpd_load(const struct khttpd_site *site, const char *rel,
 	e->body = e->obj->body;
 	e->meta.body_cached = !!e->body;
 	e->charge = http_cache_entry_charge(len, 0);
-	http_cache_acct_charge(&khttpd_acct, e->charge, 0);
+	http_cache_acct_charge(&khttpd_c.acct, e->charge, 0);
 	*out = e;
 	err = 0;
 out_path:
@@ -367,7 +368,7 @@ static void khttpd_touch(struct khttpd_entry *e)
 		return;
 	spin_lock(&khttpd_cache_lock);
 	if (e->in_table)
-		http_lru_touch(&khttpd_lru, &e->lru);
+		http_lru_touch(&khttpd_c.lru, &e->lru);
 	spin_unlock(&khttpd_cache_lock);
 }
 
@@ -405,11 +406,7 @@ int khttpd_cache_get(const struct khttpd_site *site, const char *rel,
 			*out = found;
 			return 0;
 		}
-		spin_lock(&khttpd_cache_lock);
-		khttpd_unpublish_locked(found, &gone);
-		spin_unlock(&khttpd_cache_lock);
-		khttpd_put_gone(&gone);
-		khttpd_cache_put(found);
+		http_cache_drop(&khttpd_c, &found->lru);
 	}
 	khttpd_count(cache_misses, 1);
 
@@ -434,11 +431,9 @@ int khttpd_cache_get(const struct khttpd_site *site, const char *rel,
 	}
 	WRITE_ONCE(e->in_table, true);
 	hash_add_rcu(khttpd_cache, &e->node, hash);
-	http_lru_add(&khttpd_lru, &e->lru);
-	if (http_cache_acct_over(&khttpd_acct, khttpd_cache_bytes))
-		khttpd_evict_locked(&gone);
+	http_cache_enter_locked(&khttpd_c, &e->lru, khttpd_cache_bytes, &gone);
 	spin_unlock(&khttpd_cache_lock);
-	khttpd_put_gone(&gone);
+	http_cache_put_gone(&khttpd_c, &gone);
 	*out = e;
 	return 0;
 }
@@ -452,10 +447,10 @@ static void khttpd_gz_publish(struct khttpd_obj *o, struct khttpd_gz *gz)
 	 * anyone can drop o's last reference for it).
 	 */
 	WRITE_ONCE(o->charge, o->charge + more);
-	http_cache_acct_charge(&khttpd_acct, more, 0);
+	http_cache_acct_charge(&khttpd_c.acct, more, 0);
 	/* Pairs with the smp_load_acquire() in khttpd_cache_gzip(). */
 	smp_store_release(&o->gz, gz);
-	khttpd_evict_if_over();
+	http_cache_evict_if_over(&khttpd_c, khttpd_cache_bytes);
 }
 
 bool khttpd_cache_set_names(struct khttpd_entry *e, struct http_name_table *t)
@@ -469,8 +464,8 @@ bool khttpd_cache_set_names(struct khttpd_entry *e, struct http_name_table *t)
 	if (cmpxchg(&o->names, NULL, t))
 		return false;
 	WRITE_ONCE(o->charge, o->charge + t->bytes);
-	http_cache_acct_charge(&khttpd_acct, t->bytes, 0);
-	khttpd_evict_if_over();
+	http_cache_acct_charge(&khttpd_c.acct, t->bytes, 0);
+	http_cache_evict_if_over(&khttpd_c, khttpd_cache_bytes);
 	return true;
 }
 
@@ -586,7 +581,7 @@ const struct khttpd_gz *khttpd_cache_gzip(struct khttpd_entry *e)
 
 void khttpd_cache_usage(size_t *bytes, size_t *entries)
 {
-	http_cache_acct_usage(&khttpd_acct, bytes, entries);
+	http_cache_acct_usage(&khttpd_c.acct, bytes, entries);
 }
 
 int khttpd_cache_init(void)
@@ -613,7 +608,7 @@ void khttpd_cache_exit(void)
 	hash_for_each_safe(khttpd_cache, bkt, tmp, e, node)
 		khttpd_unpublish_locked(e, &gone);
 	spin_unlock(&khttpd_cache_lock);
-	khttpd_put_gone(&gone);
+	http_cache_put_gone(&khttpd_c, &gone);
 	/* Every call_rcu above (and earlier ones) has run before we return. */
 	rcu_barrier();
 }

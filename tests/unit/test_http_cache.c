@@ -241,6 +241,132 @@ static void test_lru(void)
     CHECK(http_lru_pop(&gone) == &e[4].lru);
 }
 
+/* A fake engine for the table's cold paths: entries with a reference
+ * count, the table's charge of each, and a lock that must be held (and
+ * never taken twice) around every unpublish. */
+static struct {
+    bool locked;
+    int locks, evictions, puts, bad;
+} eng;
+static struct http_cache fake;
+static struct ent fents[6];
+static int frefs[6];
+
+static void f_lock(void)
+{
+    eng.bad += eng.locked;
+    eng.locked = true;
+    eng.locks++;
+}
+
+static void f_unlock(void)
+{
+    eng.bad += !eng.locked;
+    eng.locked = false;
+}
+
+static void f_unpublish(struct http_lru_node *n, struct http_lru_node **gone)
+{
+    struct ent *e = ent_of(n);
+
+    eng.bad += !eng.locked;
+    if (!e->in_table)
+        return;
+    e->in_table = false;
+    http_lru_leave(n, gone);
+    /* out of the table: its bytes no longer what an eviction can free */
+    http_cache_acct_hold(&fake.acct, e->bytes, 0, false);
+}
+
+static void f_put(struct http_lru_node *n)
+{
+    struct ent *e = ent_of(n);
+
+    eng.bad += eng.locked; /* puts come after the lock is dropped */
+    eng.puts++;
+    if (--frefs[e - fents] == 0)
+        http_cache_acct_release(&fake.acct, e->bytes, e->bytes, 0);
+}
+
+static void f_evicted(void)
+{
+    eng.evictions++;
+}
+
+static const struct http_cache_ops fops = {f_lock, f_unlock, f_unpublish, f_put,
+                                           f_evicted};
+
+/* Core's flow over the fake: an entry enters at the front, an insert over
+ * budget evicts from the tail (the entries put after the lock), a charge
+ * elsewhere evicts only when over, a stale entry leaves with both of its
+ * references. */
+static void test_cache_flow(void)
+{
+    struct http_lru_node *gone = NULL;
+
+    fake = (struct http_cache) HTTP_CACHE_INIT(fake, &fops);
+    for (int i = 0; i < 5; i++) {
+        fents[i] = (struct ent){.bytes = 100, .in_table = true};
+        frefs[i] = 1; /* the table's */
+        http_cache_acct_charge(&fake.acct, 100, 0);
+        f_lock();
+        http_cache_enter_locked(&fake, &fents[i].lru, 1000, &gone);
+        f_unlock();
+        CHECK(!gone); /* 500 of 1000: nothing evicted */
+    }
+    CHECK(fake.lru.head.next == &fents[4].lru);
+    CHECK(fake.lru.head.prev == &fents[0].lru);
+    /* under budget: no lock taken */
+    eng.locks = 0;
+    http_cache_evict_if_over(&fake, 1000);
+    CHECK_INT(eng.locks, 0);
+    /* a sixth entry past a budget of 550: down to 495, the tail first */
+    fents[5] = (struct ent){.bytes = 100, .in_table = true};
+    frefs[5] = 1;
+    http_cache_acct_charge(&fake.acct, 100, 0);
+    f_lock();
+    http_cache_enter_locked(&fake, &fents[5].lru, 550, &gone);
+    f_unlock();
+    CHECK_INT(eng.evictions, 2);
+    CHECK(!fents[0].in_table && !fents[1].in_table && fents[2].in_table);
+    CHECK(fake.lru.head.next == &fents[5].lru);
+    http_cache_put_gone(&fake, &gone);
+    CHECK(!gone);
+    CHECK_INT(eng.puts, 2);
+    CHECK_INT(frefs[0] + frefs[1], 0);
+    size_t bytes, objs;
+    http_cache_acct_usage(&fake.acct, &bytes, &objs);
+    CHECK_INT(bytes, 400);
+    /* a charge that passes a smaller budget: the lock, an eviction, the
+     * puts after it */
+    eng.locks = 0;
+    http_cache_evict_if_over(&fake, 300);
+    CHECK_INT(eng.locks, 1);
+    CHECK_INT(eng.evictions, 4);
+    CHECK(!fents[2].in_table && !fents[3].in_table && fents[4].in_table);
+    CHECK_INT(eng.puts, 4);
+    /* a stale entry found by a reader (its reference taken): out of the
+     * table, both references put */
+    frefs[4]++;
+    http_cache_drop(&fake, &fents[4].lru);
+    CHECK(!fents[4].in_table);
+    CHECK_INT(frefs[4], 0);
+    CHECK_INT(eng.puts, 6);
+    /* stale but gone from the table already (evicted meanwhile): only the
+     * finder's reference */
+    frefs[5]++;
+    f_lock();
+    f_unpublish(&fents[5].lru, &gone);
+    f_unlock();
+    http_cache_put_gone(&fake, &gone);
+    http_cache_drop(&fake, &fents[5].lru);
+    CHECK_INT(frefs[5], 0);
+    CHECK(fake.lru.head.next == &fake.lru.head);
+    http_cache_acct_usage(&fake.acct, &bytes, &objs);
+    CHECK_INT(bytes, 0);
+    CHECK_INT(eng.bad, 0);
+}
+
 int main(void)
 {
     test_file_id();
@@ -252,5 +378,6 @@ int main(void)
     test_published();
     test_acct();
     test_lru();
+    test_cache_flow();
     UNIT_DONE();
 }

@@ -14,11 +14,11 @@
  * (call_rcu), as a concurrent lookup may still be reading it; an entry the
  * same way. So what slow readers still hold stays counted.
  *
- * Writers of the path index and of the LRU list (core's struct http_lru,
- * khttpd's too) hold cache_lock: an insertion puts the entry at the front
- * of the list, a hit moves it there (at most once per
- * HTTP_SERVER_LRU_TOUCH_MS), eviction takes entries off the tail while
- * core's http_lru_victim says so: O(1) per entry. An entry out of the
+ * Writers of the path index and of the LRU list (core's struct
+ * http_cache, khttpd's too) hold cache_lock: an insertion puts the entry
+ * at the front of the list, a hit moves it there (at most once per
+ * HTTP_SERVER_LRU_TOUCH_MS), core's eviction takes entries off the tail
+ * through cache_ops: O(1) per entry. An entry out of the
  * index (evicted, replaced, too big to keep) moves its bytes, and its
  * object's when it is the only holder, into the held bytes of core's
  * counters (struct http_cache_acct, atomics outside the lock) until its
@@ -54,7 +54,9 @@
 /* the lock-free tables every worker reads under RCU */
 static struct cds_lfht *table_rcu; /* path -> entry */
 static struct cds_lfht *objs_rcu;  /* (dev, ino, version) -> object */
-static struct http_cache_acct cache_acct = HTTP_CACHE_ACCT_INIT;
+static const struct http_cache_ops cache_ops;
+/* Core's LRU list and counters, and the primitives its cold paths use. */
+static struct http_cache cache = HTTP_CACHE_INIT(cache, &cache_ops);
 /* descriptors objects hold, at most httpd_cfg.open_files */
 static _Atomic size_t open_files;
 /* Bumped under cache_lock after every entry leaves table_rcu (before its
@@ -65,7 +67,6 @@ static _Atomic size_t open_files;
 static _Atomic uint64_t table_gen;
 /* Writers of table_rcu, of in_table and of the LRU list. */
 static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct http_lru lru = HTTP_LRU_INIT(lru);
 
 /* A table's hash: eight bytes at a time, each word xored in and
  * multiplied, the tail of a key of eight bytes or more read as the last
@@ -213,7 +214,7 @@ void httpd_obj_put(struct httpd_obj *o)
     urcu_memb_read_lock();
     cds_lfht_del(objs_rcu, &o->node); /* -ENOENT if replaced: fine */
     urcu_memb_read_unlock();
-    http_cache_acct_release(&cache_acct, atomic_load(&o->charge), 0, 1);
+    http_cache_acct_release(&cache.acct, atomic_load(&o->charge), 0, 1);
     urcu_memb_call_rcu(&o->rcu, obj_free_rcu);
 }
 
@@ -232,7 +233,7 @@ void httpd_cache_put(struct httpd_file *f)
         return;
     /* No one can take a reference any more: the object and the charge go
      * now, the memory after the lookups that may still read it. */
-    http_cache_acct_release(&cache_acct, f->charge, f->held, 0);
+    http_cache_acct_release(&cache.acct, f->charge, f->held, 0);
     httpd_obj_put(f->obj);
     urcu_memb_call_rcu(&f->rcu, file_free_rcu);
 }
@@ -241,7 +242,7 @@ void httpd_cache_put(struct httpd_file *f)
  * when it is the object's only holder, count as held until its last put. */
 static void hold(struct httpd_file *f)
 {
-    f->held = http_cache_acct_hold(&cache_acct, f->charge,
+    f->held = http_cache_acct_hold(&cache.acct, f->charge,
                                    atomic_load(&f->obj->charge),
                                    atomic_load(&f->obj->refs) == 1);
 }
@@ -268,37 +269,33 @@ static void unpublish_locked(struct httpd_file *f, struct http_lru_node **gone)
     leave_locked(f, gone);
 }
 
-/* Under cache_lock: evict from the LRU tail (core's walk). */
-static void evict_locked(struct http_lru_node **gone)
+static void lock_table(void)
 {
-    struct http_lru_node *n;
-
-    while ((n = http_lru_victim(&lru, http_cache_acct_published(&cache_acct),
-                                httpd_cfg.cache_size))) {
-        unpublish_locked(caa_container_of(n, struct httpd_file, lru), gone);
-        rt_count(HTTPD_C_CACHE_EVICTIONS, 1);
-    }
-}
-
-/* Put the entries on *gone, leaving it empty. */
-static void put_gone(struct http_lru_node **gone)
-{
-    struct http_lru_node *n;
-
-    while ((n = http_lru_pop(gone)))
-        httpd_cache_put(caa_container_of(n, struct httpd_file, lru));
-}
-
-static void evict_if_over(void)
-{
-    if (!http_cache_acct_over(&cache_acct, httpd_cfg.cache_size))
-        return;
-    struct http_lru_node *gone = NULL;
     pthread_mutex_lock(&cache_lock);
-    evict_locked(&gone);
-    pthread_mutex_unlock(&cache_lock);
-    put_gone(&gone);
 }
+
+static void unlock_table(void)
+{
+    pthread_mutex_unlock(&cache_lock);
+}
+
+static void unpublish_node(struct http_lru_node *n, struct http_lru_node **gone)
+{
+    unpublish_locked(caa_container_of(n, struct httpd_file, lru), gone);
+}
+
+static void put_node(struct http_lru_node *n)
+{
+    httpd_cache_put(caa_container_of(n, struct httpd_file, lru));
+}
+
+static void evicted(void)
+{
+    rt_count(HTTPD_C_CACHE_EVICTIONS, 1);
+}
+
+static const struct http_cache_ops cache_ops = {
+    lock_table, unlock_table, unpublish_node, put_node, evicted};
 
 int httpd_read_all(int fd, char *buf, size_t len)
 {
@@ -352,7 +349,7 @@ static struct httpd_obj *obj_get(int *fd, const struct stat *st, bool keep)
     if (!o->body && S_ISREG(st->st_mode) && open_file_take())
         o->fd = *fd; /* the caller's until the object is published */
     atomic_init(&o->charge, http_cache_obj_charge(o->body ? id.size : 0));
-    http_cache_acct_charge(&cache_acct, atomic_load(&o->charge), 1);
+    http_cache_acct_charge(&cache.acct, atomic_load(&o->charge), 1);
 
     urcu_memb_read_lock();
     node = cds_lfht_add_unique(objs_rcu, hash, obj_match, &id, &o->node);
@@ -362,7 +359,7 @@ static struct httpd_obj *obj_get(int *fd, const struct stat *st, bool keep)
         struct httpd_obj *won = caa_container_of(node, struct httpd_obj, node);
         if (get_unless_zero(&won->refs)) {
             urcu_memb_read_unlock();
-            http_cache_acct_release(&cache_acct, atomic_load(&o->charge), 0, 1);
+            http_cache_acct_release(&cache.acct, atomic_load(&o->charge), 0, 1);
             if (o->fd >= 0)
                 atomic_fetch_sub(&open_files, 1);
             free(o->body);
@@ -426,7 +423,7 @@ static int load(const struct httpd_root *root,
     /* every kept head it may come to hold, counted from the start */
     f->charge = http_cache_entry_charge(
         len, HTTP_HEAD_MEMO_KINDS * 2 * sizeof(struct http_head_memo));
-    http_cache_acct_charge(&cache_acct, f->charge, 0);
+    http_cache_acct_charge(&cache.acct, f->charge, 0);
     *out = f;
     return 0;
 }
@@ -459,7 +456,7 @@ static void touch(struct httpd_file *f, uint64_t now)
         return;
     pthread_mutex_lock(&cache_lock);
     if (atomic_load(&f->in_table))
-        http_lru_touch(&lru, &f->lru);
+        http_lru_touch(&cache.lru, &f->lru);
     pthread_mutex_unlock(&cache_lock);
 }
 
@@ -518,12 +515,7 @@ int httpd_cache_get(struct httpd_worker *w,
             *out = f;
             return 0;
         }
-        struct http_lru_node *gone = NULL;
-        pthread_mutex_lock(&cache_lock);
-        unpublish_locked(f, &gone);
-        pthread_mutex_unlock(&cache_lock);
-        put_gone(&gone); /* the index's */
-        httpd_cache_put(f);
+        http_cache_drop(&cache, &f->lru);
     }
 
     rt_count(HTTPD_C_CACHE_MISSES, 1);
@@ -546,23 +538,21 @@ int httpd_cache_get(struct httpd_worker *w,
     if (node) /* a concurrent load of the same path lost the race to us */
         leave_locked(caa_container_of(node, struct httpd_file, node), &gone);
     atomic_store(&f->in_table, true);
-    http_lru_add(&lru, &f->lru);
-    if (http_cache_acct_over(&cache_acct, httpd_cfg.cache_size))
-        evict_locked(&gone);
+    http_cache_enter_locked(&cache, &f->lru, httpd_cfg.cache_size, &gone);
     pthread_mutex_unlock(&cache_lock);
-    put_gone(&gone);
+    http_cache_put_gone(&cache, &gone);
     *out = f;
     return 0;
 }
 
 void httpd_cache_usage(size_t *bytes, size_t *entries)
 {
-    http_cache_acct_usage(&cache_acct, bytes, entries);
+    http_cache_acct_usage(&cache.acct, bytes, entries);
 }
 
 void httpd_cache_charge(struct httpd_obj *o, size_t bytes)
 {
     atomic_fetch_add(&o->charge, bytes);
-    http_cache_acct_charge(&cache_acct, bytes, 0);
-    evict_if_over();
+    http_cache_acct_charge(&cache.acct, bytes, 0);
+    http_cache_evict_if_over(&cache, httpd_cfg.cache_size);
 }

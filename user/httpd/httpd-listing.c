@@ -220,7 +220,7 @@ static int find_table(struct httpd_listing *l,
         if (fits(l->names, root))
             return 0;
     }
-    struct http_name_table *t;
+    struct http_name_table *t = NULL; /* build sets it when it succeeds */
     int err = build(l->d, p, root, &t);
     if (err < 0)
         return err;

@@ -236,6 +236,12 @@ ssize_t ktcp_tls_read(struct ktcp_tls_conn *t, void *buf, size_t len)
         int n = SSL_read(t->ssl, (char *) buf + got, (int) want);
         if (n > 0) {
             got += (size_t) n;
+            /* OpenSSL holds nothing more and its last read of the socket
+             * found it empty: so is a short read of a plain socket, and
+             * the read that would say so (EAGAIN) is saved */
+            if (t->raw_watched && t->raw_drained && got < len &&
+                !SSL_has_pending(t->ssl))
+                break;
             continue;
         }
         ssize_t r = failed(t, n);

@@ -45,6 +45,10 @@ struct ktcp_tls_conn {
     /* TLS 1.3 KeyUpdate messages seen (msg callback, kTLS TX only): the
      * peer's asking for new sending keys, and OpenSSL's own sent */
     bool key_update_asked, key_update_sent;
+    /* Records read by OpenSSL (no kTLS RX): the last read of the socket
+     * returned less than OpenSSL asked for, so the socket was empty then
+     * (tls-rt.c's BIO callback sets it; ktcp_tls_read stops there). */
+    bool raw_watched, raw_drained;
     /* tls-rt.c: how long a flush of kTLS's records waits for an
      * acknowledged byte before it gives up */
     int flush_timeout_ms;

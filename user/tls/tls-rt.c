@@ -262,6 +262,28 @@ static const struct rt_io tls_io = {
     .release = io_release,
 };
 
+/* The socket BIO's reads, seen as they return: did the last one find
+ * the socket empty (fewer bytes than asked, or none)? */
+static long raw_read_seen(BIO *b,
+                          int oper,
+                          const char *argp,
+                          size_t len,
+                          int argi,
+                          long argl,
+                          int ret,
+                          size_t *processed)
+{
+    (void) argp;
+    (void) argi;
+    (void) argl;
+    if (oper == (BIO_CB_READ | BIO_CB_RETURN)) {
+        struct ktcp_tls_conn *t =
+            (struct ktcp_tls_conn *) BIO_get_callback_arg(b);
+        t->raw_drained = ret <= 0 || !processed || *processed < len;
+    }
+    return ret;
+}
+
 void ktcp_tls_rt_attach(struct ktcp_tls_conn *t,
                         struct rt_conn *c,
                         int timeout_ms)
@@ -273,8 +295,14 @@ void ktcp_tls_rt_attach(struct ktcp_tls_conn *t,
      * read of the socket found it empty, so going idle strands nothing.
      * After the handshake only: an agent that hands the socket to the
      * kernel needs OpenSSL to hold no byte of it. */
-    if (!ktcp_tls_ktls_rx(t))
+    if (!ktcp_tls_ktls_rx(t)) {
         SSL_set_read_ahead(t->ssl, 1);
+        /* and a read that finds the socket empty ends ktcp_tls_read */
+        BIO *rb = SSL_get_rbio(t->ssl);
+        BIO_set_callback_arg(rb, (char *) t);
+        BIO_set_callback_ex(rb, raw_read_seen);
+        t->raw_watched = true;
+    }
     c->io_data = t;
     c->io = &tls_io;
 }

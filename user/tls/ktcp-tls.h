@@ -125,7 +125,7 @@ int ktcp_tls_shutdown(struct ktcp_tls_conn *t);
  * still holds bytes the kernel would not see. */
 int ktcp_tls_conn_release(struct ktcp_tls_conn *t);
 void ktcp_tls_conn_free(struct ktcp_tls_conn *t);
-/* Between requests: free what t holds only while it writes (the 16 KiB
+/* Between requests: free what t holds only while it writes (the 64 KiB
  * chunk of gathered or file bytes), once all of it is written. */
 void ktcp_tls_conn_trim(struct ktcp_tls_conn *t);
 

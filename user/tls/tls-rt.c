@@ -291,13 +291,12 @@ void ktcp_tls_rt_attach(struct ktcp_tls_conn *t,
     t->flush_timeout_ms = timeout_ms > 0 ? timeout_ms : 10000;
     /* Records OpenSSL reads itself: a whole record (header and body) and
      * what follows in one read, as nginx does, not two. ktcp_tls_read
-     * still reads until OpenSSL wants more, which it says only once a
-     * read of the socket found it empty, so going idle strands nothing.
-     * After the handshake only: an agent that hands the socket to the
-     * kernel needs OpenSSL to hold no byte of it. */
+     * reads until OpenSSL holds nothing more and its last read of the
+     * socket found it empty (raw_read_seen), so going idle strands
+     * nothing. After the handshake only: an agent that hands the socket
+     * to the kernel needs OpenSSL to hold no byte of it. */
     if (!ktcp_tls_ktls_rx(t)) {
         SSL_set_read_ahead(t->ssl, 1);
-        /* and a read that finds the socket empty ends ktcp_tls_read */
         BIO *rb = SSL_get_rbio(t->ssl);
         BIO_set_callback_arg(rb, (char *) t);
         BIO_set_callback_ex(rb, raw_read_seen);

@@ -11,7 +11,11 @@ same CPU is an involuntary switch).
 
 Lazy registration (coro_register): a connection joins its worker's epoll
 set at its first wait, so one answered at once and closed makes no
-epoll_ctl (strace)."""
+epoll_ctl (strace).
+
+Listeners (listen_events): every epoll or mn worker has its own
+SO_REUSEPORT listener in its own epoll set, level-triggered, and takes one
+connection per report: no accept4 ends in EAGAIN."""
 import glob
 import json
 import os
@@ -89,10 +93,7 @@ def test_busy_poll_keeps_the_worker_awake_between_requests(tmp_path, model):
     """With polling off, the worker sleeps after every response and the
     next request wakes it; with it on (a limit far above the client's gap),
     the poll finds most requests and the worker rarely sleeps.
-    One worker: an mn peer asleep on the shared set would be woken by each
-    event whoever polls (the kernel wakes a sleeper of an epoll set per
-    event), find it claimed and sleep again, so its switches would hide
-    the poller's."""
+    One worker, so that every switch counted is the poller's."""
     off = sleeps_per_request(tmp_path, model, 0)
     on = sleeps_per_request(tmp_path, model, 10000)
     # off is near 1 on a quiet host; a busy one queues some requests before
@@ -183,3 +184,43 @@ def test_busy_poll_does_not_wait_for_new_connections(tmp_path, model):
     on = sleeps_per_request(tmp_path, model, 10000, keep_alive=False)
     assert off >= 0.3, f"polling off: {off:.2f} sleeps a connection"
     assert on >= 0.6 * off, f"polling on: {on:.2f} sleeps a connection (off: {off:.2f})"
+
+
+def listeners(port):
+    """Listening sockets on 127.0.0.1:port (/proc/net/tcp, state 0A)."""
+    n = 0
+    with open("/proc/net/tcp") as f:
+        for line in f.readlines()[1:]:
+            local, state = line.split()[1], line.split()[3]
+            if state == "0A" and int(local.split(":")[1], 16) == port:
+                n += 1
+    return n
+
+
+@pytest.mark.parametrize("model", ["epoll", "mn"])
+def test_each_worker_accepts_once_per_connection_on_its_own_listener(tmp_path, model):
+    """Two workers, two SO_REUSEPORT listeners, and one accept4 per
+    connection. mn shared one edge-triggered listener among its workers
+    and drained it at each edge: two accept4 a connection when they come
+    one at a time (the second failing with EAGAIN), 1.75 under load with
+    100 connections, the workers' accepts contending for the listener's
+    lock; its server CPU per connection was x1.35-1.37 of the floor's
+    (BENCHMARKS.md)."""
+    if not shutil.which("strace"):
+        pytest.skip("strace not installed (scripts/deps)")
+    n = 100
+    p, port = start(tmp_path, model, 0)
+    try:
+        assert listeners(port) == 2
+        url = f"http://127.0.0.1:{port}/index.html"
+        res = {}
+
+        def client():
+            r = run([os.path.join(BUILD, "htstress"), "--json", "-n", str(n), url], timeout=60)
+            res.update(json.loads(r.stdout))
+
+        calls = strace_counts(p.pid, client)
+    finally:
+        stop(p)
+    assert res["good"] == n, res
+    assert n <= calls.get("accept4", 0) <= n + 2, calls

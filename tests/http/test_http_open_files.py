@@ -216,3 +216,50 @@ def test_no_descriptor_kept_without_the_cache(http_engine, option):
             assert r.status == 206 and r.body == data[5:10]
         assert settle(srv.proc.pid, d, lambda h: not h) == []
         assert srv.counters()["cache_open_files"] == 0
+
+
+def test_new_file_takes_the_least_recently_used_descriptor(http_engine):
+    """--open-files 2 and three large files asked for in turn, then the
+    third again and again on one keep-alive connection: the first, least
+    recently used, gives its descriptor up to the third, whose requests
+    then open nothing, as nginx's open_file_cache closes its least
+    recently used. Before, the two first kept theirs for good and every
+    request for the third opened and closed it."""
+    user_only(http_engine)
+    d = os.path.join(os.path.realpath(http_engine.root), f"of-lru-{http_engine.name}")
+    rel = "/" + os.path.basename(d) + "/"
+    files = {f"f{i}.bin": blob(i, BIG) for i in range(3)}
+    for n, data in files.items():
+        put(os.path.join(d, n), data)
+    with http_engine.spawn(args=["--open-files", "2"], status_path="/st") as srv:
+        for n, data in files.items():
+            assert get(srv.port, rel + n).body == data
+        watch = Opens(os.path.join(d, "f2.bin"))
+        try:
+            with Conn(srv.port) as c:
+                for _ in range(5):
+                    c.send(f"GET {rel}f2.bin HTTP/1.1\r\nHost: h\r\n\r\n".encode())
+                    assert c.read_response().body == files["f2.bin"]
+            opens, _ = watch.read()
+        finally:
+            watch.close()
+        assert opens <= 1, opens  # a revalidation's, at most
+        want = [os.path.join(d, "f1.bin"), os.path.join(d, "f2.bin")]
+        assert settle(srv.proc.pid, d, lambda h: h == want) == want
+        assert srv.counters()["cache_open_files"] == 2
+
+
+def test_default_keeps_descriptors_with_more_connections_than_the_limit(http_engine):
+    """The default --open-files with --max-conns 10000 under a descriptor
+    limit of 1,024: connections could never use them all, and the cache
+    still keeps a large file's descriptor (it kept none: the limit less
+    --max-conns was below zero)."""
+    user_only(http_engine)
+    d = os.path.join(os.path.realpath(http_engine.root), f"of-default-{http_engine.name}")
+    data = blob(3, BIG)
+    put(os.path.join(d, "big.bin"), data)
+    with http_engine.spawn(nofile=1024, args=["--max-conns", "10000"],
+                           status_path="/st") as srv:
+        assert get(srv.port, f"/{os.path.basename(d)}/big.bin").body == data
+        assert held(srv.proc.pid, d) == [os.path.join(d, "big.bin")]
+        assert srv.counters()["cache_open_files"] == 1

@@ -359,7 +359,7 @@ static enum rt_verdict mn_handler(struct rt_conn *c)
     return RT_CLOSE;
 }
 
-/* A connection to an idle coroutine in the shared set: the byte written
+/* A connection to an idle coroutine in worker 0's set: the byte written
  * on *peer starts its handler. */
 static struct rt_coro *mn_conn(int *peer)
 {
@@ -396,11 +396,15 @@ static void test_mn_workers(void)
     };
     int xpeer[NX], ppeer[NP], wpeer[NW], lpeer;
     rt_g.cfg = &cfg;
-    rt_g.listen_fds[0] = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
-    rt_g.nlisten = 1;
+    /* a listener per worker, as rt_start opens them; any port, never used */
+    for (int i = 0; i < 2; i++) {
+        rt_g.listen_fds[i] = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+        CHECK(rt_g.listen_fds[i] >= 0);
+        CHECK(listen(rt_g.listen_fds[i], 8) == 0);
+    }
+    rt_g.nlisten = 2;
     rt_g.stop_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-    CHECK(rt_g.listen_fds[0] >= 0 && rt_g.stop_fd >= 0);
-    CHECK(listen(rt_g.listen_fds[0], 8) == 0); /* any port, never used */
+    CHECK(rt_g.stop_fd >= 0);
     CHECK(rt_run_coro(&cfg) == 0);
 
     /* a worker stuck in a long coroutine holds up none of its queue */

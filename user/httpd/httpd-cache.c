@@ -33,8 +33,11 @@
  * than --open-files are held by all objects (one count for every
  * thread); its requests send from it with explicit offsets, so it is
  * shared, and it is closed when the object is freed (after a grace
- * period, once no reader holds the object). Beyond the count an object
- * keeps none and each request opens the file, as with --open-files 0.
+ * period, once no reader holds the object). When all are held, a new
+ * object takes the place of the least recently used entry that keeps one
+ * (open_file_give_up); an object that finds none among the least recent
+ * keeps no descriptor, and each of its requests opens the file, as with
+ * --open-files 0.
  *
  * gzip copies: httpd-cache-gz.c, above this file. */
 /* liburcu's read-side lock inline (its LGPL-compatible static API): two
@@ -165,14 +168,52 @@ int httpd_cache_init(void)
     return httpd_gzip_start();
 }
 
-/* One of --open-files for a new object, if any is left. */
+/* Entries looked at, from the least recently used, for one whose object
+ * keeps a descriptor (open_file_give_up). */
+#define OPEN_FILES_SCAN 64
+
+static void unpublish_locked(struct httpd_file *f, struct http_lru_node **gone);
+
+/* Every one of --open-files is kept: the least recently used entry whose
+ * object keeps a descriptor leaves the index, as nginx's open_file_cache
+ * drops its least recently used element, and the descriptor is closed
+ * once the last reader of the object is done (a grace period after its
+ * last put). False when none of the OPEN_FILES_SCAN least recent entries
+ * keeps one. */
+static bool open_file_give_up(void)
+{
+    struct http_lru_node *gone = NULL;
+    pthread_mutex_lock(&cache_lock);
+    struct http_lru_node *n = httpd_cache_core.lru.head.prev;
+    for (int i = 0; i < OPEN_FILES_SCAN && n != &httpd_cache_core.lru.head;
+         i++, n = n->prev) {
+        struct httpd_file *f = caa_container_of(n, struct httpd_file, c.lru);
+        if (httpd_obj_of(f)->fd >= 0) {
+            unpublish_locked(f, &gone);
+            break;
+        }
+    }
+    pthread_mutex_unlock(&cache_lock);
+    if (!gone)
+        return false;
+    rt_count(HTTPD_C_CACHE_EVICTIONS, 1);
+    http_cache_put_gone(&httpd_cache_core, &gone);
+    return true;
+}
+
+/* One of --open-files for a new object: a free one, else the least
+ * recently used entry's (open_file_give_up), whose descriptor stays open
+ * beyond the count only while a reader still holds it. */
 static bool open_file_take(void)
 {
     size_t n = atomic_load(&open_files);
     while (n < httpd_cfg.open_files)
         if (atomic_compare_exchange_weak(&open_files, &n, n + 1))
             return true;
-    return false;
+    if (!httpd_cfg.open_files || !open_file_give_up())
+        return false;
+    atomic_fetch_add(&open_files, 1);
+    return true;
 }
 
 size_t httpd_cache_open_files(void)

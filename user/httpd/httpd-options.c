@@ -86,9 +86,10 @@ static const struct rt_cli_opt opts[] = {
      "(default: 64M)"},
     {"open-files", OPT_OPEN_FILES, "N",
      "descriptors of files too big for the cache's\n"
-     "memory kept open for the next requests; beyond,\n"
-     "each request opens its file; 0 = none (default:\n"
-     "a quarter of RLIMIT_NOFILE, less --max-conns)"},
+     "memory kept open for the next requests; a new\n"
+     "file takes the least recently used one's place;\n"
+     "0 = none (default: a quarter of RLIMIT_NOFILE,\n"
+     "less --max-conns, at least 64)"},
     {"access-log", OPT_LOG, "FILE",
      "append one line per request to FILE in Combined\n"
      "Log Format, '-' for stdout; SIGUSR1 reopens it\n"

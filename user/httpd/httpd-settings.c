@@ -372,11 +372,16 @@ static void publish(const struct settings *s)
 }
 
 /* --open-files, or by default a quarter of the descriptors the process
- * may have (its soft RLIMIT_NOFILE, once raised to the hard one), and
- * never so many that --max-conns connections (one descriptor each) and
+ * may have (its soft RLIMIT_NOFILE, once raised to the hard one), never so
+ * many that --max-conns connections (one descriptor each) and
  * HTTPD_FD_RESERVE others (listeners, log, epoll, the server's own) would
- * not fit beside them. */
+ * not fit beside them, but at least HTTPD_OPEN_FILES_MIN (a quarter, if
+ * that is less): a --max-conns beyond the limit is out of reach anyway
+ * (accept fails first), and was 0 then (the default 10,000 against a
+ * limit of 1,024). The cache gives up its least recently used descriptor
+ * for a new file (httpd-cache.c), so a few serve the files in use. */
 #define HTTPD_FD_RESERVE 64
+#define HTTPD_OPEN_FILES_MIN 64
 static size_t open_files(const struct settings *s)
 {
     struct rlimit rl;
@@ -387,9 +392,14 @@ static size_t open_files(const struct settings *s)
     uint64_t lim = rl.rlim_cur == RLIM_INFINITY ? 1u << 20 : rl.rlim_cur;
     uint64_t need = (uint64_t) (s->rt.max_conns > 0 ? s->rt.max_conns : 0) +
                     HTTPD_FD_RESERVE;
-    if (need >= lim)
-        return 0;
-    return (size_t) (lim / 4 < lim - need ? lim / 4 : lim - need);
+    uint64_t n = lim / 4, least = HTTPD_OPEN_FILES_MIN;
+    if (least > n)
+        least = n;
+    if (need < lim && lim - need < n)
+        n = lim - need;
+    if (need >= lim || n < least)
+        n = least;
+    return (size_t) n;
 }
 
 /* The access log, through an opener that keeps root when the server

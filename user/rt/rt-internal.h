@@ -343,8 +343,8 @@ struct rt_worker {
     int id;     /* worker index; -1: a threads-model thread */
     void *data; /* the application's (rt_worker_data), or NULL */
     pthread_t tid;
-    int epfd;       /* own (epoll model) or the shared one (mn) */
-    int listen_fd;  /* own SO_REUSEPORT listener (epoll model), else -1 */
+    int epfd;       /* its own epoll set */
+    int listen_fd;  /* its own SO_REUSEPORT listener (or systemd's one) */
     int listen_fd2; /* the same of cfg->second_port, else -1 */
     void *sched_sp;
     struct rt_coro *rq_head, *rq_tail; /* local run queue (epoll model) */

@@ -11,17 +11,19 @@
  *        the hot path is shared. A coroutine an event wakes, or a connection
  *        just accepted, runs at once; the run queue holds the rest (timed
  *        out, requeued).
- * mn:    all workers wait on one epoll set holding one listener. A worker
- *        queues what it wakes (the events its epoll_wait returned, the
- *        connections it accepted, its timers, requeues) on its own run
- *        queue and runs it there, while the coroutine's stack is warm in
- *        its core's cache; only a worker whose queue is empty steals the
- *        older half of a peer's (try-lock), so the queues' locks are
- *        contended only by thieves. A worker left with more than one
- *        coroutine queued after its epoll_wait kicks an eventfd to wake an
- *        idle peer, which then steals. A coroutine queued on a worker is
- *        run by it or stolen: the owner never sleeps with its queue
- *        non-empty, and only the owner adds to it.
+ * mn:    worker i owns listener i and epoll set i too, as in epoll (a
+ *        connection is registered in the set of the worker that accepted
+ *        it), but a coroutine may run on any worker. A worker queues what
+ *        it wakes (the events its epoll_wait returned, the connections it
+ *        accepted, its timers, requeues) on its own run queue and runs it
+ *        there, while the coroutine's stack is warm in its core's cache;
+ *        only a worker whose queue is empty steals the older half of a
+ *        peer's (try-lock), so the queues' locks are contended only by
+ *        thieves. A worker left with more than RT_KICK_QUEUE coroutines
+ *        queued after its epoll_wait kicks an eventfd to wake an idle peer,
+ *        which then steals. A coroutine queued on a worker is run by it or
+ *        stolen: the owner never sleeps with its queue non-empty, and only
+ *        the owner adds to it.
  *
  * Parking (see the state machine in rt-internal.h): the coroutine switches
  * to its worker's scheduler stack first, and only then is it published as
@@ -52,6 +54,12 @@
 #define RT_EVENTS 256
 #define RT_BATCH 64  /* coroutines run between two epoll_waits (mn) */
 #define RT_QS_MS 100 /* mn: loop time between two quiescent states */
+/* mn: queued coroutines past which an idle peer is woken to steal. Fewer
+ * run sooner here than a peer's wake-up, steal and the run on another
+ * core (where the connection's socket was not made) would take: kicking
+ * at two cost 0.12 eventfd writes, reads and wake-ups a connection (a
+ * connection per request, 100 at once, 2 workers), 0.02 at four. */
+#define RT_KICK_QUEUE 4
 /* busy polling (wait_events): the first limit after a short sleep */
 #define RT_POLL_GROW_START_NS 10000
 
@@ -59,8 +67,9 @@ static struct rt_worker *workers;
 static int nworkers;
 static bool model_mn;
 
-/* mn: the eventfd that wakes one idle worker (edge-triggered, so each
- * write wakes one epoll_wait); the run queues are per worker (w->rq). */
+/* mn: the eventfd that wakes one idle worker: in every worker's set,
+ * edge-triggered and EPOLLEXCLUSIVE, so a write wakes one epoll_wait
+ * that sleeps; the run queues are per worker (w->rq). */
 static int shared_kick_fd = -1;
 static _Atomic int shared_idle_workers;
 
@@ -506,25 +515,25 @@ static void timers_stop_sweep(struct rt_worker *w)
 /* How long accepting pauses when the process is out of descriptors. */
 #define RT_ACCEPT_RETRY_MS 100
 
-/* The listener's place in the worker's epoll set. mn: edge-triggered in
- * the shared set, drained at each edge (a level would wake every idle
- * worker). epoll: the worker's own listener is level-triggered and each
- * report takes one connection, as nginx does by default: an accept that
- * would fail with EAGAIN is never made, and a queue of several is taken
- * one per loop, between the other events. */
+/* The listener's place in the worker's epoll set: the worker's own
+ * listener, level-triggered, and each report takes one connection, as
+ * nginx does by default: an accept that would fail with EAGAIN is never
+ * made, and a queue of several is taken one per loop, between the other
+ * events. (mn drained a listener shared by every worker at each edge:
+ * under load 1.75 accept4 a connection, the last of each drain failing
+ * with EAGAIN, and the two workers' accepts contended for the listener's
+ * lock.) systemd's one socket is in every worker's set, EPOLLEXCLUSIVE. */
 static uint32_t listen_events(void)
 {
-    if (model_mn)
-        return EPOLLIN | EPOLLET;
     return EPOLLIN | (rt_g.inherited ? EPOLLEXCLUSIVE : 0);
 }
 
 static int listen_arm(struct rt_worker *w, bool on)
 {
     struct epoll_event ev = {.events = listen_events(), .data.u64 = TAG_LISTEN};
-    int lfd = model_mn ? rt_g.listen_fds[0] : w->listen_fd;
-    int r = epoll_ctl(w->epfd, on ? EPOLL_CTL_ADD : EPOLL_CTL_DEL, lfd, &ev);
-    int lfd2 = model_mn ? -1 : w->listen_fd2;
+    int r = epoll_ctl(w->epfd, on ? EPOLL_CTL_ADD : EPOLL_CTL_DEL, w->listen_fd,
+                      &ev);
+    int lfd2 = w->listen_fd2;
     if (lfd2 >= 0) {
         struct epoll_event ev2 = {.events = listen_events(),
                                   .data.u64 = TAG_LISTEN2};
@@ -536,30 +545,27 @@ static int listen_arm(struct rt_worker *w, bool on)
 /* The worker's listener of which (0: the port, 1: the second port). */
 static int listener_fd(struct rt_worker *w, int which)
 {
-    if (model_mn)
-        return which ? rt_g.listen_fds2[0] : rt_g.listen_fds[0];
     return which ? w->listen_fd2 : w->listen_fd;
 }
 
-/* The worker saw the server stop: it accepts no more, and an epoll
- * worker's listener leaves its set, whose level would spin the loop
- * (an error only means it had left already, out of descriptors).
- * Returns true, the new saw_stop. */
+/* The worker saw the server stop: it accepts no more, and its listener
+ * leaves its set, whose level would spin the loop (an error only means it
+ * had left already, out of descriptors). Returns true, the new saw_stop. */
 static bool stop_seen(struct rt_worker *w, bool saw_stop)
 {
-    if (!saw_stop && !model_mn)
+    if (!saw_stop)
         listen_arm(w, false);
     return true;
 }
 
-/* Accept what is queued: everything (mn), or one connection (epoll). */
-static int accept_all(struct rt_worker *w, int which)
+/* Accept one connection (listen_events); mn queues it, epoll runs it. */
+static int accept_one(struct rt_worker *w, int which)
 {
     int lfd = listener_fd(w, which);
     if (lfd < 0)
         return 0;
     int queued = 0;
-    for (int taken = 0; model_mn || taken < 1; taken++) {
+    for (int taken = 0; taken < 1; taken++) {
         struct sockaddr_storage ss;
         socklen_t sl = sizeof(ss);
         int fd = accept4(lfd, (struct sockaddr *) &ss, &sl,
@@ -579,8 +585,7 @@ static int accept_all(struct rt_worker *w, int which)
                             rt_name(), strerror(errno), RT_ACCEPT_RETRY_MS);
                 w->accept_retry_ms = rt_now_ms() + RT_ACCEPT_RETRY_MS;
                 /* a level-triggered listener would report at once again */
-                if (!model_mn)
-                    listen_arm(w, false);
+                listen_arm(w, false);
             }
             return queued; /* EAGAIN, or the listener was shut down */
         }
@@ -765,8 +770,8 @@ static INLINE_HOT void worker_loop(struct rt_worker *w, const bool mn)
         }
         w->ran += (uint64_t) ran;
 
-        /* mn workers sleep at most 100 ms: a stop or a kick reaches only
-         * one sleeper of the shared set, the others notice on their own */
+        /* mn workers sleep at most 100 ms: a kick reaches one sleeper,
+         * and an idle peer looks for work to steal on its own */
         int max_sleep = mn ? 100 : 1000;
         /* The clock of the wake-up is behind by the work just run; it is
          * read again only when a timer, not max_sleep, bounds the sleep. */
@@ -808,7 +813,7 @@ static INLINE_HOT void worker_loop(struct rt_worker *w, const bool mn)
                 }
             } else if (tag == TAG_LISTEN || tag == TAG_LISTEN2) {
                 if (!saw_stop)
-                    queued += accept_all(w, tag == TAG_LISTEN2);
+                    queued += accept_one(w, tag == TAG_LISTEN2);
             } else if (tag == TAG_KICK) {
                 uint64_t v;
                 if (read(shared_kick_fd, &v, sizeof(v)) < 0) {
@@ -839,13 +844,12 @@ static INLINE_HOT void worker_loop(struct rt_worker *w, const bool mn)
         if (w->accept_retry_ms && w->accept_retry_ms <= rt_now_ms() &&
             !saw_stop) {
             w->accept_retry_ms = 0;
-            if (!mn)
-                listen_arm(w, true);
-            queued += accept_all(w, 0);
-            queued += accept_all(w, 1);
+            listen_arm(w, true);
+            queued += accept_one(w, 0);
+            queued += accept_one(w, 1);
         }
-        /* more than this worker runs at once: an idle peer will steal */
-        if (mn && queued > 0 && rt_runq_len(&w->rq) > 1 &&
+        /* more than this worker should run alone: an idle peer steals */
+        if (mn && queued > 0 && rt_runq_len(&w->rq) > RT_KICK_QUEUE &&
             atomic_load(&shared_idle_workers) > 0) {
             uint64_t one = 1;
             if (write(shared_kick_fd, &one, sizeof(one)) < 0) {
@@ -917,19 +921,9 @@ int rt_run_coro(const struct rt_config *cfg)
         return -ENOMEM;
     memset(workers, 0, size);
 
-    int shared_epfd = -1;
     if (model_mn) {
-        shared_epfd = epoll_create1(EPOLL_CLOEXEC);
         shared_kick_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-        if (shared_epfd < 0 || shared_kick_fd < 0 ||
-            epoll_add_tag(shared_epfd, rt_g.listen_fds[0], TAG_LISTEN,
-                          listen_events()) < 0 ||
-            (rt_g.nlisten2 &&
-             epoll_add_tag(shared_epfd, rt_g.listen_fds2[0], TAG_LISTEN2,
-                           listen_events()) < 0) ||
-            epoll_add_tag(shared_epfd, shared_kick_fd, TAG_KICK,
-                          EPOLLIN | EPOLLET) < 0 ||
-            epoll_add_tag(shared_epfd, rt_g.stop_fd, TAG_STOP, EPOLLIN) < 0)
+        if (shared_kick_fd < 0)
             return -errno;
     }
     for (int i = 0; i < nworkers; i++) {
@@ -939,12 +933,7 @@ int rt_run_coro(const struct rt_config *cfg)
             return -ENOMEM;
         pthread_mutex_init(&w->cancel_lock, NULL);
         rt_runq_init(&w->rq);
-        w->listen_fd = -1;
         w->listen_fd2 = -1;
-        if (model_mn) {
-            w->epfd = shared_epfd;
-            continue;
-        }
         w->epfd = epoll_create1(EPOLL_CLOEXEC);
         w->listen_fd = rt_g.listen_fds[i];
         if (rt_g.nlisten2)
@@ -955,6 +944,9 @@ int rt_run_coro(const struct rt_config *cfg)
             (w->listen_fd2 >= 0 &&
              epoll_add_tag(w->epfd, w->listen_fd2, TAG_LISTEN2,
                            listen_events()) < 0) ||
+            (model_mn &&
+             epoll_add_tag(w->epfd, shared_kick_fd, TAG_KICK,
+                           EPOLLIN | EPOLLET | EPOLLEXCLUSIVE) < 0) ||
             epoll_add_tag(w->epfd, rt_g.stop_fd, TAG_STOP, EPOLLIN) < 0)
             return -errno;
     }
@@ -996,9 +988,8 @@ void rt_join_coro(void)
         pthread_join(workers[i].tid, NULL);
 }
 
-/* Wake every worker now (stop, exit). The mn workers share one epoll set,
- * where the first to see the stop eventfd removes it; kicks reach the
- * others, one per write. Epoll-model workers each see the stop eventfd. */
+/* Wake every mn worker now (a flush): kicks reach the sleepers, one per
+ * write. Every worker sees the stop eventfd in its own set. */
 void rt_wake_all(void)
 {
     if (!model_mn || shared_kick_fd < 0)

@@ -88,14 +88,14 @@ int rt_start(const struct rt_config *cfg)
     rt_g.stop_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     if (rt_g.stop_fd < 0)
         return -errno;
-    int n = cfg->model == RT_MODEL_EPOLL ? cfg->workers : 1;
+    int n = cfg->model == RT_MODEL_THREADS ? 1 : cfg->workers;
     if (n > (int) (sizeof(rt_g.listen_fds) / sizeof(rt_g.listen_fds[0])))
         n = sizeof(rt_g.listen_fds) / sizeof(rt_g.listen_fds[0]);
     int inherited = inherited_listener(cfg);
     if (inherited == -EINVAL)
         return inherited;
     if (inherited >= 0) {
-        /* one socket: every epoll worker waits on it (EPOLLEXCLUSIVE) */
+        /* one socket: every worker waits on it (EPOLLEXCLUSIVE) */
         rt_g.inherited = true;
         for (int i = 0; i < n; i++)
             rt_g.listen_fds[rt_g.nlisten++] = inherited;
@@ -112,14 +112,13 @@ int rt_start(const struct rt_config *cfg)
         return err;
     }
     for (int i = 0; i < n && !rt_g.inherited; i++) {
-        int fd = rt_open_listener(cfg, cfg->port, cfg->model == RT_MODEL_EPOLL);
+        int fd = rt_open_listener(cfg, cfg->port, n > 1);
         if (fd < 0)
             return fd;
         rt_g.listen_fds[rt_g.nlisten++] = fd;
     }
     for (int i = 0; i < n && cfg->second_port; i++) {
-        int fd = rt_open_listener(cfg, cfg->second_port,
-                                  cfg->model == RT_MODEL_EPOLL);
+        int fd = rt_open_listener(cfg, cfg->second_port, n > 1);
         if (fd < 0)
             return fd;
         rt_g.listen_fds2[rt_g.nlisten2++] = fd;

@@ -10,9 +10,10 @@
  *   epoll    one worker thread per core, each with its own SO_REUSEPORT
  *            listener, epoll set, run queue and timer heap; a connection is
  *            a coroutine that never leaves the worker that accepted it.
- *   mn       N worker threads share one epoll set and one listener; a
- *            worker runs what it wakes from its own run queue, and an idle
- *            worker steals from a busy one, so a coroutine may move.
+ *   mn       N worker threads, each with its own listener and epoll set
+ *            too; a worker runs what it wakes from its own run queue, and
+ *            an idle worker steals from a busy one, so a coroutine may
+ *            move.
  *
  * Rule for code that runs on a coroutine (the handler and everything it
  * calls): in the mn model a coroutine can resume on another thread after

@@ -3,8 +3,9 @@
  * core/ is compiled into khttpd.ko and into the user-space servers, so it may
  * rely on nothing but fixed-width integers, bool, the mem*()/strlen()
  * primitives that both the kernel and libc provide under the same names, and
- * a counter and a stamp each world makes atomic its own way (http_counter,
- * http_stamp below).
+ * a counter, a stamp, a reference count, a flag and a pointer published
+ * once, each world makes atomic its own way (http_counter, http_stamp,
+ * http_ref, http_flag, http_ptr below).
  */
 #ifndef KTCP_CORE_COMPAT_H
 #define KTCP_CORE_COMPAT_H
@@ -12,6 +13,7 @@
 #ifdef __KERNEL__
 #include <linux/atomic.h>
 #include <linux/kernel.h>
+#include <linux/refcount.h>
 #include <linux/string.h>
 #include <linux/types.h>
 #else
@@ -54,6 +56,55 @@ static inline bool http_stamp_move(http_stamp *s, uint64_t old, uint64_t new)
 {
     return atomic64_cmpxchg(s, (s64) old, (s64) new) == (s64) old;
 }
+
+/* A reference count: the kernel's refcount_t (saturating, checked). */
+typedef refcount_t http_ref;
+static inline void http_ref_init(http_ref *r, int n)
+{
+    refcount_set(r, n);
+}
+static inline void http_ref_get(http_ref *r)
+{
+    refcount_inc(r);
+}
+/* A reference unless the count is already zero (the object is dying). */
+static inline bool http_ref_get_unless_zero(http_ref *r)
+{
+    return refcount_inc_not_zero(r);
+}
+/* Drop one; true when it was the last. */
+static inline bool http_ref_put(http_ref *r)
+{
+    return refcount_dec_and_test(r);
+}
+static inline int http_ref_read(const http_ref *r)
+{
+    return refcount_read(r);
+}
+
+/* A flag threads read, set and take (set, learning who set it first). */
+typedef atomic_t http_flag;
+static inline bool http_flag_read(const http_flag *f)
+{
+    return atomic_read(f);
+}
+static inline void http_flag_set(http_flag *f, bool v)
+{
+    atomic_set(f, v);
+}
+/* Set it; false when this thread is the one that set it. */
+static inline bool http_flag_take(http_flag *f)
+{
+    return atomic_xchg(f, 1);
+}
+
+/* A pointer set once by one thread and read by others: the store
+ * releases what it points to, the load acquires it. */
+#define http_ptr(type) type *
+#define http_ptr_load(p) smp_load_acquire(p)
+#define http_ptr_store(p, v) smp_store_release(p, v)
+/* From NULL to v (a full barrier); false when it was set already. */
+#define http_ptr_claim(p, v) (cmpxchg(p, NULL, v) == NULL)
 #else
 typedef _Atomic long http_counter;
 #define HTTP_COUNTER_INIT(v) (v)
@@ -79,6 +130,56 @@ static inline bool http_stamp_move(http_stamp *s, uint64_t old, uint64_t new)
 {
     return atomic_compare_exchange_strong(s, &old, new);
 }
+
+typedef _Atomic int http_ref;
+static inline void http_ref_init(http_ref *r, int n)
+{
+    atomic_init(r, n);
+}
+static inline void http_ref_get(http_ref *r)
+{
+    atomic_fetch_add_explicit(r, 1, memory_order_relaxed);
+}
+static inline bool http_ref_get_unless_zero(http_ref *r)
+{
+    int n = atomic_load(r);
+
+    while (n > 0)
+        if (atomic_compare_exchange_weak(r, &n, n + 1))
+            return true;
+    return false;
+}
+static inline bool http_ref_put(http_ref *r)
+{
+    return atomic_fetch_sub_explicit(r, 1, memory_order_acq_rel) == 1;
+}
+static inline int http_ref_read(const http_ref *r)
+{
+    return atomic_load((http_ref *) r);
+}
+
+typedef _Atomic int http_flag;
+static inline bool http_flag_read(const http_flag *f)
+{
+    return atomic_load((http_flag *) f);
+}
+static inline void http_flag_set(http_flag *f, bool v)
+{
+    atomic_store(f, v);
+}
+static inline bool http_flag_take(http_flag *f)
+{
+    return atomic_exchange(f, 1);
+}
+
+#define http_ptr(type) type *_Atomic
+#define http_ptr_load(p) atomic_load_explicit(p, memory_order_acquire)
+#define http_ptr_store(p, v) atomic_store_explicit(p, v, memory_order_release)
+#define http_ptr_claim(p, v)                                  \
+    ({                                                        \
+        __typeof__(v) http_ptr_old_ = NULL;                   \
+        atomic_compare_exchange_strong(p, &http_ptr_old_, v); \
+    })
 #endif
 
 /* The kernel spells these U64_MAX/S64_MAX; libc spells them UINT64_MAX.

@@ -218,3 +218,112 @@ void http_cache_drop(struct http_cache *c, struct http_lru_node *n)
     http_cache_put_gone(c, &gone);
     c->ops->put(n);
 }
+
+void http_cache_hold(struct http_cache *c, struct http_cache_entry *e)
+{
+    e->held = http_cache_acct_hold(&c->acct, e->charge,
+                                   (size_t) http_counter_read(&e->obj->charge),
+                                   http_ref_read(&e->obj->refs) == 1);
+}
+
+void http_cache_left_locked(struct http_cache *c,
+                            struct http_cache_entry *e,
+                            struct http_lru_node **gone)
+{
+    http_flag_set(&e->in_table, false);
+    http_lru_leave(&e->lru, gone);
+    http_cache_hold(c, e);
+}
+
+bool http_cache_publish(struct http_cache *c,
+                        struct http_cache_entry *e,
+                        size_t budget)
+{
+    struct http_lru_node *gone = NULL;
+
+    if (!http_cache_keeps(
+            e->charge, (size_t) http_counter_read(&e->obj->charge), budget)) {
+        http_cache_hold(c, e);
+        return false;
+    }
+    http_ref_get(&e->refs); /* the table's */
+    c->ops->lock();
+    c->ops->insert(e, &gone);
+    http_flag_set(&e->in_table, true);
+    http_cache_enter_locked(c, &e->lru, budget, &gone);
+    c->ops->unlock();
+    http_cache_put_gone(c, &gone);
+    return true;
+}
+
+void http_cache_touch_locked(struct http_cache *c, struct http_cache_entry *e)
+{
+    c->ops->lock();
+    if (http_flag_read(&e->in_table))
+        http_lru_touch(&c->lru, &e->lru);
+    c->ops->unlock();
+}
+
+/* More bytes of o's (a copy it gains) charged; an eviction when over. The
+ * charge is in place before the copy can be seen, so before anyone can
+ * drop o's last reference for it. */
+static void obj_charge_more(struct http_cache *c,
+                            struct http_cache_obj *o,
+                            size_t bytes)
+{
+    http_counter_add(&o->charge, (long) bytes);
+    http_cache_acct_charge(&c->acct, bytes, 0);
+}
+
+bool http_cache_names_publish(struct http_cache *c,
+                              struct http_cache_obj *o,
+                              struct http_name_table *t,
+                              size_t bytes,
+                              size_t budget)
+{
+    /* the caller's reference keeps o alive until the charge is in */
+    if (!http_ptr_claim(&o->names, t))
+        return false;
+    obj_charge_more(c, o, bytes);
+    http_cache_evict_if_over(c, budget);
+    return true;
+}
+
+void http_cache_gz_built(struct http_cache *c,
+                         struct http_cache_obj *o,
+                         struct http_gz *gz,
+                         size_t budget)
+{
+    if (!gz) {
+        http_flag_set(&o->building, false); /* a later request tries */
+        return;
+    }
+    obj_charge_more(c, o,
+                    http_cache_gz_charge(sizeof(*gz), gz->len, gz->worthless));
+    http_ptr_store(&o->gz, gz); /* one build per object: the only store */
+    http_cache_evict_if_over(c, budget);
+}
+
+const struct http_gz *http_cache_gz_start(
+    struct http_cache *c,
+    struct http_cache_entry *e,
+    const struct http_cache_gz_ops *gz_ops,
+    size_t budget)
+{
+    struct http_cache_obj *o = e->obj;
+    enum http_cache_gz_make make = http_cache_gz_make(
+        http_flag_read(&e->in_table), o->body != NULL, o->id.size);
+    struct http_gz *gz;
+
+    /* being built (the flag taken): identity until it is there */
+    if (make == HTTP_CACHE_GZ_NONE || http_flag_take(&o->building))
+        return NULL;
+    if (make == HTTP_CACHE_GZ_QUEUE) {
+        if (!gz_ops->queue(e))
+            http_flag_set(&o->building, false); /* a later request tries */
+        return NULL;
+    }
+    gz = gz_ops->gzip(o->body, o->id.size);
+    http_cache_gz_built(c, o, gz, budget);
+    return gz;
+}

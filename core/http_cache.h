@@ -13,6 +13,7 @@
 #define KTCP_CORE_HTTP_CACHE_H
 
 #include "compat.h"
+#include "http_limits.h"
 
 /* One version of one file: what an object is keyed by. A changed size,
  * mtime (nanoseconds included), inode, device or type is another version:
@@ -72,13 +73,7 @@ static inline bool http_cache_claim(http_stamp *stamp,
 size_t http_cache_entry_charge(size_t path_len, size_t extra);
 /* What an object costs with body bytes of its file kept in memory. */
 size_t http_cache_obj_charge(size_t body);
-/* A gzip copy of len bytes (its head of head bytes) added to an object;
- * a worthless one (not smaller, or unreadable) costs its head alone. */
-size_t http_cache_gz_charge(size_t head, size_t len, bool worthless);
 
-/* Can an entry and its object be kept within budget bytes? One that
- * cannot is served once and freed by its last put. */
-bool http_cache_keeps(size_t entry_charge, size_t obj_charge, size_t budget);
 
 /* A cache's counters: every thread updates them with atomic adds,
  * outside the engine's locks, so each is exact once the adds are done and
@@ -106,13 +101,6 @@ void http_cache_acct_release(struct http_cache_acct *a,
                              size_t bytes,
                              size_t held,
                              int objs);
-/* The bytes an entry leaving the table holds from now on (its held, for
- * its release): its own charge, and its object's when sole (the object's
- * only holder). */
-size_t http_cache_acct_hold(struct http_cache_acct *a,
-                            size_t entry_charge,
-                            size_t obj_charge,
-                            bool sole);
 /* Bytes charged and objects alive, for a status page. */
 void http_cache_acct_usage(const struct http_cache_acct *a,
                            size_t *bytes,
@@ -135,15 +123,51 @@ enum http_cache_gz_make http_cache_gz_make(bool in_table,
                                            bool body,
                                            uint64_t size);
 
+/* A gzip copy of a body (or, worthless, the marker that it is not
+ * smaller, or that its file could not be read: send identity). */
+struct http_gz {
+    size_t len;
+    bool worthless;
+    char data[];
+};
+
+struct http_name_table;
+
+/* One version of one file, the part both engines' objects share: found in
+ * the engine's object table by id, shared by every path naming the file.
+ * Immutable once published but for the reference count, the charge and
+ * the copies set once (gz, names). */
+struct http_cache_obj {
+    struct http_file_id id; /* the file and its version */
+    http_ref refs;
+    http_counter charge;         /* bytes counted against the budget */
+    char *body;                  /* whole file, or NULL */
+    http_ptr(struct http_gz) gz; /* set once, by the build */
+    http_ptr(struct http_name_table) names; /* a directory's: set once */
+    http_flag building; /* a gzip build is on (one per object) */
+};
+
+/* The part of one path's entry both engines share. */
+struct http_lru_node {
+    struct http_lru_node *prev, *next;
+};
+
+struct http_cache_entry {
+    struct http_lru_node lru; /* core's LRU list; the engine's lock */
+    http_ref refs;
+    http_flag in_table; /* set and cleared under the engine's lock */
+    http_stamp checked; /* ms of the last check against the file system */
+    http_stamp used;    /* ms of the last move to the LRU front */
+    size_t charge;      /* bytes counted against the budget */
+    size_t held;        /* out of the table, still referenced: held bytes */
+    struct http_cache_obj *obj;
+};
+
 /* The LRU list of the entries in the table, most recently used first: an
  * intrusive circular list, a node in each entry. Every call is made under
  * the engine's lock of the table. A node out of the list is free: the
  * entries that left, chained through their next pointers on a gone list,
  * are put after the lock is dropped. */
-struct http_lru_node {
-    struct http_lru_node *prev, *next;
-};
-
 struct http_lru {
     struct http_lru_node head;
 };
@@ -155,12 +179,6 @@ struct http_lru {
         }                              \
     }
 
-/* A hit (at most once per HTTP_SERVER_LRU_TOUCH_MS, http_cache_due): to
- * the front. */
-void http_lru_touch(struct http_lru *l, struct http_lru_node *n);
-/* An entry out of the table (evicted, stale, replaced): off the list and
- * onto *gone, whose entries the caller puts after dropping its lock. */
-void http_lru_leave(struct http_lru_node *n, struct http_lru_node **gone);
 /* The table's cold paths, written once over the engine's primitives: an
  * eviction, a stale entry's removal, an entry's entry into the LRU list.
  * Core knows an entry by its LRU node. Function pointers: none is on the
@@ -178,6 +196,9 @@ struct http_cache_ops {
     void (*put)(struct http_lru_node *n);
     /* An entry evicted (the engine's counter). */
     void (*evicted)(void);
+    /* Under the lock: e into the engine's table, the entry of the same
+     * key it replaces out of it (unpublished onto *gone). */
+    void (*insert)(struct http_cache_entry *e, struct http_lru_node **gone);
 };
 
 /* A content cache's shared state: its LRU list, its counters and the
@@ -196,19 +217,73 @@ struct http_cache {
 /* Put the entries on *gone (after the lock is dropped), leaving it empty. */
 void http_cache_put_gone(const struct http_cache *c,
                          struct http_lru_node **gone);
-/* After a charge (a new copy, a listing's table): when over budget
- * (http_cache_acct_over), take the lock, evict, drop it and put what
- * left. */
-void http_cache_evict_if_over(struct http_cache *c, size_t budget);
-/* Under the lock: n's entry, just put into the table, to the LRU front;
- * an eviction onto *gone when the table is over budget. */
-void http_cache_enter_locked(struct http_cache *c,
-                             struct http_lru_node *n,
-                             size_t budget,
-                             struct http_lru_node **gone);
 /* A stale entry (found, referenced, and no longer what the file system
  * has): out of the table (the lock taken and dropped), the table's
  * reference put, and the finder's. */
 void http_cache_drop(struct http_cache *c, struct http_lru_node *n);
+
+/* Under the lock: e, which was in the engine's table and is out of it
+ * now, off the LRU list onto *gone, its bytes held. */
+void http_cache_left_locked(struct http_cache *c,
+                            struct http_cache_entry *e,
+                            struct http_lru_node **gone);
+/* A new entry e (referenced by its loader) into the table, replacing the
+ * entry of its key, and to the LRU front; false when it cannot be kept
+ * within budget (served once, its bytes held until its last put). */
+bool http_cache_publish(struct http_cache *c,
+                        struct http_cache_entry *e,
+                        size_t budget);
+
+void http_cache_touch_locked(struct http_cache *c, struct http_cache_entry *e);
+/* A hit: to the LRU front, unless it went there a moment ago (the lock
+ * only then). Inline: every hit asks. */
+static inline void http_cache_touch(struct http_cache *c,
+                                    struct http_cache_entry *e,
+                                    uint64_t now_ms)
+{
+    if (http_cache_claim(&e->used, now_ms, HTTP_SERVER_LRU_TOUCH_MS))
+        http_cache_touch_locked(c, e);
+}
+
+/* Publish t as o's name table (a directory's) and charge it: false (t
+ * not taken) when o has one. */
+bool http_cache_names_publish(struct http_cache *c,
+                              struct http_cache_obj *o,
+                              struct http_name_table *t,
+                              size_t bytes,
+                              size_t budget);
+/* A build of o's copy is over: gz published and charged, or (NULL: out
+ * of memory) the building flag down for a later try. */
+void http_cache_gz_built(struct http_cache *c,
+                         struct http_cache_obj *o,
+                         struct http_gz *gz,
+                         size_t budget);
+/* The engine's gzip primitives, for a copy's build. */
+struct http_cache_gz_ops {
+    /* Compress len bytes in memory now; NULL when memory is short. */
+    struct http_gz *(*gzip)(const char *src, size_t len);
+    /* Queue a build of e's object's copy, the build holding a reference
+     * on the object; false when the queue is full or memory is short. */
+    bool (*queue)(struct http_cache_entry *e);
+};
+
+const struct http_gz *http_cache_gz_start(struct http_cache *c,
+                                          struct http_cache_entry *e,
+                                          const struct http_cache_gz_ops *gz,
+                                          size_t budget);
+/* The gzip copy of e's object if it is built, else NULL (send identity):
+ * a small body in memory is compressed on the spot, a bigger one queued
+ * (ops->queue) once per object, none for an entry out of the table
+ * (http_cache_gz_make). Inline: a built copy is a load. */
+static inline const struct http_gz *http_cache_gz(
+    struct http_cache *c,
+    struct http_cache_entry *e,
+    const struct http_cache_gz_ops *ops,
+    size_t budget)
+{
+    const struct http_gz *gz = http_ptr_load(&e->obj->gz);
+
+    return gz ? gz : http_cache_gz_start(c, e, ops, budget);
+}
 
 #endif /* KTCP_CORE_HTTP_CACHE_H */

@@ -44,6 +44,36 @@ size_t http_format_hex(uint64_t v, char *out);
 
 /* ---- http_cache.h ---- */
 
+/* A gzip copy of len bytes (its head of head bytes) added to an object;
+ * a worthless one (not smaller, or unreadable) costs its head alone. */
+size_t http_cache_gz_charge(size_t head, size_t len, bool worthless);
+/* Can an entry and its object be kept within budget bytes? One that
+ * cannot is served once and freed by its last put. */
+bool http_cache_keeps(size_t entry_charge, size_t obj_charge, size_t budget);
+/* The bytes an entry leaving the table holds from now on (its held, for
+ * its release): its own charge, and its object's when sole (the object's
+ * only holder). */
+size_t http_cache_acct_hold(struct http_cache_acct *a,
+                            size_t entry_charge,
+                            size_t obj_charge,
+                            bool sole);
+/* A hit (at most once per HTTP_SERVER_LRU_TOUCH_MS, http_cache_due): to
+ * the front. */
+void http_lru_touch(struct http_lru *l, struct http_lru_node *n);
+/* An entry out of the table (evicted, stale, replaced): off the list and
+ * onto *gone, whose entries the caller puts after dropping its lock. */
+void http_lru_leave(struct http_lru_node *n, struct http_lru_node **gone);
+/* After a charge (a new copy, a listing's table): when over budget
+ * (http_cache_acct_over), take the lock, evict, drop it and put what
+ * left. */
+void http_cache_evict_if_over(struct http_cache *c, size_t budget);
+/* Under the lock: n's entry, just put into the table, to the LRU front;
+ * an eviction onto *gone when the table is over budget. */
+void http_cache_enter_locked(struct http_cache *c,
+                             struct http_lru_node *n,
+                             size_t budget,
+                             struct http_lru_node **gone);
+
 /* What leaves with an entry's last put: its own charge, and its object's
  * when the entry is the object's only holder. */
 size_t http_cache_leaving(size_t entry_charge, size_t obj_charge, bool sole);
@@ -68,6 +98,9 @@ size_t http_cache_acct_published(const struct http_cache_acct *a);
 /* Is an insert or a new copy to start an eviction (http_cache_over of the
  * bytes an eviction can free)? */
 bool http_cache_acct_over(const struct http_cache_acct *a, size_t budget);
+/* e leaves the table (or never enters it): its bytes, and its object's
+ * when it is the object's only holder, count as held until its last put. */
+void http_cache_hold(struct http_cache *c, struct http_cache_entry *e);
 /* An entry into the table: to the front. */
 void http_lru_add(struct http_lru *l, struct http_lru_node *n);
 /* Under the lock: evict from the LRU tail while the bytes in the table

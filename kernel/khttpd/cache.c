@@ -64,8 +64,6 @@
 
 #include "khttpd.h"
 
-#define KHTTPD_OBJ_BUILDING 0 /* bit in khttpd_obj.flags */
-
 static DEFINE_HASHTABLE(khttpd_cache, 10);
 static DEFINE_SPINLOCK(khttpd_cache_lock);
 static DEFINE_HASHTABLE(khttpd_objs, 10);
@@ -89,20 +87,21 @@ static void khttpd_obj_free_rcu(struct rcu_head *head)
 {
 	struct khttpd_obj *o = container_of(head, struct khttpd_obj, rcu);
 
-	kvfree(o->gz);
-	kvfree(o->names);
-	kvfree(o->body);
+	kvfree(o->c.gz);
+	kvfree(o->c.names);
+	kvfree(o->c.body);
 	kfree(o);
 }
 
 static void khttpd_obj_put(struct khttpd_obj *o)
 {
-	if (!refcount_dec_and_lock(&o->refs, &khttpd_obj_lock))
+	if (!refcount_dec_and_lock(&o->c.refs, &khttpd_obj_lock))
 		return;
 	if (o->hashed)
 		hash_del_rcu(&o->node);
 	spin_unlock(&khttpd_obj_lock);
-	http_cache_acct_release(&khttpd_c.acct, o->charge, 0, 1);
+	http_cache_acct_release(&khttpd_c.acct, atomic_long_read(&o->c.charge),
+				0, 1);
 	call_rcu(&o->rcu, khttpd_obj_free_rcu);
 }
 
@@ -113,24 +112,14 @@ static void khttpd_entry_free_rcu(struct rcu_head *head)
 
 void khttpd_cache_put(struct khttpd_entry *e)
 {
-	if (!refcount_dec_and_test(&e->refs))
+	if (!http_ref_put(&e->c.refs))
 		return;
 	/* No one can take a reference any more: the object and the charge go
 	 * now, the memory after the lookups that may still read it.
 	 */
-	http_cache_acct_release(&khttpd_c.acct, e->charge, e->held, 0);
-	khttpd_obj_put(e->obj);
+	http_cache_acct_release(&khttpd_c.acct, e->c.charge, e->c.held, 0);
+	khttpd_obj_put(khttpd_obj_of(e));
 	call_rcu(&e->rcu, khttpd_entry_free_rcu);
-}
-
-/* e leaves the table (or never enters it): its bytes count as held until
- * its last put.
- */
-static void khttpd_hold(struct khttpd_entry *e)
-{
-	e->held = http_cache_acct_hold(&khttpd_c.acct, e->charge,
-				       READ_ONCE(e->obj->charge),
-				       refcount_read(&e->obj->refs) == 1);
 }
 
 /* Under khttpd_cache_lock: take e out of the table and the LRU list onto
@@ -140,12 +129,10 @@ static void khttpd_hold(struct khttpd_entry *e)
 static void khttpd_unpublish_locked(struct khttpd_entry *e,
 				    struct http_lru_node **gone)
 {
-	if (!e->in_table)
+	if (!http_flag_read(&e->c.in_table))
 		return;
 	hash_del_rcu(&e->node);
-	WRITE_ONCE(e->in_table, false);
-	http_lru_leave(&e->lru, gone);
-	khttpd_hold(e);
+	http_cache_left_locked(&khttpd_c, &e->c, gone);
 }
 
 static void khttpd_cache_lock_table(void)
@@ -161,27 +148,19 @@ static void khttpd_cache_unlock_table(void)
 static void khttpd_unpublish_node(struct http_lru_node *n,
 				  struct http_lru_node **gone)
 {
-	khttpd_unpublish_locked(container_of(n, struct khttpd_entry, lru),
+	khttpd_unpublish_locked(container_of(n, struct khttpd_entry, c.lru),
 				gone);
 }
 
 static void khttpd_put_node(struct http_lru_node *n)
 {
-	khttpd_cache_put(container_of(n, struct khttpd_entry, lru));
+	khttpd_cache_put(container_of(n, struct khttpd_entry, c.lru));
 }
 
 static void khttpd_evicted(void)
 {
 	khttpd_count(cache_evictions, 1);
 }
-
-static const struct http_cache_ops khttpd_cache_ops = {
-	.lock = khttpd_cache_lock_table,
-	.unlock = khttpd_cache_unlock_table,
-	.unpublish = khttpd_unpublish_node,
-	.put = khttpd_put_node,
-	.evicted = khttpd_evicted,
-};
 
 static void khttpd_file_id(const struct kstat *st, struct http_file_id *id)
 {
@@ -195,7 +174,7 @@ static void khttpd_file_id(const struct kstat *st, struct http_file_id *id)
 	};
 }
 
-bool khttpd_obj_is(const struct khttpd_obj *o, const struct kstat *st)
+bool khttpd_obj_is(const struct http_cache_obj *o, const struct kstat *st)
 {
 	struct http_file_id id;
 
@@ -210,8 +189,8 @@ static struct khttpd_obj *khttpd_obj_find(const struct http_file_id *id,
 	struct khttpd_obj *o;
 
 	hash_for_each_possible_rcu(khttpd_objs, o, node, hash) {
-		if (o->hash == hash && http_file_id_same(&o->id, id) &&
-		    refcount_inc_not_zero(&o->refs))
+		if (o->hash == hash && http_file_id_same(&o->c.id, id) &&
+		    refcount_inc_not_zero(&o->c.refs))
 			return o;
 	}
 	return NULL;
@@ -238,23 +217,25 @@ static struct khttpd_obj *khttpd_obj_get(const struct path *path,
 	o = kzalloc(sizeof(*o), GFP_KERNEL);
 	if (!o)
 		return NULL;
-	refcount_set(&o->refs, 1);
+	refcount_set(&o->c.refs, 1);
 	o->hash = hash;
-	o->id = id;
+	o->c.id = id;
 	if (keep) {
 		struct file *f = khttpd_open_path(path);
 
 		if (!IS_ERR(f)) {
-			o->body = kvmalloc(id.size, GFP_KERNEL);
-			if (o->body &&
-			    khttpd_read_whole(f, o->body, id.size) < 0) {
-				kvfree(o->body);
-				o->body = NULL; /* the splice path reports it */
+			o->c.body = kvmalloc(id.size, GFP_KERNEL);
+			if (o->c.body &&
+			    khttpd_read_whole(f, o->c.body, id.size) < 0) {
+				kvfree(o->c.body);
+				o->c.body =
+					NULL; /* the splice path reports it */
 			}
 			fput(f);
 		}
 	}
-	o->charge = http_cache_obj_charge(o->body ? id.size : 0);
+	atomic_long_set(&o->c.charge,
+			http_cache_obj_charge(o->c.body ? id.size : 0));
 
 	spin_lock(&khttpd_obj_lock);
 	rcu_read_lock();
@@ -270,11 +251,12 @@ static struct khttpd_obj *khttpd_obj_get(const struct path *path,
 	rcu_read_unlock();
 	spin_unlock(&khttpd_obj_lock);
 	if (won) {
-		kvfree(o->body);
+		kvfree(o->c.body);
 		kfree(o); /* never published */
 		return won;
 	}
-	http_cache_acct_charge(&khttpd_c.acct, o->charge, 1);
+	http_cache_acct_charge(&khttpd_c.acct, atomic_long_read(&o->c.charge),
+			       1);
 	return o;
 }
 
@@ -296,6 +278,7 @@ static int khttpd_load(const struct khttpd_site *site, const char *rel,
 		       size_t len, u32 hash, struct khttpd_entry **out)
 {
 	struct khttpd_entry *e;
+	struct khttpd_obj *o;
 	struct path path;
 	struct kstat st;
 	int err;
@@ -312,27 +295,28 @@ static int khttpd_load(const struct khttpd_site *site, const char *rel,
 		err = -ENOMEM;
 		goto out_path;
 	}
-	refcount_set(&e->refs, 1);
+	refcount_set(&e->c.refs, 1);
 	e->hash = hash;
 	e->site = site;
 	http_resource_init(&e->meta, rel, len, S_ISDIR(st.mode), st.size,
 			   st.mtime.tv_sec, st.mtime.tv_nsec, st.ino);
 	e->path_len = len;
 	memcpy(e->path, rel, len);
-	http_stamp_set(&e->checked, khttpd_now_ms());
-	http_stamp_set(&e->used, khttpd_now_ms());
-	e->obj = khttpd_obj_get(&path, &st,
-				http_resource_keep_body(&e->meta,
-							khttpd_cache_bytes));
-	if (!e->obj) {
+	http_stamp_set(&e->c.checked, khttpd_now_ms());
+	http_stamp_set(&e->c.used, khttpd_now_ms());
+	o = khttpd_obj_get(&path, &st,
+			   http_resource_keep_body(&e->meta,
+						   khttpd_cache_bytes));
+	if (!o) {
 		kfree(e);
 		err = -ENOMEM;
 		goto out_path;
 	}
-	e->body = e->obj->body;
+	e->c.obj = &o->c;
+	e->body = o->c.body;
 	e->meta.body_cached = !!e->body;
-	e->charge = http_cache_entry_charge(len, 0);
-	http_cache_acct_charge(&khttpd_c.acct, e->charge, 0);
+	e->c.charge = http_cache_entry_charge(len, 0);
+	http_cache_acct_charge(&khttpd_c.acct, e->c.charge, 0);
 	*out = e;
 	err = 0;
 out_path:
@@ -350,26 +334,14 @@ static bool khttpd_still_fresh(struct khttpd_entry *e, const char *rel)
 	struct kstat st;
 	bool same;
 
-	if (!http_cache_claim(&e->checked, khttpd_now_ms(),
+	if (!http_cache_claim(&e->c.checked, khttpd_now_ms(),
 			      HTTP_SERVER_REVALIDATE_MS))
 		return true;
 	if (khttpd_stat(e->site, rel, &path, &st) < 0)
 		return false;
-	same = khttpd_obj_is(e->obj, &st);
+	same = khttpd_obj_is(e->c.obj, &st);
 	path_put(&path);
 	return same;
-}
-
-/* A hit: to the LRU front, unless it went there a moment ago. */
-static void khttpd_touch(struct khttpd_entry *e)
-{
-	if (!http_cache_claim(&e->used, khttpd_now_ms(),
-			      HTTP_SERVER_LRU_TOUCH_MS))
-		return;
-	spin_lock(&khttpd_cache_lock);
-	if (e->in_table)
-		http_lru_touch(&khttpd_c.lru, &e->lru);
-	spin_unlock(&khttpd_cache_lock);
 }
 
 /* One path of one site: two hosts' "/index.html" are two entries. */
@@ -386,13 +358,12 @@ int khttpd_cache_get(const struct khttpd_site *site, const char *rel,
 {
 	u32 hash = jhash(rel, len, site->id);
 	struct khttpd_entry *e, *found = NULL;
-	struct http_lru_node *gone = NULL;
 	int err;
 
 	rcu_read_lock();
 	hash_for_each_possible_rcu(khttpd_cache, e, node, hash) {
 		if (khttpd_entry_is(e, site, rel, len, hash) &&
-		    refcount_inc_not_zero(&e->refs)) {
+		    http_ref_get_unless_zero(&e->c.refs)) {
 			found = e;
 			break;
 		}
@@ -401,72 +372,28 @@ int khttpd_cache_get(const struct khttpd_site *site, const char *rel,
 
 	if (found) {
 		if (khttpd_still_fresh(found, rel)) {
-			khttpd_touch(found);
+			http_cache_touch(&khttpd_c, &found->c, khttpd_now_ms());
 			khttpd_count(cache_hits, 1);
 			*out = found;
 			return 0;
 		}
-		http_cache_drop(&khttpd_c, &found->lru);
+		http_cache_drop(&khttpd_c, &found->c.lru);
 	}
 	khttpd_count(cache_misses, 1);
 
 	err = khttpd_load(site, rel, len, hash, &e);
 	if (err < 0)
 		return err;
-	if (!http_cache_keeps(e->charge, READ_ONCE(e->obj->charge),
-			      khttpd_cache_bytes)) {
-		khttpd_hold(e);
-		*out = e; /* too big to cache: used once, freed by the put */
-		return 0;
-	}
-
-	refcount_inc(&e->refs); /* the table's */
-	spin_lock(&khttpd_cache_lock);
-	/* A concurrent load of the same path may have won: replace it. */
-	hash_for_each_possible(khttpd_cache, found, node, hash) {
-		if (khttpd_entry_is(found, site, rel, len, hash)) {
-			khttpd_unpublish_locked(found, &gone);
-			break;
-		}
-	}
-	WRITE_ONCE(e->in_table, true);
-	hash_add_rcu(khttpd_cache, &e->node, hash);
-	http_cache_enter_locked(&khttpd_c, &e->lru, khttpd_cache_bytes, &gone);
-	spin_unlock(&khttpd_cache_lock);
-	http_cache_put_gone(&khttpd_c, &gone);
+	/* into the table; or too big to keep: used once, freed by the put */
+	http_cache_publish(&khttpd_c, &e->c, khttpd_cache_bytes);
 	*out = e;
 	return 0;
 }
 
-/* Publish gz as o's copy and charge it. */
-static void khttpd_gz_publish(struct khttpd_obj *o, struct khttpd_gz *gz)
-{
-	size_t more = http_cache_gz_charge(sizeof(*gz), gz->len, gz->worthless);
-
-	/* The charge is in place before the copy can be seen (and so before
-	 * anyone can drop o's last reference for it).
-	 */
-	WRITE_ONCE(o->charge, o->charge + more);
-	http_cache_acct_charge(&khttpd_c.acct, more, 0);
-	/* Pairs with the smp_load_acquire() in khttpd_cache_gzip(). */
-	smp_store_release(&o->gz, gz);
-	http_cache_evict_if_over(&khttpd_c, khttpd_cache_bytes);
-}
-
 bool khttpd_cache_set_names(struct khttpd_entry *e, struct http_name_table *t)
 {
-	struct khttpd_obj *o = e->obj;
-
-	/* A full barrier: pairs with the readers' smp_load_acquire(). The
-	 * caller's reference keeps o alive, so the charge is in place before
-	 * anyone can drop o's last reference for it.
-	 */
-	if (cmpxchg(&o->names, NULL, t))
-		return false;
-	WRITE_ONCE(o->charge, o->charge + t->bytes);
-	http_cache_acct_charge(&khttpd_c.acct, t->bytes, 0);
-	http_cache_evict_if_over(&khttpd_c, khttpd_cache_bytes);
-	return true;
+	return http_cache_names_publish(&khttpd_c, e->c.obj, t, t->bytes,
+					khttpd_cache_bytes);
 }
 
 struct khttpd_gzip_job {
@@ -486,9 +413,9 @@ static char *khttpd_gzip_source(const struct khttpd_site *site, const char *rel,
 
 	if (IS_ERR(f))
 		return NULL;
-	if (!khttpd_getattr(&f->f_path, &st) && khttpd_obj_is(o, &st)) {
-		buf = kvmalloc(o->id.size, GFP_KERNEL);
-		if (buf && khttpd_read_whole(f, buf, o->id.size) < 0) {
+	if (!khttpd_getattr(&f->f_path, &st) && khttpd_obj_is(&o->c, &st)) {
+		buf = kvmalloc(o->c.id.size, GFP_KERNEL);
+		if (buf && khttpd_read_whole(f, buf, o->c.id.size) < 0) {
 			kvfree(buf);
 			buf = NULL;
 		}
@@ -502,11 +429,11 @@ static void khttpd_gzip_work(struct work_struct *work)
 	struct khttpd_gzip_job *job =
 		container_of(work, struct khttpd_gzip_job, work);
 	struct khttpd_obj *o = job->obj;
-	struct khttpd_gz *gz = NULL;
+	struct http_gz *gz = NULL;
 	char *tmp = NULL;
 
 	if (!READ_ONCE(khttpd_gzip_stop)) {
-		const char *src = o->body;
+		const char *src = o->c.body;
 
 		if (!src) {
 			tmp = khttpd_gzip_source(job->site, job->path, o);
@@ -515,24 +442,22 @@ static void khttpd_gzip_work(struct work_struct *work)
 		/* A file that changed or cannot be read: identity for this
 		 * version (an empty copy marked worthless), no build again.
 		 */
-		gz = src ? khttpd_gzip(src, o->id.size, &khttpd_gzip_stop) :
+		gz = src ? khttpd_gzip(src, o->c.id.size, &khttpd_gzip_stop) :
 			   kvzalloc(sizeof(*gz), GFP_KERNEL);
 		if (gz && !src)
 			gz->worthless = true;
 		kvfree(tmp);
 	}
-	if (gz)
-		khttpd_gz_publish(o, gz);
-	else
-		clear_bit(KHTTPD_OBJ_BUILDING, &o->flags); /* a later try */
+	http_cache_gz_built(&khttpd_c, &o->c, gz, khttpd_cache_bytes);
 	khttpd_obj_put(o);
 	kfree(job);
 	atomic_dec(&khttpd_gzip_jobs);
 }
 
 /* Queue o's build; false if the queue is full or memory is short. */
-static bool khttpd_gzip_queue(struct khttpd_entry *e)
+static bool khttpd_gzip_queue(struct http_cache_entry *c)
 {
+	struct khttpd_entry *e = container_of(c, struct khttpd_entry, c);
 	struct khttpd_gzip_job *job;
 
 	if (atomic_inc_return(&khttpd_gzip_jobs) > HTTP_SERVER_GZIP_QUEUE)
@@ -541,8 +466,8 @@ static bool khttpd_gzip_queue(struct khttpd_entry *e)
 	if (!job)
 		goto out_full;
 	INIT_WORK(&job->work, khttpd_gzip_work);
-	refcount_inc(&e->obj->refs); /* the build's */
-	job->obj = e->obj;
+	refcount_inc(&c->obj->refs); /* the build's */
+	job->obj = khttpd_obj_of(e);
 	job->site = e->site;
 	memcpy(job->path, e->path, e->path_len + 1);
 	queue_work(khttpd_gzip_wq, &job->work);
@@ -552,32 +477,48 @@ out_full:
 	return false;
 }
 
-const struct khttpd_gz *khttpd_cache_gzip(struct khttpd_entry *e)
+static struct http_gz *khttpd_gzip_now(const char *src, size_t len)
 {
-	struct khttpd_obj *o = e->obj;
-	/* Pairs with the smp_store_release() in khttpd_gz_publish(). */
-	struct khttpd_gz *gz = smp_load_acquire(&o->gz);
-	enum http_cache_gz_make make;
-
-	if (gz)
-		return gz;
-	make = http_cache_gz_make(READ_ONCE(e->in_table), o->body, o->id.size);
-	/* Being built: identity until it is there. */
-	if (make == HTTP_CACHE_GZ_NONE ||
-	    test_and_set_bit(KHTTPD_OBJ_BUILDING, &o->flags))
-		return NULL;
-	if (make == HTTP_CACHE_GZ_INLINE) {
-		gz = khttpd_gzip(o->body, o->id.size, NULL);
-		if (gz) {
-			khttpd_gz_publish(o, gz);
-			return gz;
-		}
-	} else if (khttpd_gzip_queue(e)) {
-		return NULL;
-	}
-	clear_bit(KHTTPD_OBJ_BUILDING, &o->flags); /* a later request tries */
-	return NULL;
+	return khttpd_gzip(src, len, NULL);
 }
+
+static const struct http_cache_gz_ops khttpd_gz_ops = {
+	.gzip = khttpd_gzip_now,
+	.queue = khttpd_gzip_queue,
+};
+
+const struct http_gz *khttpd_cache_gzip(struct khttpd_entry *e)
+{
+	return http_cache_gz(&khttpd_c, &e->c, &khttpd_gz_ops,
+			     khttpd_cache_bytes);
+}
+
+/* Under khttpd_cache_lock: c into the path table, replacing the entry of
+ * its path a concurrent load may have put there first.
+ */
+static void khttpd_insert(struct http_cache_entry *c,
+			  struct http_lru_node **gone)
+{
+	struct khttpd_entry *e = container_of(c, struct khttpd_entry, c), *old;
+
+	hash_for_each_possible(khttpd_cache, old, node, e->hash) {
+		if (khttpd_entry_is(old, e->site, e->path, e->path_len,
+				    e->hash)) {
+			khttpd_unpublish_locked(old, gone);
+			break;
+		}
+	}
+	hash_add_rcu(khttpd_cache, &e->node, e->hash);
+}
+
+static const struct http_cache_ops khttpd_cache_ops = {
+	.lock = khttpd_cache_lock_table,
+	.unlock = khttpd_cache_unlock_table,
+	.unpublish = khttpd_unpublish_node,
+	.put = khttpd_put_node,
+	.evicted = khttpd_evicted,
+	.insert = khttpd_insert,
+};
 
 void khttpd_cache_usage(size_t *bytes, size_t *entries)
 {

@@ -35,9 +35,9 @@ static const u8 khttpd_gzip_header[GZIP_HEADER_LEN] = {
 	3, /* OS = Unix, as zlib writes it */
 };
 
-static struct khttpd_gz *khttpd_gz_worthless(void)
+static struct http_gz *khttpd_gz_worthless(void)
 {
-	struct khttpd_gz *gz = kvzalloc(sizeof(*gz), GFP_KERNEL);
+	struct http_gz *gz = kvzalloc(sizeof(*gz), GFP_KERNEL);
 
 	if (gz)
 		gz->worthless = true;
@@ -73,10 +73,10 @@ static int khttpd_deflate_sliced(struct z_stream_s *zs, const char *in,
 	}
 }
 
-struct khttpd_gz *khttpd_gzip(const char *in, size_t len, const bool *stop)
+struct http_gz *khttpd_gzip(const char *in, size_t len, const bool *stop)
 {
 	struct z_stream_s zs = {};
-	struct khttpd_gz *gz, *out = NULL;
+	struct http_gz *gz, *out = NULL;
 	size_t cap, total;
 	u8 *tail;
 	u32 crc;

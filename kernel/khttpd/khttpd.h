@@ -142,58 +142,46 @@ int khttpd_stats_init(void);
 void khttpd_stats_exit(void);
 
 /* ---- content cache (cache.c) ---- */
-struct khttpd_gz {
-	size_t len;
-	bool worthless; /* compressed was not smaller: send identity */
-	char data[];
-};
-
 /*
- * One version of one file (device, inode, size, mtime): its body when small
- * enough and its gzip copy once built; a directory's listed names once a
- * listing built them. Every path naming the file shares
- * it, so aliases store the body once. Found in the object table by
- * (device, inode) and version; freed when no path entry, reader or gzip
- * build holds it, and counted against cache_bytes until then.
+ * One version of one file (device, inode, size, mtime): core's struct
+ * http_cache_obj (its body when small enough, its gzip copy once built, a
+ * directory's listed names once a listing built them) in the object
+ * table. Every path naming the file shares it, so aliases store the body
+ * once. Found by (device, inode) and version; freed when no path entry,
+ * reader or gzip build holds it, and counted against cache_bytes until
+ * then.
  */
 struct khttpd_obj {
 	struct hlist_node node; /* in the object table, under its lock */
 	struct rcu_head rcu;
-	refcount_t refs;
 	bool hashed; /* under the object table's lock */
 	u32 hash;
-	struct http_file_id id; /* the file and its version */
-	size_t charge; /* bytes counted against cache_bytes */
-	char *body; /* whole file, or NULL */
-	struct khttpd_gz *gz; /* set once (smp_store_release) by the build */
-	struct http_name_table *names; /* a directory's: set once (cmpxchg) */
-	unsigned long flags; /* KHTTPD_OBJ_BUILDING */
+	struct http_cache_obj c;
 };
 
 /*
- * One path's entry in the path table: what the planner reads (core's struct
- * http_resource; its MIME type comes from the path) and the file's object.
- * Immutable once published, except the stamps and the LRU link. Users hold
- * a reference (khttpd_cache_get/put), never a bare RCU pointer.
+ * One path's entry in the path table: core's struct http_cache_entry, what
+ * the planner reads (core's struct http_resource; its MIME type comes from
+ * the path) and the file's object. Immutable once published, except the
+ * stamps and the LRU link. Users hold a reference (khttpd_cache_get/put),
+ * never a bare RCU pointer.
  */
 struct khttpd_entry {
 	struct hlist_node node; /* in the path table, under khttpd_cache_lock */
-	struct http_lru_node lru; /* core's LRU list; same lock */
+	struct http_cache_entry c; /* refs, in_table, stamps, LRU, charge */
 	struct rcu_head rcu;
-	refcount_t refs;
-	bool in_table; /* under khttpd_cache_lock */
 	u32 hash;
 	struct http_resource meta;
 	const struct khttpd_site *site; /* with the path, the key */
-	struct khttpd_obj *obj;
-	char *body; /* obj->body */
-	http_stamp checked; /* ms (jiffies64) of the last revalidation */
-	http_stamp used; /* ms (jiffies64) of the last move to the LRU front */
-	size_t charge; /* bytes counted against cache_bytes */
-	size_t held; /* out of the table, still referenced: held bytes */
+	char *body; /* its object's */
 	size_t path_len;
 	char path[];
 };
+
+static inline struct khttpd_obj *khttpd_obj_of(const struct khttpd_entry *e)
+{
+	return container_of(e->c.obj, struct khttpd_obj, c);
+}
 
 int khttpd_cache_init(void);
 /* The entry of rel beneath site's root (the site is part of the key). */
@@ -205,13 +193,13 @@ void khttpd_cache_put(struct khttpd_entry *e);
  * gzip workqueue once per file version. Never for an entry the cache could
  * not keep, so a copy is never made per request.
  */
-const struct khttpd_gz *khttpd_cache_gzip(struct khttpd_entry *e);
+const struct http_gz *khttpd_cache_gzip(struct khttpd_entry *e);
 /* Publish t as the name table of e's object (a directory) and charge it
  * against cache_bytes: false (t not taken) when the object has one.
  */
 bool khttpd_cache_set_names(struct khttpd_entry *e, struct http_name_table *t);
 /* Is o this version (st) of its file? */
-bool khttpd_obj_is(const struct khttpd_obj *o, const struct kstat *st);
+bool khttpd_obj_is(const struct http_cache_obj *o, const struct kstat *st);
 void khttpd_cache_exit(void);
 /* What the cache holds now: bytes charged and files (objects); what a
  * reader still holds stays counted until it lets go.
@@ -248,11 +236,11 @@ int khttpd_stat_beneath(const struct khttpd_site *site, const char *rel,
 			struct kstat *st);
 
 /* ---- gzip (gzip.c) ---- */
-/* gzip in[0..len) into a fresh khttpd_gz, in slices of
+/* gzip in[0..len) into a fresh struct http_gz, in slices of
  * HTTP_SERVER_GZIP_SLICE with cond_resched between them; NULL on failure
  * or when *stop turns true.
  */
-struct khttpd_gz *khttpd_gzip(const char *in, size_t len, const bool *stop);
+struct http_gz *khttpd_gzip(const char *in, size_t len, const bool *stop);
 
 /* ---- the connection (conn.c) and its output (out.c) ---- */
 enum khttpd_conn_state {

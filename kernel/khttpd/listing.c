@@ -225,7 +225,8 @@ static struct http_name_table *khttpd_build(struct file *dir, const char *rel,
 }
 
 /* Is the directory as opened (st) the version o describes? */
-static bool khttpd_obj_holds(const struct khttpd_obj *o, const struct kstat *st)
+static bool khttpd_obj_holds(const struct http_cache_obj *o,
+			     const struct kstat *st)
 {
 	return o->id.is_dir && khttpd_obj_is(o, st);
 }
@@ -241,7 +242,7 @@ static int khttpd_listing_table(struct khttpd_listing *l, struct file *dir,
 {
 	bool root = l->dir_len == 0;
 	struct http_name_table *t;
-	struct khttpd_obj *o;
+	struct http_cache_obj *o;
 	struct mutex *lock; /* the one this object's builders share */
 	struct kstat st;
 	int err;
@@ -251,7 +252,7 @@ static int khttpd_listing_table(struct khttpd_listing *l, struct file *dir,
 		return err;
 	if (khttpd_cache_get(l->site, rel, rel_len, &l->ref) < 0)
 		l->ref = NULL;
-	if (!l->ref || !khttpd_obj_holds(l->ref->obj, &st)) {
+	if (!l->ref || !khttpd_obj_holds(l->ref->c.obj, &st)) {
 		/* not the cache's version: a table of its own */
 		t = khttpd_build(dir, rel, rel_len, root, dotfiles);
 		if (IS_ERR(t))
@@ -261,12 +262,13 @@ static int khttpd_listing_table(struct khttpd_listing *l, struct file *dir,
 		l->charge += t->bytes; /* stays charged while it lives */
 		return 0;
 	}
-	o = l->ref->obj;
-	/* Pairs with the release in khttpd_cache_set_names(). */
+	o = l->ref->c.obj;
+	/* Pairs with the claim in http_cache_names_publish(). */
 	l->names = smp_load_acquire(&o->names);
 	if (http_names_table_fits(l->names, root, dotfiles))
 		return 0;
-	lock = &khttpd_build_locks[o->hash % KHTTPD_BUILD_LOCKS];
+	lock = &khttpd_build_locks[khttpd_obj_of(l->ref)->hash %
+				   KHTTPD_BUILD_LOCKS];
 	if (mutex_lock_killable(lock))
 		return -EINTR;
 	/* Again under the lock: the builder we waited for published it. */

@@ -63,7 +63,7 @@ static void khttpd_source_open(const struct khttpd_site *site,
 static void khttpd_source_attach(struct khttpd_conn *conn,
 				 const struct http_plan *p,
 				 struct khttpd_out *src,
-				 const struct khttpd_gz *gz)
+				 const struct http_gz *gz)
 {
 	struct khttpd_out *o = &conn->req->out;
 
@@ -140,7 +140,7 @@ static bool khttpd_finish(struct khttpd_conn *conn,
 			  enum http_plan_step step)
 {
 	struct http_plan *p = &conn->req->plan;
-	const struct khttpd_gz *gz = NULL;
+	const struct http_gz *gz = NULL;
 	struct khttpd_out src = {};
 	bool ok;
 

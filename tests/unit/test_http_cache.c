@@ -293,8 +293,11 @@ static void f_evicted(void)
     eng.evictions++;
 }
 
-static const struct http_cache_ops fops = {f_lock, f_unlock, f_unpublish, f_put,
-                                           f_evicted};
+static const struct http_cache_ops fops = {.lock = f_lock,
+                                           .unlock = f_unlock,
+                                           .unpublish = f_unpublish,
+                                           .put = f_put,
+                                           .evicted = f_evicted};
 
 /* Core's flow over the fake: an entry enters at the front, an insert over
  * budget evicts from the tail (the entries put after the lock), a charge

@@ -59,7 +59,8 @@ static struct cds_lfht *table_rcu; /* path -> entry */
 static struct cds_lfht *objs_rcu;  /* (dev, ino, version) -> object */
 static const struct http_cache_ops cache_ops;
 /* Core's LRU list and counters, and the primitives its cold paths use. */
-static struct http_cache cache = HTTP_CACHE_INIT(cache, &cache_ops);
+struct http_cache httpd_cache_core =
+    HTTP_CACHE_INIT(httpd_cache_core, &cache_ops);
 /* descriptors objects hold, at most httpd_cfg.open_files */
 static _Atomic size_t open_files;
 /* Bumped under cache_lock after every entry leaves table_rcu (before its
@@ -142,7 +143,7 @@ static struct http_file_id file_id(const struct stat *st)
     };
 }
 
-bool httpd_obj_is(const struct httpd_obj *o, const struct stat *st)
+bool httpd_obj_is(const struct http_cache_obj *o, const struct stat *st)
 {
     struct http_file_id id = file_id(st);
     return http_file_id_same(&o->id, &id);
@@ -151,7 +152,7 @@ bool httpd_obj_is(const struct httpd_obj *o, const struct stat *st)
 static int obj_match(struct cds_lfht_node *node, const void *k)
 {
     return http_file_id_same(
-        &caa_container_of(node, struct httpd_obj, node)->id, k);
+        &caa_container_of(node, struct httpd_obj, node)->c.id, k);
 }
 
 int httpd_cache_init(void)
@@ -165,15 +166,6 @@ int httpd_cache_init(void)
     if (!table_rcu || !objs_rcu)
         return -ENOMEM;
     return httpd_gzip_start();
-}
-
-static bool get_unless_zero(_Atomic int *refs)
-{
-    int r = atomic_load(refs);
-    while (r > 0)
-        if (atomic_compare_exchange_weak(refs, &r, r + 1))
-            return true;
-    return false;
 }
 
 /* Entries looked at, from the least recently used, for one whose object
@@ -192,11 +184,11 @@ static bool open_file_give_up(void)
 {
     struct http_lru_node *gone = NULL;
     pthread_mutex_lock(&cache_lock);
-    struct http_lru_node *n = cache.lru.head.prev;
-    for (int i = 0; i < OPEN_FILES_SCAN && n != &cache.lru.head;
+    struct http_lru_node *n = httpd_cache_core.lru.head.prev;
+    for (int i = 0; i < OPEN_FILES_SCAN && n != &httpd_cache_core.lru.head;
          i++, n = n->prev) {
-        struct httpd_file *f = caa_container_of(n, struct httpd_file, lru);
-        if (f->obj->fd >= 0) {
+        struct httpd_file *f = caa_container_of(n, struct httpd_file, c.lru);
+        if (httpd_obj_of(f)->fd >= 0) {
             unpublish_locked(f, &gone);
             break;
         }
@@ -205,7 +197,7 @@ static bool open_file_give_up(void)
     if (!gone)
         return false;
     rt_count(HTTPD_C_CACHE_EVICTIONS, 1);
-    http_cache_put_gone(&cache, &gone);
+    http_cache_put_gone(&httpd_cache_core, &gone);
     return true;
 }
 
@@ -231,8 +223,9 @@ size_t httpd_cache_open_files(void)
 
 int httpd_cache_file_fd(const struct httpd_file *f, const char *rel, size_t len)
 {
-    return f && f->path_len == len && !memcmp(f->path, rel, len) ? f->obj->fd
-                                                                 : -1;
+    return f && f->path_len == len && !memcmp(f->path, rel, len)
+               ? httpd_obj_of(f)->fd
+               : -1;
 }
 
 static void obj_free_rcu(struct rcu_head *head)
@@ -242,20 +235,21 @@ static void obj_free_rcu(struct rcu_head *head)
         close(o->fd);
         atomic_fetch_sub(&open_files, 1);
     }
-    free(atomic_load(&o->gz));
-    free(atomic_load(&o->names));
-    free(o->body);
+    free(atomic_load(&o->c.gz));
+    free(atomic_load(&o->c.names));
+    free(o->c.body);
     free(o);
 }
 
 void httpd_obj_put(struct httpd_obj *o)
 {
-    if (atomic_fetch_sub_explicit(&o->refs, 1, memory_order_acq_rel) != 1)
+    if (!http_ref_put(&o->c.refs))
         return;
     urcu_memb_read_lock();
     cds_lfht_del(objs_rcu, &o->node); /* -ENOENT if replaced: fine */
     urcu_memb_read_unlock();
-    http_cache_acct_release(&cache.acct, atomic_load(&o->charge), 0, 1);
+    http_cache_acct_release(&httpd_cache_core.acct,
+                            (size_t) atomic_load(&o->c.charge), 0, 1);
     urcu_memb_call_rcu(&o->rcu, obj_free_rcu);
 }
 
@@ -270,22 +264,13 @@ static void file_free_rcu(struct rcu_head *head)
 
 void httpd_cache_put(struct httpd_file *f)
 {
-    if (atomic_fetch_sub_explicit(&f->refs, 1, memory_order_acq_rel) != 1)
+    if (!http_ref_put(&f->c.refs))
         return;
     /* No one can take a reference any more: the object and the charge go
      * now, the memory after the lookups that may still read it. */
-    http_cache_acct_release(&cache.acct, f->charge, f->held, 0);
-    httpd_obj_put(f->obj);
+    http_cache_acct_release(&httpd_cache_core.acct, f->c.charge, f->c.held, 0);
+    httpd_obj_put(httpd_obj_of(f));
     urcu_memb_call_rcu(&f->rcu, file_free_rcu);
-}
-
-/* f leaves the table (or never enters it): its bytes, and its object's
- * when it is the object's only holder, count as held until its last put. */
-static void hold(struct httpd_file *f)
-{
-    f->held = http_cache_acct_hold(&cache.acct, f->charge,
-                                   atomic_load(&f->obj->charge),
-                                   atomic_load(&f->obj->refs) == 1);
 }
 
 /* Under cache_lock: f, which was in the index, is out of it; off the LRU
@@ -294,15 +279,13 @@ static void hold(struct httpd_file *f)
 static void leave_locked(struct httpd_file *f, struct http_lru_node **gone)
 {
     atomic_fetch_add(&table_gen, 1);
-    atomic_store(&f->in_table, false);
-    http_lru_leave(&f->lru, gone);
-    hold(f);
+    http_cache_left_locked(&httpd_cache_core, &f->c, gone);
 }
 
 /* Under cache_lock: take f out of the index, if it is still there. */
 static void unpublish_locked(struct httpd_file *f, struct http_lru_node **gone)
 {
-    if (!atomic_load(&f->in_table))
+    if (!http_flag_read(&f->c.in_table))
         return;
     urcu_memb_read_lock();
     cds_lfht_del(table_rcu, &f->node);
@@ -322,21 +305,18 @@ static void unlock_table(void)
 
 static void unpublish_node(struct http_lru_node *n, struct http_lru_node **gone)
 {
-    unpublish_locked(caa_container_of(n, struct httpd_file, lru), gone);
+    unpublish_locked(caa_container_of(n, struct httpd_file, c.lru), gone);
 }
 
 static void put_node(struct http_lru_node *n)
 {
-    httpd_cache_put(caa_container_of(n, struct httpd_file, lru));
+    httpd_cache_put(caa_container_of(n, struct httpd_file, c.lru));
 }
 
 static void evicted(void)
 {
     rt_count(HTTPD_C_CACHE_EVICTIONS, 1);
 }
-
-static const struct http_cache_ops cache_ops = {
-    lock_table, unlock_table, unpublish_node, put_node, evicted};
 
 int httpd_read_all(int fd, char *buf, size_t len)
 {
@@ -367,7 +347,7 @@ static struct httpd_obj *obj_get(int *fd, const struct stat *st, bool keep)
     struct cds_lfht_node *node = cds_lfht_iter_get_node(&it);
     if (node) {
         o = caa_container_of(node, struct httpd_obj, node);
-        if (!get_unless_zero(&o->refs))
+        if (!http_ref_get_unless_zero(&o->c.refs))
             o = NULL;
     }
     urcu_memb_read_unlock();
@@ -377,20 +357,21 @@ static struct httpd_obj *obj_get(int *fd, const struct stat *st, bool keep)
     o = calloc(1, sizeof(*o));
     if (!o)
         return NULL;
-    atomic_init(&o->refs, 1);
-    o->id = id;
+    http_ref_init(&o->c.refs, 1);
+    o->c.id = id;
     o->fd = -1;
     if (keep) {
-        o->body = malloc(id.size);
-        if (o->body && httpd_read_all(*fd, o->body, id.size) < 0) {
-            free(o->body);
-            o->body = NULL; /* sendfile will report the problem */
+        o->c.body = malloc(id.size);
+        if (o->c.body && httpd_read_all(*fd, o->c.body, id.size) < 0) {
+            free(o->c.body);
+            o->c.body = NULL; /* sendfile will report the problem */
         }
     }
-    if (!o->body && S_ISREG(st->st_mode) && open_file_take())
+    if (!o->c.body && S_ISREG(st->st_mode) && open_file_take())
         o->fd = *fd; /* the caller's until the object is published */
-    atomic_init(&o->charge, http_cache_obj_charge(o->body ? id.size : 0));
-    http_cache_acct_charge(&cache.acct, atomic_load(&o->charge), 1);
+    size_t charge = http_cache_obj_charge(o->c.body ? id.size : 0);
+    atomic_init(&o->c.charge, (long) charge);
+    http_cache_acct_charge(&httpd_cache_core.acct, charge, 1);
 
     urcu_memb_read_lock();
     node = cds_lfht_add_unique(objs_rcu, hash, obj_match, &id, &o->node);
@@ -398,12 +379,12 @@ static struct httpd_obj *obj_get(int *fd, const struct stat *st, bool keep)
         /* a concurrent load won: share its object if it is still alive,
          * else take the dying one's place */
         struct httpd_obj *won = caa_container_of(node, struct httpd_obj, node);
-        if (get_unless_zero(&won->refs)) {
+        if (http_ref_get_unless_zero(&won->c.refs)) {
             urcu_memb_read_unlock();
-            http_cache_acct_release(&cache.acct, atomic_load(&o->charge), 0, 1);
+            http_cache_acct_release(&httpd_cache_core.acct, charge, 0, 1);
             if (o->fd >= 0)
                 atomic_fetch_sub(&open_files, 1);
-            free(o->body);
+            free(o->c.body);
             free(o); /* never published */
             return won;
         }
@@ -440,7 +421,7 @@ static int load(const struct httpd_root *root,
         close(fd);
         return -ENOMEM;
     }
-    atomic_init(&f->refs, 1);
+    http_ref_init(&f->c.refs, 1);
     f->hash = hash;
     f->root = *root;
     http_resource_init(&f->meta, rel, len, S_ISDIR(st.st_mode),
@@ -449,22 +430,23 @@ static int load(const struct httpd_root *root,
     http_resource_use_table(&f->meta, httpd_cfg.mime, rel, len);
     f->path_len = len;
     memcpy(f->path, rel, len);
-    http_stamp_set(&f->checked_ms, rt_now_ms());
-    http_stamp_set(&f->used_ms, rt_now_ms());
-    f->obj = obj_get(&fd, &st,
-                     http_resource_keep_body(&f->meta, httpd_cfg.cache_size));
+    http_stamp_set(&f->c.checked, rt_now_ms());
+    http_stamp_set(&f->c.used, rt_now_ms());
+    struct httpd_obj *o = obj_get(
+        &fd, &st, http_resource_keep_body(&f->meta, httpd_cfg.cache_size));
     if (fd >= 0)
         close(fd);
-    if (!f->obj) {
+    if (!o) {
         free(f);
         return -ENOMEM;
     }
-    f->body = f->obj->body;
+    f->c.obj = &o->c;
+    f->body = o->c.body;
     f->meta.body_cached = f->body != NULL;
     /* every kept head it may come to hold, counted from the start */
-    f->charge = http_cache_entry_charge(
+    f->c.charge = http_cache_entry_charge(
         len, HTTP_HEAD_MEMO_KINDS * 2 * sizeof(struct http_head_memo));
-    http_cache_acct_charge(&cache.acct, f->charge, 0);
+    http_cache_acct_charge(&httpd_cache_core.acct, f->c.charge, 0);
     *out = f;
     return 0;
 }
@@ -477,7 +459,7 @@ static bool still_fresh(struct httpd_file *f,
                         uint64_t now)
 {
     /* now is the loop's clock, which may trail another thread's */
-    if (!http_cache_claim(&f->checked_ms, now, HTTP_SERVER_REVALIDATE_MS))
+    if (!http_cache_claim(&f->c.checked, now, HTTP_SERVER_REVALIDATE_MS))
         return true;
     /* opened as load() does: an entry the server's user may no longer
      * read (or enter) is stale */
@@ -485,20 +467,9 @@ static bool still_fresh(struct httpd_file *f,
     if (fd < 0)
         return false;
     struct stat st;
-    bool same = fstat(fd, &st) == 0 && httpd_obj_is(f->obj, &st);
+    bool same = fstat(fd, &st) == 0 && httpd_obj_is(f->c.obj, &st);
     close(fd);
     return same;
-}
-
-/* A hit: to the LRU front, unless it went there a moment ago. */
-static void touch(struct httpd_file *f, uint64_t now)
-{
-    if (!http_cache_claim(&f->used_ms, now, HTTP_SERVER_LRU_TOUCH_MS))
-        return;
-    pthread_mutex_lock(&cache_lock);
-    if (atomic_load(&f->in_table))
-        http_lru_touch(&cache.lru, &f->lru);
-    pthread_mutex_unlock(&cache_lock);
 }
 
 /* The table's entry for key: the thread's memo of it when the table has
@@ -545,55 +516,48 @@ int httpd_cache_get(struct httpd_worker *w,
 
     urcu_memb_read_lock();
     f = lookup(w, &key, hash);
-    if (f && !get_unless_zero(&f->refs))
+    if (f && !http_ref_get_unless_zero(&f->c.refs))
         f = NULL;
     urcu_memb_read_unlock();
 
     if (f) {
         if (still_fresh(f, root, rel, now)) {
-            touch(f, now);
+            http_cache_touch(&httpd_cache_core, &f->c, now);
             rt_count(HTTPD_C_CACHE_HITS, 1);
             *out = f;
             return 0;
         }
-        http_cache_drop(&cache, &f->lru);
+        http_cache_drop(&httpd_cache_core, &f->c.lru);
     }
 
     rt_count(HTTPD_C_CACHE_MISSES, 1);
     int err = load(root, rel, len, hash, &f);
     if (err < 0)
         return err;
-    if (!http_cache_keeps(f->charge, atomic_load(&f->obj->charge),
-                          httpd_cfg.cache_size)) {
-        hold(f);
-        *out = f; /* too big to cache: used once, freed by the put */
-        return 0;
-    }
-    atomic_fetch_add(&f->refs, 1); /* the index's */
-    struct http_lru_node *gone = NULL;
-    pthread_mutex_lock(&cache_lock);
-    urcu_memb_read_lock();
-    struct cds_lfht_node *node =
-        cds_lfht_add_replace(table_rcu, hash, match, &key, &f->node);
-    urcu_memb_read_unlock();
-    if (node) /* a concurrent load of the same path lost the race to us */
-        leave_locked(caa_container_of(node, struct httpd_file, node), &gone);
-    atomic_store(&f->in_table, true);
-    http_cache_enter_locked(&cache, &f->lru, httpd_cfg.cache_size, &gone);
-    pthread_mutex_unlock(&cache_lock);
-    http_cache_put_gone(&cache, &gone);
+    /* into the index; or too big to keep: used once, freed by the put */
+    http_cache_publish(&httpd_cache_core, &f->c, httpd_cfg.cache_size);
     *out = f;
     return 0;
 }
 
 void httpd_cache_usage(size_t *bytes, size_t *entries)
 {
-    http_cache_acct_usage(&cache.acct, bytes, entries);
+    http_cache_acct_usage(&httpd_cache_core.acct, bytes, entries);
 }
 
-void httpd_cache_charge(struct httpd_obj *o, size_t bytes)
+/* Under cache_lock: f into the index, replacing the entry of its path a
+ * concurrent load may have put there first. */
+static void insert(struct http_cache_entry *e, struct http_lru_node **gone)
 {
-    atomic_fetch_add(&o->charge, bytes);
-    http_cache_acct_charge(&cache.acct, bytes, 0);
-    http_cache_evict_if_over(&cache, httpd_cfg.cache_size);
+    struct httpd_file *f = caa_container_of(e, struct httpd_file, c);
+    struct key key = {&f->root, f->path, f->path_len};
+    urcu_memb_read_lock();
+    struct cds_lfht_node *node =
+        cds_lfht_add_replace(table_rcu, f->hash, match, &key, &f->node);
+    urcu_memb_read_unlock();
+    if (node)
+        leave_locked(caa_container_of(node, struct httpd_file, node), gone);
 }
+
+static const struct http_cache_ops cache_ops = {
+    lock_table, unlock_table, unpublish_node, put_node, evicted, insert};

@@ -19,7 +19,7 @@
 
 #include "httpd.h"
 
-struct httpd_gz *httpd_gzip(const char *in, size_t len)
+struct http_gz *httpd_gzip(const char *in, size_t len)
 {
     z_stream zs;
     memset(&zs, 0, sizeof(zs));
@@ -28,7 +28,7 @@ struct httpd_gz *httpd_gzip(const char *in, size_t len)
                      Z_DEFAULT_STRATEGY) != Z_OK)
         return NULL;
     size_t bound = deflateBound(&zs, len);
-    struct httpd_gz *gz = malloc(sizeof(*gz) + bound);
+    struct http_gz *gz = malloc(sizeof(*gz) + bound);
     if (!gz) {
         deflateEnd(&zs);
         return NULL;
@@ -47,13 +47,13 @@ struct httpd_gz *httpd_gzip(const char *in, size_t len)
     }
     if (gz->len >= len) {
         /* not smaller: remember that, keep nothing */
-        struct httpd_gz *w = realloc(gz, sizeof(*gz));
+        struct http_gz *w = realloc(gz, sizeof(*gz));
         gz = w ? w : gz;
         gz->worthless = true;
         gz->len = 0;
         return gz;
     }
-    struct httpd_gz *shrunk = realloc(gz, sizeof(*gz) + gz->len);
+    struct http_gz *shrunk = realloc(gz, sizeof(*gz) + gz->len);
     return shrunk ? shrunk : gz;
 }
 

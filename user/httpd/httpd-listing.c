@@ -213,10 +213,10 @@ static int find_table(struct httpd_listing *l,
         return -errno;
     if (httpd_cache_get(NULL, tree, p->path, p->path_len, &l->ref) < 0)
         l->ref = NULL;
-    struct httpd_obj *o =
-        l->ref && httpd_obj_is(l->ref->obj, &st) ? l->ref->obj : NULL;
+    struct http_cache_obj *o =
+        l->ref && httpd_obj_is(l->ref->c.obj, &st) ? l->ref->c.obj : NULL;
     if (o) {
-        l->names = atomic_load(&o->names);
+        l->names = http_ptr_load(&o->names);
         if (fits(l->names, root))
             return 0;
     }
@@ -224,14 +224,15 @@ static int find_table(struct httpd_listing *l,
     int err = build(l->d, p, root, &t);
     if (err < 0)
         return err;
-    struct http_name_table *expected = NULL;
-    if (o && atomic_compare_exchange_strong(&o->names, &expected, t)) {
+    if (o && http_cache_names_publish(&httpd_cache_core, o, t, t->bytes,
+                                      httpd_cfg.cache_size)) {
         /* the cache holds it now, and counts it */
         uncharge(t->bytes);
-        httpd_cache_charge(o, t->bytes);
         l->names = t;
         return 0;
     }
+    const struct http_name_table *expected =
+        o ? http_ptr_load(&o->names) : NULL;
     if (o && fits(expected, root)) { /* another listing published first */
         uncharge(t->bytes);
         free(t);

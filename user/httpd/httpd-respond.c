@@ -139,7 +139,7 @@ static bool send_listing(struct httpd_req *r, struct http_plan *p)
 static bool carry_out(struct httpd_req *r,
                       struct http_plan *p,
                       struct httpd_file *f,
-                      const struct httpd_gz *gz)
+                      const struct http_gz *gz)
 {
     switch (p->body) {
     case HTTP_PLAN_BODY_TEXT:
@@ -189,7 +189,7 @@ static bool finish(struct httpd_req *r,
                    enum http_plan_step step)
 {
     struct httpd_file *f = NULL;
-    const struct httpd_gz *gz = NULL;
+    const struct http_gz *gz = NULL;
 
     while (step == HTTP_PLAN_LOOKUP) {
         if (f)

@@ -183,55 +183,37 @@ bool httpd_send_head(struct httpd_req *r,
 
 /* ---- content cache (httpd-cache.c) ---- */
 
-struct httpd_gz {
-    size_t len;
-    bool worthless; /* compressed was not smaller: send identity */
-    char data[];
-};
-
-/* One version of one file (device, inode, size, mtime): its body when
- * small enough and its gzip copy once built; a directory's listed names
- * once a listing built them. Every path that names the
- * file shares it, so aliases store the body once. Found in the object
- * index by (device, inode) and version; freed when no path entry, reader
- * or gzip build holds it, and counted against --cache-size until then. */
+/* One version of one file (device, inode, size, mtime): core's struct
+ * http_cache_obj (its body when small enough, its gzip copy once built, a
+ * directory's listed names once a listing built them) in the object
+ * index. Every path that names the file shares it, so aliases store the
+ * body once. Found by (device, inode) and version; freed when no path
+ * entry, reader or gzip build holds it, and counted against --cache-size
+ * until then. */
 struct httpd_obj {
     struct cds_lfht_node node; /* in the object index */
     struct rcu_head rcu;
-    _Atomic int refs;
-    struct http_file_id id; /* the file and its version */
-    _Atomic size_t charge;  /* bytes counted against --cache-size */
-    char *body;             /* whole file, or NULL */
+    struct http_cache_obj c;
     /* a regular file whose body is not kept: its descriptor, read-only,
      * opened beneath the root by the load that made the object, within
      * --open-files; -1 when none (requests open the file). Read with an
      * explicit offset only; closed when the object is freed */
     int fd;
-    struct httpd_gz *_Atomic gz; /* set once, by the build */
-    _Atomic bool building;       /* a gzip build is queued or running */
-    struct http_name_table *_Atomic names; /* a directory's: set once (CAS) */
 };
 
-/* One path's entry in the path index: core's struct http_resource (what
- * the planner reads: its MIME type comes from the path) and the file's
- * object. Immutable after publication except the atomics and the LRU
- * link. Readers hold a reference (httpd_cache_get/put), never a bare RCU
- * pointer. */
+/* One path's entry in the path index: core's struct http_cache_entry,
+ * core's struct http_resource (what the planner reads: its MIME type
+ * comes from the path) and the file's object. Immutable after
+ * publication except the atomics and the LRU link. Readers hold a
+ * reference (httpd_cache_get/put), never a bare RCU pointer. */
 struct httpd_file {
     struct cds_lfht_node node;
     struct rcu_head rcu;
-    struct http_lru_node lru; /* core's LRU list; cache lock */
-    _Atomic int refs;
-    _Atomic bool in_table;
+    struct http_cache_entry c; /* refs, in_table, stamps, LRU, charge */
     unsigned long hash;
     struct httpd_root root; /* the tree it was found in */
     struct http_resource meta;
-    struct httpd_obj *obj;
-    char *body; /* obj->body */
-    http_stamp checked_ms;
-    http_stamp used_ms;
-    size_t charge; /* bytes counted against --cache-size */
-    size_t held;   /* of them (and its object's) out of the table */
+    char *body; /* its object's */
     /* the heads of its plain answers (core's http_head_memo), one per
      * kind and disposition, [kind][keep_alive]: NULL until the first
      * response of that kind makes it, freed with the entry */
@@ -239,6 +221,11 @@ struct httpd_file {
     size_t path_len;
     char path[];
 };
+
+static inline struct httpd_obj *httpd_obj_of(const struct httpd_file *f)
+{
+    return caa_container_of(f->c.obj, struct httpd_obj, c);
+}
 
 
 int httpd_cache_init(void);
@@ -268,21 +255,21 @@ int httpd_cache_file_fd(const struct httpd_file *f,
  * for the gzip threads (once per file version) and later requests get
  * the copy. Never for an entry the cache could not keep, so a copy is
  * never made per request. */
-const struct httpd_gz *httpd_cache_gzip(struct httpd_file *f);
+const struct http_gz *httpd_cache_gzip(struct httpd_file *f);
 
-/* What httpd-cache-gz.c uses of the cache's objects: drop a reference; is
- * o the file whose status is st (device, inode, size, mtime, type); read
- * len bytes from the start of fd (0, or -1); count bytes more against
- * --cache-size as o's, evicting if that goes over. */
+/* What httpd-cache-gz.c and httpd-listing.c use of the cache: core's
+ * state of it (the LRU list, the counters, the primitives); drop a
+ * reference; is o the file whose status is st (device, inode, size, mtime,
+ * type); read len bytes from the start of fd (0, or -1). */
 struct stat;
+extern struct http_cache httpd_cache_core;
 void httpd_obj_put(struct httpd_obj *o);
-bool httpd_obj_is(const struct httpd_obj *o, const struct stat *st);
+bool httpd_obj_is(const struct http_cache_obj *o, const struct stat *st);
 int httpd_read_all(int fd, char *buf, size_t len);
-void httpd_cache_charge(struct httpd_obj *o, size_t bytes);
 
 /* ---- gzip (httpd-gzip.c) ---- */
-/* gzip in[0..len) into a fresh httpd_gz; NULL on failure. */
-struct httpd_gz *httpd_gzip(const char *in, size_t len);
+/* gzip in[0..len) into a fresh struct http_gz; NULL on failure. */
+struct http_gz *httpd_gzip(const char *in, size_t len);
 
 /* A gzip build off the request path, run by one of the gzip threads. */
 struct httpd_gzip_job {

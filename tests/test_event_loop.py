@@ -224,3 +224,38 @@ def test_each_worker_accepts_once_per_connection_on_its_own_listener(tmp_path, m
         stop(p)
     assert res["good"] == n, res
     assert n <= calls.get("accept4", 0) <= n + 2, calls
+
+
+@pytest.mark.parametrize("model", ["epoll", "mn"])
+def test_busy_poll_does_not_wait_for_room_to_send(tmp_path, model):
+    """A large body to a client that takes 64 KiB every 2 ms: the worker
+    waits for room to send, and a poll would only spin through the
+    client's gaps (on a host where the client shares the cores, through
+    its reads). Room to send (EPOLLOUT alone) does not keep the poll, as
+    a request's bytes do, so the worker sleeps in the gaps. Before, with
+    the limit far above the gaps, the poll caught every EPOLLOUT and the
+    worker used about as much CPU as the transfer took time; at the
+    default limit a 1 MiB keep-alive response made 0.29 sched_yield (0.02
+    now) and cost x1.09 of the floor's CPU (x1.03 now)."""
+    p, port = start(tmp_path, model, 10000, threads=1)
+    body = 4 << 20
+    (tmp_path / "www" / "big.bin").write_bytes(b"x" * body)
+    try:
+        import socket
+        s = socket.create_connection(("127.0.0.1", port))
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 64 << 10)
+        cpu0, t0 = task_cpu_seconds(p.pid), time.monotonic()
+        s.sendall(b"GET /big.bin HTTP/1.1\r\nHost: h\r\n\r\n")
+        got, deadline = 0, t0 + 30
+        while got < body and time.monotonic() < deadline:
+            n = len(s.recv(64 << 10))
+            assert n, "the server closed"
+            got += n
+            time.sleep(0.002)
+        elapsed = time.monotonic() - t0
+        used = task_cpu_seconds(p.pid) - cpu0
+        s.close()
+    finally:
+        stop(p)
+    assert got >= body, got
+    assert used < 0.3 * elapsed, f"{used:.3f} s of CPU in {elapsed:.3f} s"

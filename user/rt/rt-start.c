@@ -88,7 +88,9 @@ int rt_start(const struct rt_config *cfg)
     rt_g.stop_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     if (rt_g.stop_fd < 0)
         return -errno;
-    int n = cfg->model == RT_MODEL_THREADS ? 1 : cfg->workers;
+    /* a listener per epoll or mn worker, SO_REUSEPORT; threads: one */
+    bool per_worker = cfg->model != RT_MODEL_THREADS;
+    int n = per_worker ? cfg->workers : 1;
     if (n > (int) (sizeof(rt_g.listen_fds) / sizeof(rt_g.listen_fds[0])))
         n = sizeof(rt_g.listen_fds) / sizeof(rt_g.listen_fds[0]);
     int inherited = inherited_listener(cfg);
@@ -112,13 +114,13 @@ int rt_start(const struct rt_config *cfg)
         return err;
     }
     for (int i = 0; i < n && !rt_g.inherited; i++) {
-        int fd = rt_open_listener(cfg, cfg->port, n > 1);
+        int fd = rt_open_listener(cfg, cfg->port, per_worker);
         if (fd < 0)
             return fd;
         rt_g.listen_fds[rt_g.nlisten++] = fd;
     }
     for (int i = 0; i < n && cfg->second_port; i++) {
-        int fd = rt_open_listener(cfg, cfg->second_port, n > 1);
+        int fd = rt_open_listener(cfg, cfg->second_port, per_worker);
         if (fd < 0)
             return fd;
         rt_g.listen_fds2[rt_g.nlisten2++] = fd;

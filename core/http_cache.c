@@ -173,6 +173,22 @@ void http_cache_put_gone(const struct http_cache *c,
         c->ops->put(n);
 }
 
+static struct http_cache_entry *entry_of(struct http_lru_node *n)
+{
+    return (struct http_cache_entry *) ((char *) n -
+                                        offsetof(struct http_cache_entry, lru));
+}
+
+void http_cache_unpublish_locked(struct http_cache *c,
+                                 struct http_cache_entry *e,
+                                 struct http_lru_node **gone)
+{
+    if (!http_flag_read(&e->in_table))
+        return;
+    c->ops->remove(e);
+    http_cache_left_locked(c, e, gone);
+}
+
 void http_cache_evict_locked(struct http_cache *c,
                              size_t budget,
                              struct http_lru_node **gone)
@@ -181,7 +197,7 @@ void http_cache_evict_locked(struct http_cache *c,
 
     while ((n = http_lru_victim(&c->lru, http_cache_acct_published(&c->acct),
                                 budget))) {
-        c->ops->unpublish(n, gone);
+        http_cache_unpublish_locked(c, entry_of(n), gone);
         c->ops->evicted();
     }
 }
@@ -213,7 +229,7 @@ void http_cache_drop(struct http_cache *c, struct http_lru_node *n)
     struct http_lru_node *gone = NULL;
 
     c->ops->lock();
-    c->ops->unpublish(n, &gone);
+    http_cache_unpublish_locked(c, entry_of(n), &gone);
     c->ops->unlock();
     http_cache_put_gone(c, &gone);
     c->ops->put(n);
@@ -326,4 +342,51 @@ const struct http_gz *http_cache_gz_start(
     gz = gz_ops->gzip(o->body, o->id.size);
     http_cache_gz_built(c, o, gz, budget);
     return gz;
+}
+
+void http_cache_obj_made(struct http_cache *c,
+                         struct http_cache_obj *o,
+                         const struct http_file_id *id,
+                         char *body)
+{
+    size_t charge = http_cache_obj_charge(body ? id->size : 0);
+
+    http_ref_init(&o->refs, 1);
+    o->id = *id;
+    o->body = body;
+    http_counter_add(&o->charge, (long) charge);
+    http_cache_acct_charge(&c->acct, charge, 1);
+}
+
+void http_cache_obj_lost(struct http_cache *c, struct http_cache_obj *o)
+{
+    http_cache_acct_release(&c->acct, (size_t) http_counter_read(&o->charge), 0,
+                            1);
+}
+
+void http_cache_entry_made(struct http_cache_entry *e,
+                           struct http_resource *meta,
+                           const char *rel,
+                           size_t len,
+                           const struct http_file_id *id,
+                           uint64_t now_ms)
+{
+    http_ref_init(&e->refs, 1);
+    http_stamp_set(&e->checked, now_ms);
+    http_stamp_set(&e->used, now_ms);
+    http_resource_init(meta, rel, len, id->is_dir, id->size, id->mtime,
+                       id->mtime_nsec, id->ino);
+}
+
+void http_cache_entry_holds(struct http_cache *c,
+                            struct http_cache_entry *e,
+                            struct http_resource *meta,
+                            struct http_cache_obj *o,
+                            size_t len,
+                            size_t extra)
+{
+    e->obj = o;
+    meta->body_cached = o->body != NULL;
+    e->charge = http_cache_entry_charge(len, extra);
+    http_cache_acct_charge(&c->acct, e->charge, 0);
 }

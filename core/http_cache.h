@@ -4,11 +4,13 @@
  * entry and an object cost, whether one fits at all, and how far an
  * eviction goes; the LRU list itself, the eviction walk, an entry's entry
  * into the list, a stale entry's removal and the puts after the lock (the
- * cold paths, over the engine's primitives: struct http_cache_ops).
- * Functions over the caller's numbers and memory: the engines keep the
- * tables, the locks, RCU, the allocator, the reference counts, the file
- * system calls and the hit path (kernel/khttpd/cache.c,
- * user/httpd/httpd-cache.c). */
+ * cold paths, over the engine's primitives: struct http_cache_ops); the
+ * part of an entry and of an object both engines share (struct
+ * http_cache_entry, struct http_cache_obj) with a load's, a publication's
+ * and a gzip copy's sequences over it. Functions over the caller's
+ * memory, atomics from compat.h: the engines keep the tables, the locks,
+ * RCU, the allocator, the file system calls and the hit path's lookup
+ * and freshness check (kernel/khttpd/cache.c, user/httpd/httpd-cache.c). */
 #ifndef KTCP_CORE_HTTP_CACHE_H
 #define KTCP_CORE_HTTP_CACHE_H
 
@@ -68,11 +70,6 @@ static inline bool http_cache_claim(http_stamp *stamp,
            http_stamp_move(stamp, last, now_ms);
 }
 
-/* What a path entry costs: the fixed overhead, its path and extra bytes
- * the engine keeps with it. */
-size_t http_cache_entry_charge(size_t path_len, size_t extra);
-/* What an object costs with body bytes of its file kept in memory. */
-size_t http_cache_obj_charge(size_t body);
 
 
 /* A cache's counters: every thread updates them with atomic adds,
@@ -96,7 +93,6 @@ struct http_cache_acct {
         HTTP_COUNTER_INIT(0), HTTP_COUNTER_INIT(0), HTTP_COUNTER_INIT(0) \
     }
 
-void http_cache_acct_charge(struct http_cache_acct *a, size_t bytes, int objs);
 void http_cache_acct_release(struct http_cache_acct *a,
                              size_t bytes,
                              size_t held,
@@ -180,24 +176,24 @@ struct http_lru {
     }
 
 /* The table's cold paths, written once over the engine's primitives: an
- * eviction, a stale entry's removal, an entry's entry into the LRU list.
- * Core knows an entry by its LRU node. Function pointers: none is on the
- * hit path (a hit, its freshness check and its touch are the engine's own
- * direct calls). */
+ * eviction, a stale entry's removal, a new entry's publication. Function
+ * pointers: none is on the hit path (a hit's lookup and freshness check
+ * are the engine's own direct calls; its touch is core's inline claim,
+ * the lock only when the claim is won). */
 struct http_cache_ops {
     /* The engine's lock of the table, its LRU list and in_table flags. */
     void (*lock)(void);
     void (*unlock)(void);
-    /* Under the lock: n's entry out of the table, if it is still there:
-     * off the list onto *gone (http_lru_leave), its bytes held
-     * (http_cache_acct_hold). */
-    void (*unpublish)(struct http_lru_node *n, struct http_lru_node **gone);
+    /* Under the lock: e, in the table (its in_table flag), out of the
+     * engine's table (http_cache_unpublish_locked does the rest). */
+    void (*remove)(struct http_cache_entry *e);
     /* Drop one reference to n's entry (the last frees it). */
     void (*put)(struct http_lru_node *n);
     /* An entry evicted (the engine's counter). */
     void (*evicted)(void);
     /* Under the lock: e into the engine's table, the entry of the same
-     * key it replaces out of it (unpublished onto *gone). */
+     * key it replaces out of it (out of the engine's table, then
+     * http_cache_left_locked onto *gone). */
     void (*insert)(struct http_cache_entry *e, struct http_lru_node **gone);
 };
 
@@ -227,6 +223,39 @@ void http_cache_drop(struct http_cache *c, struct http_lru_node *n);
 void http_cache_left_locked(struct http_cache *c,
                             struct http_cache_entry *e,
                             struct http_lru_node **gone);
+struct http_resource;
+/* A load's new object of version id with body (the whole file, or NULL:
+ * none kept): its shared part set (one reference, its loader's) and
+ * charged, before it can be seen in the engine's table. */
+void http_cache_obj_made(struct http_cache *c,
+                         struct http_cache_obj *o,
+                         const struct http_file_id *id,
+                         char *body);
+/* An object http_cache_obj_made charged that never entered the table
+ * (another load published its version first): its charge returned. */
+void http_cache_obj_lost(struct http_cache *c, struct http_cache_obj *o);
+/* A load's new entry, of path rel (len bytes) and the file's version id,
+ * at now_ms: its shared part (one reference, its loader's; both stamps)
+ * and the planner's resource meta. */
+void http_cache_entry_made(struct http_cache_entry *e,
+                           struct http_resource *meta,
+                           const char *rel,
+                           size_t len,
+                           const struct http_file_id *id,
+                           uint64_t now_ms);
+/* e's object o (the loader's reference, now e's): its body in meta, e
+ * charged (http_cache_entry_charge of len path bytes and extra). */
+void http_cache_entry_holds(struct http_cache *c,
+                            struct http_cache_entry *e,
+                            struct http_resource *meta,
+                            struct http_cache_obj *o,
+                            size_t len,
+                            size_t extra);
+/* Under the lock: e out of the table if it is still there (the engine's
+ * remove), off the LRU list onto *gone, its bytes held. */
+void http_cache_unpublish_locked(struct http_cache *c,
+                                 struct http_cache_entry *e,
+                                 struct http_lru_node **gone);
 /* A new entry e (referenced by its loader) into the table, replacing the
  * entry of its key, and to the LRU front; false when it cannot be kept
  * within budget (served once, its bytes held until its last put). */

@@ -44,6 +44,13 @@ size_t http_format_hex(uint64_t v, char *out);
 
 /* ---- http_cache.h ---- */
 
+/* What a path entry costs: the fixed overhead, its path and extra bytes
+ * the engine keeps with it. */
+size_t http_cache_entry_charge(size_t path_len, size_t extra);
+/* What an object costs with body bytes of its file kept in memory. */
+size_t http_cache_obj_charge(size_t body);
+void http_cache_acct_charge(struct http_cache_acct *a, size_t bytes, int objs);
+
 /* A gzip copy of len bytes (its head of head bytes) added to an object;
  * a worthless one (not smaller, or unreadable) costs its head alone. */
 size_t http_cache_gz_charge(size_t head, size_t len, bool worthless);
@@ -301,6 +308,17 @@ int http_path_error_status(int result);
 const char *http_path_error_name(int result);
 
 /* ---- http_plan.h ---- */
+
+/* The planner's resource of a file (http_cache_entry_made fills an
+ * entry's from the file's version). */
+void http_resource_init(struct http_resource *r,
+                        const char *path,
+                        size_t path_len,
+                        bool is_dir,
+                        uint64_t size,
+                        int64_t mtime,
+                        uint32_t mtime_nsec,
+                        uint64_t ino);
 
 /* Status for a failed lookup or open (-errno): 404 for what is not there,
  * 403 for what leads out of the root or may not be read, 503 (with

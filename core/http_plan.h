@@ -52,7 +52,7 @@
 #define HTTP_ELOOP 40
 
 /* What the planner needs to know about a file or directory. Engines keep
- * one in each cache entry, filled by http_resource_init from the file's
+ * one in each cache entry, filled by http_cache_entry_made from the file's
  * status (mtime in seconds and its nanoseconds, inode: the ETag's parts). */
 struct http_resource {
     bool is_dir;
@@ -69,14 +69,6 @@ struct http_resource {
     const struct http_mime_type *table_mime;
 };
 
-void http_resource_init(struct http_resource *r,
-                        const char *path,
-                        size_t path_len,
-                        bool is_dir,
-                        uint64_t size,
-                        int64_t mtime,
-                        uint32_t mtime_nsec,
-                        uint64_t ino);
 
 /* Look path's type up in the operator's table t once, for every plan that
  * runs with the same table (the planner falls back to a lookup per request

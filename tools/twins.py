@@ -38,8 +38,9 @@ PAIRS = [
     ("entry free (RCU)", [KCACHE], ["khttpd_entry_free_rcu"],
      UCACHE, ["file_free_rcu"]),
     ("entry put", [KCACHE], ["khttpd_cache_put"], UCACHE, ["httpd_cache_put"]),
-    ("unpublish", [KCACHE], ["khttpd_unpublish_locked"],
-     UCACHE, ["unpublish_locked", "leave_locked"]),
+    # the rest is core's (http_cache_unpublish_locked, _left_locked)
+    ("unpublish", [KCACHE], ["khttpd_remove"],
+     UCACHE, ["remove_node", "leave_locked"]),
     ("file identity", [KCACHE], ["khttpd_file_id"], UCACHE, ["file_id"]),
     ("object is", [KCACHE], ["khttpd_obj_is"], UCACHE, ["httpd_obj_is"]),
     ("object get", [KCACHE], ["khttpd_obj_find", "khttpd_obj_get"],
@@ -56,10 +57,8 @@ PAIRS = [
     # the primitives core's cold paths call (struct http_cache_ops)
     ("cache ops", [KCACHE],
      ["khttpd_cache_lock_table", "khttpd_cache_unlock_table",
-      "khttpd_unpublish_node", "khttpd_put_node", "khttpd_evicted",
-      "khttpd_insert"],
-     UCACHE, ["lock_table", "unlock_table", "unpublish_node", "put_node",
-              "evicted", "insert"]),
+      "khttpd_put_node", "khttpd_evicted", "khttpd_insert"],
+     UCACHE, ["lock_table", "unlock_table", "put_node", "evicted", "insert"]),
     ("usage", [KCACHE], ["khttpd_cache_usage"], UCACHE, ["httpd_cache_usage"]),
     ("cache init", [KCACHE], ["khttpd_cache_init"], UCACHE, ["httpd_cache_init"]),
     # the growth is core's (http_names_grow); each engine's charged memory

@@ -122,17 +122,12 @@ void khttpd_cache_put(struct khttpd_entry *e)
 	call_rcu(&e->rcu, khttpd_entry_free_rcu);
 }
 
-/* Under khttpd_cache_lock: take e out of the table and the LRU list onto
- * gone, whose entries the caller puts (the table's references) after
- * dropping the lock.
+/* Under khttpd_cache_lock: c out of the path table (core's
+ * http_cache_unpublish_locked does the rest).
  */
-static void khttpd_unpublish_locked(struct khttpd_entry *e,
-				    struct http_lru_node **gone)
+static void khttpd_remove(struct http_cache_entry *c)
 {
-	if (!http_flag_read(&e->c.in_table))
-		return;
-	hash_del_rcu(&e->node);
-	http_cache_left_locked(&khttpd_c, &e->c, gone);
+	hash_del_rcu(&container_of(c, struct khttpd_entry, c)->node);
 }
 
 static void khttpd_cache_lock_table(void)
@@ -143,13 +138,6 @@ static void khttpd_cache_lock_table(void)
 static void khttpd_cache_unlock_table(void)
 {
 	spin_unlock(&khttpd_cache_lock);
-}
-
-static void khttpd_unpublish_node(struct http_lru_node *n,
-				  struct http_lru_node **gone)
-{
-	khttpd_unpublish_locked(container_of(n, struct khttpd_entry, c.lru),
-				gone);
 }
 
 static void khttpd_put_node(struct http_lru_node *n)
@@ -196,20 +184,19 @@ static struct khttpd_obj *khttpd_obj_find(const struct http_file_id *id,
 	return NULL;
 }
 
-/* The object for the file at path (status st): the table's if it has this
- * version, else a new one with its body read when keep; referenced.
+/* The object for version id of the file at path: the table's if it has
+ * this version, else a new one with its body read when keep; referenced.
  */
 static struct khttpd_obj *khttpd_obj_get(const struct path *path,
-					 const struct kstat *st, bool keep)
+					 const struct http_file_id *id,
+					 bool keep)
 {
-	struct http_file_id id;
+	u32 hash = http_file_id_hash(id);
 	struct khttpd_obj *o, *won;
-	u32 hash;
+	char *body = NULL;
 
-	khttpd_file_id(st, &id);
-	hash = http_file_id_hash(&id);
 	rcu_read_lock();
-	o = khttpd_obj_find(&id, hash);
+	o = khttpd_obj_find(id, hash);
 	rcu_read_unlock();
 	if (o)
 		return o;
@@ -217,25 +204,20 @@ static struct khttpd_obj *khttpd_obj_get(const struct path *path,
 	o = kzalloc(sizeof(*o), GFP_KERNEL);
 	if (!o)
 		return NULL;
-	refcount_set(&o->c.refs, 1);
-	o->hash = hash;
-	o->c.id = id;
 	if (keep) {
 		struct file *f = khttpd_open_path(path);
 
 		if (!IS_ERR(f)) {
-			o->c.body = kvmalloc(id.size, GFP_KERNEL);
-			if (o->c.body &&
-			    khttpd_read_whole(f, o->c.body, id.size) < 0) {
-				kvfree(o->c.body);
-				o->c.body =
-					NULL; /* the splice path reports it */
+			body = kvmalloc(id->size, GFP_KERNEL);
+			if (body && khttpd_read_whole(f, body, id->size) < 0) {
+				kvfree(body);
+				body = NULL; /* the splice path reports it */
 			}
 			fput(f);
 		}
 	}
-	atomic_long_set(&o->c.charge,
-			http_cache_obj_charge(o->c.body ? id.size : 0));
+	o->hash = hash;
+	http_cache_obj_made(&khttpd_c, &o->c, id, body);
 
 	spin_lock(&khttpd_obj_lock);
 	rcu_read_lock();
@@ -243,21 +225,19 @@ static struct khttpd_obj *khttpd_obj_get(const struct path *path,
 	 * the lock no object in the table has dropped its last reference:
 	 * that happens under the lock, together with its removal.
 	 */
-	won = khttpd_obj_find(&id, hash);
+	won = khttpd_obj_find(id, hash);
 	if (!won) {
 		o->hashed = true;
 		hash_add_rcu(khttpd_objs, &o->node, hash);
 	}
 	rcu_read_unlock();
 	spin_unlock(&khttpd_obj_lock);
-	if (won) {
-		kvfree(o->c.body);
-		kfree(o); /* never published */
-		return won;
-	}
-	http_cache_acct_charge(&khttpd_c.acct, atomic_long_read(&o->c.charge),
-			       1);
-	return o;
+	if (!won)
+		return o;
+	http_cache_obj_lost(&khttpd_c, &o->c);
+	kvfree(body);
+	kfree(o); /* never published */
+	return won;
 }
 
 static int khttpd_stat(const struct khttpd_site *site, const char *rel,
@@ -277,6 +257,7 @@ static int khttpd_stat(const struct khttpd_site *site, const char *rel,
 static int khttpd_load(const struct khttpd_site *site, const char *rel,
 		       size_t len, u32 hash, struct khttpd_entry **out)
 {
+	struct http_file_id id;
 	struct khttpd_entry *e;
 	struct khttpd_obj *o;
 	struct path path;
@@ -295,16 +276,13 @@ static int khttpd_load(const struct khttpd_site *site, const char *rel,
 		err = -ENOMEM;
 		goto out_path;
 	}
-	refcount_set(&e->c.refs, 1);
+	khttpd_file_id(&st, &id);
 	e->hash = hash;
 	e->site = site;
-	http_resource_init(&e->meta, rel, len, S_ISDIR(st.mode), st.size,
-			   st.mtime.tv_sec, st.mtime.tv_nsec, st.ino);
+	http_cache_entry_made(&e->c, &e->meta, rel, len, &id, khttpd_now_ms());
 	e->path_len = len;
 	memcpy(e->path, rel, len);
-	http_stamp_set(&e->c.checked, khttpd_now_ms());
-	http_stamp_set(&e->c.used, khttpd_now_ms());
-	o = khttpd_obj_get(&path, &st,
+	o = khttpd_obj_get(&path, &id,
 			   http_resource_keep_body(&e->meta,
 						   khttpd_cache_bytes));
 	if (!o) {
@@ -312,11 +290,8 @@ static int khttpd_load(const struct khttpd_site *site, const char *rel,
 		err = -ENOMEM;
 		goto out_path;
 	}
-	e->c.obj = &o->c;
+	http_cache_entry_holds(&khttpd_c, &e->c, &e->meta, &o->c, len, 0);
 	e->body = o->c.body;
-	e->meta.body_cached = !!e->body;
-	e->c.charge = http_cache_entry_charge(len, 0);
-	http_cache_acct_charge(&khttpd_c.acct, e->c.charge, 0);
 	*out = e;
 	err = 0;
 out_path:
@@ -504,7 +479,7 @@ static void khttpd_insert(struct http_cache_entry *c,
 	hash_for_each_possible(khttpd_cache, old, node, e->hash) {
 		if (khttpd_entry_is(old, e->site, e->path, e->path_len,
 				    e->hash)) {
-			khttpd_unpublish_locked(old, gone);
+			http_cache_unpublish_locked(&khttpd_c, &old->c, gone);
 			break;
 		}
 	}
@@ -514,7 +489,7 @@ static void khttpd_insert(struct http_cache_entry *c,
 static const struct http_cache_ops khttpd_cache_ops = {
 	.lock = khttpd_cache_lock_table,
 	.unlock = khttpd_cache_unlock_table,
-	.unpublish = khttpd_unpublish_node,
+	.remove = khttpd_remove,
 	.put = khttpd_put_node,
 	.evicted = khttpd_evicted,
 	.insert = khttpd_insert,
@@ -547,7 +522,7 @@ void khttpd_cache_exit(void)
 
 	spin_lock(&khttpd_cache_lock);
 	hash_for_each_safe(khttpd_cache, bkt, tmp, e, node)
-		khttpd_unpublish_locked(e, &gone);
+		http_cache_unpublish_locked(&khttpd_c, &e->c, &gone);
 	spin_unlock(&khttpd_cache_lock);
 	http_cache_put_gone(&khttpd_c, &gone);
 	/* Every call_rcu above (and earlier ones) has run before we return. */

@@ -21,6 +21,7 @@
 #include <stdlib.h>
 
 #include "http_core.h"
+#include "http_internal.h"
 
 #define REQUIRE(c)   \
     do {             \

@@ -241,16 +241,25 @@ static void test_lru(void)
     CHECK(http_lru_pop(&gone) == &e[4].lru);
 }
 
-/* A fake engine for the table's cold paths: entries with a reference
- * count, the table's charge of each, and a lock that must be held (and
- * never taken twice) around every unpublish. */
+/* A fake engine for the table's cold paths: entries (core's struct
+ * http_cache_entry, 100 bytes each, on one shared object that another
+ * holder keeps, so an entry leaving holds its own bytes only) with a
+ * reference count, and a lock that must be held (and never taken twice)
+ * around every removal and insert. */
 static struct {
     bool locked;
-    int locks, evictions, puts, bad;
+    int locks, evictions, puts, removes, inserts, bad;
+    struct http_cache_entry *replaced; /* what the next insert replaces */
 } eng;
 static struct http_cache fake;
-static struct ent fents[6];
-static int frefs[6];
+static struct http_cache_obj fobj;
+static struct http_cache_entry fents[8];
+
+static struct http_cache_entry *fent_of(struct http_lru_node *n)
+{
+    return (struct http_cache_entry *) ((char *) n -
+                                        offsetof(struct http_cache_entry, lru));
+}
 
 static void f_lock(void)
 {
@@ -265,27 +274,20 @@ static void f_unlock(void)
     eng.locked = false;
 }
 
-static void f_unpublish(struct http_lru_node *n, struct http_lru_node **gone)
+static void f_remove(struct http_cache_entry *e)
 {
-    struct ent *e = ent_of(n);
-
-    eng.bad += !eng.locked;
-    if (!e->in_table)
-        return;
-    e->in_table = false;
-    http_lru_leave(n, gone);
-    /* out of the table: its bytes no longer what an eviction can free */
-    http_cache_acct_hold(&fake.acct, e->bytes, 0, false);
+    eng.bad += !eng.locked || !http_flag_read(&e->in_table);
+    eng.removes++;
 }
 
 static void f_put(struct http_lru_node *n)
 {
-    struct ent *e = ent_of(n);
+    struct http_cache_entry *e = fent_of(n);
 
     eng.bad += eng.locked; /* puts come after the lock is dropped */
     eng.puts++;
-    if (--frefs[e - fents] == 0)
-        http_cache_acct_release(&fake.acct, e->bytes, e->bytes, 0);
+    if (http_ref_put(&e->refs))
+        http_cache_acct_release(&fake.acct, e->charge, e->held, 0);
 }
 
 static void f_evicted(void)
@@ -293,11 +295,37 @@ static void f_evicted(void)
     eng.evictions++;
 }
 
+static void f_insert(struct http_cache_entry *e, struct http_lru_node **gone)
+{
+    eng.bad += !eng.locked || http_flag_read(&e->in_table);
+    eng.inserts++;
+    if (eng.replaced) {
+        http_cache_unpublish_locked(&fake, eng.replaced, gone);
+        eng.replaced = NULL;
+    }
+}
+
 static const struct http_cache_ops fops = {.lock = f_lock,
                                            .unlock = f_unlock,
-                                           .unpublish = f_unpublish,
+                                           .remove = f_remove,
                                            .put = f_put,
-                                           .evicted = f_evicted};
+                                           .evicted = f_evicted,
+                                           .insert = f_insert};
+
+static void fent_init(int i)
+{
+    fents[i] = (struct http_cache_entry){.charge = 100, .obj = &fobj};
+    http_ref_init(&fents[i].refs, 1); /* the loader's */
+    http_cache_acct_charge(&fake.acct, 100, 0);
+}
+
+static size_t fake_bytes(void)
+{
+    size_t bytes, objs;
+
+    http_cache_acct_usage(&fake.acct, &bytes, &objs);
+    return bytes;
+}
 
 /* Core's flow over the fake: an entry enters at the front, an insert over
  * budget evicts from the tail (the entries put after the lock), a charge
@@ -305,69 +333,190 @@ static const struct http_cache_ops fops = {.lock = f_lock,
  * references. */
 static void test_cache_flow(void)
 {
-    struct http_lru_node *gone = NULL;
-
     fake = (struct http_cache) HTTP_CACHE_INIT(fake, &fops);
+    http_ref_init(&fobj.refs, 2); /* never the entries' alone */
     for (int i = 0; i < 5; i++) {
-        fents[i] = (struct ent){.bytes = 100, .in_table = true};
-        frefs[i] = 1; /* the table's */
-        http_cache_acct_charge(&fake.acct, 100, 0);
-        f_lock();
-        http_cache_enter_locked(&fake, &fents[i].lru, 1000, &gone);
-        f_unlock();
-        CHECK(!gone); /* 500 of 1000: nothing evicted */
+        fent_init(i);
+        CHECK(http_cache_publish(&fake, &fents[i], 1000));
+        f_put(&fents[i].lru); /* the loader done: the table's is left */
+        CHECK(http_flag_read(&fents[i].in_table));
     }
+    CHECK_INT(eng.inserts, 5);
+    CHECK_INT(eng.evictions, 0); /* 500 of 1000 */
     CHECK(fake.lru.head.next == &fents[4].lru);
     CHECK(fake.lru.head.prev == &fents[0].lru);
     /* under budget: no lock taken */
     eng.locks = 0;
     http_cache_evict_if_over(&fake, 1000);
     CHECK_INT(eng.locks, 0);
-    /* a sixth entry past a budget of 550: down to 495, the tail first */
-    fents[5] = (struct ent){.bytes = 100, .in_table = true};
-    frefs[5] = 1;
-    http_cache_acct_charge(&fake.acct, 100, 0);
-    f_lock();
-    http_cache_enter_locked(&fake, &fents[5].lru, 550, &gone);
-    f_unlock();
+    /* a sixth entry past a budget of 550: down to 495, the tail first,
+     * the evicted put after the lock */
+    fent_init(5);
+    CHECK(http_cache_publish(&fake, &fents[5], 550));
+    f_put(&fents[5].lru);
     CHECK_INT(eng.evictions, 2);
-    CHECK(!fents[0].in_table && !fents[1].in_table && fents[2].in_table);
+    CHECK_INT(eng.removes, 2);
+    CHECK(!http_flag_read(&fents[0].in_table));
+    CHECK(!http_flag_read(&fents[1].in_table));
+    CHECK(http_flag_read(&fents[2].in_table));
     CHECK(fake.lru.head.next == &fents[5].lru);
-    http_cache_put_gone(&fake, &gone);
-    CHECK(!gone);
-    CHECK_INT(eng.puts, 2);
-    CHECK_INT(frefs[0] + frefs[1], 0);
-    size_t bytes, objs;
-    http_cache_acct_usage(&fake.acct, &bytes, &objs);
-    CHECK_INT(bytes, 400);
+    CHECK_INT(eng.puts, 6 + 2);
+    CHECK_INT(http_ref_read(&fents[0].refs) + http_ref_read(&fents[1].refs), 0);
+    CHECK_INT(fake_bytes(), 400);
     /* a charge that passes a smaller budget: the lock, an eviction, the
      * puts after it */
     eng.locks = 0;
     http_cache_evict_if_over(&fake, 300);
     CHECK_INT(eng.locks, 1);
     CHECK_INT(eng.evictions, 4);
-    CHECK(!fents[2].in_table && !fents[3].in_table && fents[4].in_table);
-    CHECK_INT(eng.puts, 4);
+    CHECK(!http_flag_read(&fents[2].in_table));
+    CHECK(!http_flag_read(&fents[3].in_table));
+    CHECK(http_flag_read(&fents[4].in_table));
+    CHECK_INT(eng.puts, 10);
     /* a stale entry found by a reader (its reference taken): out of the
      * table, both references put */
-    frefs[4]++;
+    http_ref_get(&fents[4].refs);
     http_cache_drop(&fake, &fents[4].lru);
-    CHECK(!fents[4].in_table);
-    CHECK_INT(frefs[4], 0);
-    CHECK_INT(eng.puts, 6);
-    /* stale but gone from the table already (evicted meanwhile): only the
-     * finder's reference */
-    frefs[5]++;
-    f_lock();
-    f_unpublish(&fents[5].lru, &gone);
-    f_unlock();
-    http_cache_put_gone(&fake, &gone);
+    CHECK(!http_flag_read(&fents[4].in_table));
+    CHECK_INT(http_ref_read(&fents[4].refs), 0);
+    CHECK_INT(eng.puts, 12);
+    /* a reader holds 5 when a load of its path replaces it (the engine's
+     * insert finds it): out of the table, the table's reference put */
+    http_ref_get(&fents[5].refs);
+    fent_init(6);
+    eng.replaced = &fents[5];
+    CHECK(http_cache_publish(&fake, &fents[6], 1000));
+    CHECK(!http_flag_read(&fents[5].in_table));
+    CHECK_INT(http_ref_read(&fents[5].refs), 1); /* the reader's */
+    CHECK(fake.lru.head.next == &fents[6].lru);
+    CHECK(fake.lru.head.prev == &fents[6].lru);
+    /* the reader finds it stale, gone from the table already: only its
+     * reference, no second removal */
+    int removes = eng.removes;
     http_cache_drop(&fake, &fents[5].lru);
-    CHECK_INT(frefs[5], 0);
+    CHECK_INT(eng.removes, removes);
+    CHECK_INT(http_ref_read(&fents[5].refs), 0);
+    /* too big to keep: not in the table, its bytes held until its put */
+    fent_init(7);
+    fents[7].charge = 2000;
+    http_cache_acct_charge(&fake.acct, 1900, 0);
+    CHECK(!http_cache_publish(&fake, &fents[7], 1000));
+    CHECK(!http_flag_read(&fents[7].in_table));
+    CHECK_INT(fents[7].held, 2000);
+    CHECK_INT(http_ref_read(&fents[7].refs), 1);
+    CHECK_INT(http_cache_acct_published(&fake.acct), 100); /* 6 alone */
+    f_put(&fents[7].lru);
+    CHECK_INT(fake_bytes(), 100);
+    /* 6 stale: the table's reference and its loader's */
+    http_cache_drop(&fake, &fents[6].lru);
     CHECK(fake.lru.head.next == &fake.lru.head);
-    http_cache_acct_usage(&fake.acct, &bytes, &objs);
-    CHECK_INT(bytes, 0);
+    CHECK_INT(fake_bytes(), 0);
     CHECK_INT(eng.bad, 0);
+}
+
+/* A load's object and entry: charged once, the lost object's charge
+ * returned, the entry's resource from the file's version. */
+static void test_made(void)
+{
+    struct http_cache c = HTTP_CACHE_INIT(c, &fops);
+    struct http_file_id id = {
+        .dev = 1, .ino = 2, .size = 5, .mtime = 1700000000, .mtime_nsec = 7};
+    struct http_cache_obj o = {0}, lost = {0};
+    struct http_cache_entry e = {0};
+    struct http_resource meta;
+    char body[5] = "hello";
+    size_t bytes, objs;
+
+    http_cache_obj_made(&c, &o, &id, body);
+    http_cache_obj_made(&c, &lost, &id, NULL);
+    CHECK_INT(http_ref_read(&o.refs), 1);
+    CHECK(http_file_id_same(&o.id, &id) && o.body == body);
+    CHECK_INT(http_counter_read(&o.charge), http_cache_obj_charge(5));
+    CHECK_INT(http_counter_read(&lost.charge), http_cache_obj_charge(0));
+    http_cache_obj_lost(&c, &lost);
+    http_cache_acct_usage(&c.acct, &bytes, &objs);
+    CHECK_INT(bytes, http_cache_obj_charge(5));
+    CHECK_INT(objs, 1);
+    http_cache_entry_made(&e, &meta, "a.txt", 5, &id, 1234);
+    CHECK_INT(http_ref_read(&e.refs), 1);
+    CHECK_INT(http_stamp_read(&e.checked), 1234);
+    CHECK_INT(http_stamp_read(&e.used), 1234);
+    CHECK(!meta.is_dir && meta.size == 5 && meta.mtime == 1700000000);
+    http_cache_entry_holds(&c, &e, &meta, &o, 5, 10);
+    CHECK(e.obj == &o && meta.body_cached);
+    CHECK_INT(e.charge, http_cache_entry_charge(5, 10));
+    http_cache_acct_usage(&c.acct, &bytes, &objs);
+    CHECK_INT(bytes, http_cache_obj_charge(5) + http_cache_entry_charge(5, 10));
+}
+
+/* The gzip copy: built once, the flag taken by one request; a small body
+ * in memory compressed now, a bigger one queued; a failed queue or build
+ * lets a later request try; none for an entry out of the table. */
+static struct http_gz fgz = {.len = 3};
+static int gz_made, gz_queued;
+static bool gz_queue_ok;
+
+static struct http_gz *g_gzip(const char *src, size_t len)
+{
+    (void) src;
+    (void) len;
+    gz_made++;
+    return &fgz;
+}
+
+static bool g_queue(struct http_cache_entry *e)
+{
+    (void) e;
+    gz_queued++;
+    return gz_queue_ok;
+}
+
+static void test_gz(void)
+{
+    static const struct http_cache_gz_ops gops = {g_gzip, g_queue};
+    struct http_cache c = HTTP_CACHE_INIT(c, &fops);
+    struct http_cache_obj o = {.id = {.size = 1000}};
+    struct http_cache_entry e = {.obj = &o};
+    size_t bytes, objs;
+
+    CHECK(!http_cache_gz(&c, &e, &gops, 1 << 20)); /* out of the table */
+    CHECK_INT(gz_made + gz_queued, 0);
+    http_flag_set(&e.in_table, true);
+    /* no body in memory: queued; the queue full, the flag dropped */
+    CHECK(!http_cache_gz(&c, &e, &gops, 1 << 20));
+    CHECK_INT(gz_queued, 1);
+    CHECK(!http_flag_read(&o.building));
+    gz_queue_ok = true;
+    CHECK(!http_cache_gz(&c, &e, &gops, 1 << 20));
+    CHECK_INT(gz_queued, 2);
+    CHECK(http_flag_read(&o.building));
+    CHECK(!http_cache_gz(&c, &e, &gops, 1 << 20)); /* being built */
+    CHECK_INT(gz_queued, 2);
+    /* the build out of memory: a later request queues again */
+    http_cache_gz_built(&c, &o, NULL, 1 << 20);
+    CHECK(!http_flag_read(&o.building));
+    CHECK(!http_cache_gz(&c, &e, &gops, 1 << 20));
+    CHECK_INT(gz_queued, 3);
+    http_cache_gz_built(&c, &o, &fgz, 1 << 20);
+    CHECK(http_cache_gz(&c, &e, &gops, 1 << 20) == &fgz);
+    CHECK_INT(http_counter_read(&o.charge),
+              http_cache_gz_charge(sizeof(fgz), 3, false));
+    http_cache_acct_usage(&c.acct, &bytes, &objs);
+    CHECK_INT(bytes, http_cache_gz_charge(sizeof(fgz), 3, false));
+    /* a small body in memory: compressed on the spot */
+    char body[10] = {0};
+    struct http_cache_obj small = {.id = {.size = 10}, .body = body};
+    struct http_cache_entry se = {.obj = &small};
+    http_flag_set(&se.in_table, true);
+    CHECK(http_cache_gz(&c, &se, &gops, 1 << 20) == &fgz);
+    CHECK_INT(gz_made, 1);
+    CHECK_INT(gz_queued, 3);
+    /* a name table, once */
+    struct http_name_table *t1 = (struct http_name_table *) body;
+    struct http_name_table *t2 = (struct http_name_table *) (body + 1);
+    CHECK(http_cache_names_publish(&c, &small, t1, 50, 1 << 20));
+    CHECK(!http_cache_names_publish(&c, &small, t2, 50, 1 << 20));
+    CHECK(http_ptr_load(&small.names) == t1);
 }
 
 int main(void)
@@ -382,5 +531,7 @@ int main(void)
     test_acct();
     test_lru();
     test_cache_flow();
+    test_made();
+    test_gz();
     UNIT_DONE();
 }

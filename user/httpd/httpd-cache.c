@@ -172,8 +172,6 @@ int httpd_cache_init(void)
  * keeps a descriptor (open_file_give_up). */
 #define OPEN_FILES_SCAN 64
 
-static void unpublish_locked(struct httpd_file *f, struct http_lru_node **gone);
-
 /* Every one of --open-files is kept: the least recently used entry whose
  * object keeps a descriptor leaves the index, as nginx's open_file_cache
  * drops its least recently used element, and the descriptor is closed
@@ -189,7 +187,7 @@ static bool open_file_give_up(void)
          i++, n = n->prev) {
         struct httpd_file *f = caa_container_of(n, struct httpd_file, c.lru);
         if (httpd_obj_of(f)->fd >= 0) {
-            unpublish_locked(f, &gone);
+            http_cache_unpublish_locked(&httpd_cache_core, &f->c, &gone);
             break;
         }
     }
@@ -282,15 +280,14 @@ static void leave_locked(struct httpd_file *f, struct http_lru_node **gone)
     http_cache_left_locked(&httpd_cache_core, &f->c, gone);
 }
 
-/* Under cache_lock: take f out of the index, if it is still there. */
-static void unpublish_locked(struct httpd_file *f, struct http_lru_node **gone)
+/* Under cache_lock: e out of the index (core's http_cache_unpublish_locked
+ * does the rest). */
+static void remove_node(struct http_cache_entry *e)
 {
-    if (!http_flag_read(&f->c.in_table))
-        return;
     urcu_memb_read_lock();
-    cds_lfht_del(table_rcu, &f->node);
+    cds_lfht_del(table_rcu, &caa_container_of(e, struct httpd_file, c)->node);
     urcu_memb_read_unlock();
-    leave_locked(f, gone);
+    atomic_fetch_add(&table_gen, 1);
 }
 
 static void lock_table(void)
@@ -301,11 +298,6 @@ static void lock_table(void)
 static void unlock_table(void)
 {
     pthread_mutex_unlock(&cache_lock);
-}
-
-static void unpublish_node(struct http_lru_node *n, struct http_lru_node **gone)
-{
-    unpublish_locked(caa_container_of(n, struct httpd_file, c.lru), gone);
 }
 
 static void put_node(struct http_lru_node *n)
@@ -332,18 +324,19 @@ int httpd_read_all(int fd, char *buf, size_t len)
     return 0;
 }
 
-/* The object for the file open at *fd (status st): the one in the index
+/* The object for version id of the file open at *fd: the one in the index
  * if it has this version, else a new one (its body read when kept, else
  * *fd kept in it within --open-files: then *fd is -1); referenced. */
-static struct httpd_obj *obj_get(int *fd, const struct stat *st, bool keep)
+static struct httpd_obj *obj_get(int *fd,
+                                 const struct http_file_id *id,
+                                 bool keep)
 {
-    struct http_file_id id = file_id(st);
-    unsigned long hash = (unsigned long) http_file_id_hash(&id);
+    unsigned long hash = (unsigned long) http_file_id_hash(id);
     struct cds_lfht_iter it;
     struct httpd_obj *o = NULL;
 
     urcu_memb_read_lock();
-    cds_lfht_lookup(objs_rcu, hash, obj_match, &id, &it);
+    cds_lfht_lookup(objs_rcu, hash, obj_match, id, &it);
     struct cds_lfht_node *node = cds_lfht_iter_get_node(&it);
     if (node) {
         o = caa_container_of(node, struct httpd_obj, node);
@@ -357,38 +350,31 @@ static struct httpd_obj *obj_get(int *fd, const struct stat *st, bool keep)
     o = calloc(1, sizeof(*o));
     if (!o)
         return NULL;
-    http_ref_init(&o->c.refs, 1);
-    o->c.id = id;
-    o->fd = -1;
-    if (keep) {
-        o->c.body = malloc(id.size);
-        if (o->c.body && httpd_read_all(*fd, o->c.body, id.size) < 0) {
-            free(o->c.body);
-            o->c.body = NULL; /* sendfile will report the problem */
-        }
+    char *body = keep ? malloc(id->size) : NULL;
+    if (body && httpd_read_all(*fd, body, id->size) < 0) {
+        free(body);
+        body = NULL; /* sendfile will report the problem */
     }
-    if (!o->c.body && S_ISREG(st->st_mode) && open_file_take())
-        o->fd = *fd; /* the caller's until the object is published */
-    size_t charge = http_cache_obj_charge(o->c.body ? id.size : 0);
-    atomic_init(&o->c.charge, (long) charge);
-    http_cache_acct_charge(&httpd_cache_core.acct, charge, 1);
+    http_cache_obj_made(&httpd_cache_core, &o->c, id, body);
+    /* a regular file's (load serves nothing else but directories) */
+    o->fd = !body && !id->is_dir && open_file_take() ? *fd : -1;
 
     urcu_memb_read_lock();
-    node = cds_lfht_add_unique(objs_rcu, hash, obj_match, &id, &o->node);
+    node = cds_lfht_add_unique(objs_rcu, hash, obj_match, id, &o->node);
     if (node != &o->node) {
         /* a concurrent load won: share its object if it is still alive,
          * else take the dying one's place */
         struct httpd_obj *won = caa_container_of(node, struct httpd_obj, node);
         if (http_ref_get_unless_zero(&won->c.refs)) {
             urcu_memb_read_unlock();
-            http_cache_acct_release(&httpd_cache_core.acct, charge, 0, 1);
+            http_cache_obj_lost(&httpd_cache_core, &o->c);
             if (o->fd >= 0)
                 atomic_fetch_sub(&open_files, 1);
             free(o->c.body);
             free(o); /* never published */
             return won;
         }
-        cds_lfht_add_replace(objs_rcu, hash, obj_match, &id, &o->node);
+        cds_lfht_add_replace(objs_rcu, hash, obj_match, id, &o->node);
     }
     urcu_memb_read_unlock();
     if (o->fd >= 0)
@@ -421,32 +407,26 @@ static int load(const struct httpd_root *root,
         close(fd);
         return -ENOMEM;
     }
-    http_ref_init(&f->c.refs, 1);
+    struct http_file_id id = file_id(&st);
     f->hash = hash;
     f->root = *root;
-    http_resource_init(&f->meta, rel, len, S_ISDIR(st.st_mode),
-                       (uint64_t) st.st_size, st.st_mtim.tv_sec,
-                       (uint32_t) st.st_mtim.tv_nsec, (uint64_t) st.st_ino);
+    http_cache_entry_made(&f->c, &f->meta, rel, len, &id, rt_now_ms());
     http_resource_use_table(&f->meta, httpd_cfg.mime, rel, len);
     f->path_len = len;
     memcpy(f->path, rel, len);
-    http_stamp_set(&f->c.checked, rt_now_ms());
-    http_stamp_set(&f->c.used, rt_now_ms());
     struct httpd_obj *o = obj_get(
-        &fd, &st, http_resource_keep_body(&f->meta, httpd_cfg.cache_size));
+        &fd, &id, http_resource_keep_body(&f->meta, httpd_cfg.cache_size));
     if (fd >= 0)
         close(fd);
     if (!o) {
         free(f);
         return -ENOMEM;
     }
-    f->c.obj = &o->c;
-    f->body = o->c.body;
-    f->meta.body_cached = f->body != NULL;
     /* every kept head it may come to hold, counted from the start */
-    f->c.charge = http_cache_entry_charge(
-        len, HTTP_HEAD_MEMO_KINDS * 2 * sizeof(struct http_head_memo));
-    http_cache_acct_charge(&httpd_cache_core.acct, f->c.charge, 0);
+    http_cache_entry_holds(
+        &httpd_cache_core, &f->c, &f->meta, &o->c, len,
+        HTTP_HEAD_MEMO_KINDS * 2 * sizeof(struct http_head_memo));
+    f->body = o->c.body;
     *out = f;
     return 0;
 }
@@ -560,4 +540,4 @@ static void insert(struct http_cache_entry *e, struct http_lru_node **gone)
 }
 
 static const struct http_cache_ops cache_ops = {
-    lock_table, unlock_table, unpublish_node, put_node, evicted, insert};
+    lock_table, unlock_table, remove_node, put_node, evicted, insert};

@@ -474,9 +474,14 @@ def https_table(er, tag, targets_inline=False):
     heads = {"https-small-keepalive": "13 B keep-alive, {c} conn.",
              "https-1mib": "1 MiB keep-alive, {c} conn.",
              "https-handshake": "new connections/s (full handshake), {c} conn."}
-    L.append("| engine | " + " | ".join(heads[w].format(c=c) for w, c in cols) + " |")
-    L.append("|---|" + "---|" * len(cols))
-    for name in engines_of(rs):
+    mem = [r for r in er if r["suite"] == "https-memory"]
+    # Idle memory is one more column (RSS + slab = together, held), not a
+    # table of its own: a table per environment stays short.
+    mem_head = [f"idle KiB/conn, RSS + slab, {mem[0]['concurrency']:,} conn."] if mem else []
+    L.append("| engine | " + " | ".join([heads[w].format(c=c) for w, c in cols] + mem_head)
+             + " |")
+    L.append("|---|" + "---|" * (len(cols) + len(mem_head)))
+    for name in engines_of(rs + mem):
         cells = []
         for w, c in cols:
             pts = [r for r in rs if r["workload"] == w and r["concurrency"] == c]
@@ -495,6 +500,16 @@ def https_table(er, tag, targets_inline=False):
                     plan.HTTPS_WORKLOADS[w][3]:
                 s += f"; TLS {r['tls_version']}"
             cells.append(s)
+        if mem:
+            r = next((x for x in mem if x["engine"] == name), None)
+            if r is None:
+                cells.append("-")
+            elif r.get("status") != "ok":
+                cells.append(status_text(r))
+            else:
+                m = r["raw"]
+                cells.append(f"{m['rss_per_conn_kib']:.1f} + {m['slab_per_conn_kib']:.1f} = "
+                             f"{cell(r)}; {m['connections_idle']:,} held")
         L.append(f"| {name} | " + " | ".join(cells) + " |")
     L.append("")
     first = any(x.get("raw", {}).get("connect_first") for r in er
@@ -508,24 +523,10 @@ def https_table(er, tag, targets_inline=False):
                  + (", every connection open and its handshake done before the clock "
                     "starts (htstress --connect-first)" if first else "")
                  + (f"; each engine's first HTTPS run after an untimed {warm:g} s one."
-                    if warm else "."))
-        L.append("")
-    mem = [r for r in er if r["suite"] == "https-memory"]
-    if mem:
-        n = mem[0]["concurrency"]
-        L.append(f"Idle TLS 1.2 keep-alive connections, {n:,} per server, KiB per connection "
-                 f"(the server's RSS growth + the kernel's slab growth, over {n:,}):")
-        L.append("")
-        L.append("| engine | RSS | slab | together (× nginx-tls) | held idle |")
-        L.append("|---|---|---|---|---|")
-        for name in engines_of(mem):
-            r = next(x for x in mem if x["engine"] == name)
-            if r.get("status") != "ok":
-                L.append(f"| {name} | {status_text(r)} | | | |")
-                continue
-            m = r["raw"]
-            L.append(f"| {name} | {m['rss_per_conn_kib']:.1f} | {m['slab_per_conn_kib']:.1f} | "
-                     f"{cell(r)} | {m['connections_idle']:,} |")
+                    if warm else ".")
+                 + (" Idle: TLS 1.2 keep-alive connections that each served one request,"
+                    " KiB per connection (the server's RSS growth + the kernel's slab"
+                    " growth) and how many stayed open." if mem else ""))
         L.append("")
     targets = https_targets(rs + mem)
     if targets and targets_inline:

@@ -146,6 +146,20 @@ def strace_counts(pid, client):
     return calls
 
 
+def traced_connections(pid, url, n):
+    """System calls of the server (strace_counts) while htstress makes n
+    connections one after another, each a request; every one answered."""
+    res = {}
+
+    def client():
+        r = run([os.path.join(BUILD, "htstress"), "--json", "-n", str(n), url], timeout=60)
+        res.update(json.loads(r.stdout))
+
+    calls = strace_counts(pid, client)
+    assert res["good"] == n, res
+    return calls
+
+
 @pytest.mark.parametrize("model", ["epoll", "mn"])
 def test_connection_answered_at_once_never_joins_the_epoll_set(tmp_path, model):
     """HTTP/1.0, one connection per request, one after another: the request
@@ -161,16 +175,9 @@ def test_connection_answered_at_once_never_joins_the_epoll_set(tmp_path, model):
     p, port = start(tmp_path, model, 0)
     try:
         url = f"http://127.0.0.1:{port}/index.html"
-        res = {}
-
-        def client():
-            r = run([os.path.join(BUILD, "htstress"), "--json", "-n", str(n), url], timeout=60)
-            res.update(json.loads(r.stdout))
-
-        calls = strace_counts(p.pid, client)
+        calls = traced_connections(p.pid, url, n)
     finally:
         stop(p)
-    assert res["good"] == n, res
     assert calls.get("accept4", 0) >= n, calls
     assert calls.get("epoll_ctl", 0) <= n // 3, calls
 
@@ -195,16 +202,9 @@ def test_busy_poll_does_not_wait_for_new_connections(tmp_path, model):
     try:
         url = f"http://127.0.0.1:{port}/index.html"
         run([os.path.join(BUILD, "htstress"), "-n", "50", url], timeout=30)  # warm
-        res = {}
-
-        def client():
-            r = run([os.path.join(BUILD, "htstress"), "--json", "-n", str(n), url], timeout=60)
-            res.update(json.loads(r.stdout))
-
-        calls = strace_counts(p.pid, client)
+        calls = traced_connections(p.pid, url, n)
     finally:
         stop(p)
-    assert res["good"] == n, res
     assert calls.get("sched_yield", 0) <= n * 0.02, calls
 
 
@@ -235,16 +235,9 @@ def test_each_worker_accepts_once_per_connection_on_its_own_listener(tmp_path, m
     try:
         assert listeners(port) == 2
         url = f"http://127.0.0.1:{port}/index.html"
-        res = {}
-
-        def client():
-            r = run([os.path.join(BUILD, "htstress"), "--json", "-n", str(n), url], timeout=60)
-            res.update(json.loads(r.stdout))
-
-        calls = strace_counts(p.pid, client)
+        calls = traced_connections(p.pid, url, n)
     finally:
         stop(p)
-    assert res["good"] == n, res
     assert n <= calls.get("accept4", 0) <= n + 2, calls
 
 

@@ -98,6 +98,17 @@ def settle(pid, prefix, ok, timeout=10.0):
         time.sleep(0.05)
 
 
+def big_files(http_engine, tag, count, extra=False):
+    """count large files, f0.bin.., in a folder of the document root of
+    their own (of-TAG-engine); with extra, file i is i bytes longer.
+    (folder, its URL path with a closing slash, {name: bytes})."""
+    d = os.path.join(os.path.realpath(http_engine.root), f"of-{tag}-{http_engine.name}")
+    files = {f"f{i}.bin": blob(i, BIG + (i if extra else 0)) for i in range(count)}
+    for n, data in files.items():
+        put(os.path.join(d, n), data)
+    return d, "/" + os.path.basename(d) + "/", files
+
+
 def test_keepalive_run_opens_a_large_file_once(http_engine):
     """20 requests for a 200 KiB file on one keep-alive connection: one
     open (the cache's load), kept; at most one more a revalidation period
@@ -169,11 +180,7 @@ def test_open_files_limit_holds_and_beyond_it_files_are_served(http_engine):
     HEAD): at most two descriptors kept, every answer right, and the status
     page's cache_open_files says how many are held."""
     user_only(http_engine)
-    d = os.path.join(os.path.realpath(http_engine.root), f"of-limit-{http_engine.name}")
-    rel = "/" + os.path.basename(d) + "/"
-    files = {f"f{i}.bin": blob(i, BIG + i) for i in range(10)}
-    for n, data in files.items():
-        put(os.path.join(d, n), data)
+    d, rel, files = big_files(http_engine, "limit", 10, extra=True)
     with http_engine.spawn(args=["--open-files", "2"], status_path="/st") as srv:
         for _ in range(2):
             for n, data in files.items():
@@ -201,11 +208,7 @@ def test_no_descriptor_kept_without_the_cache(http_engine, option):
     are served as before, each request opening its file, and no
     descriptor stays open once the answers are sent."""
     user_only(http_engine)
-    d = os.path.join(os.path.realpath(http_engine.root), f"of-none-{http_engine.name}")
-    rel = "/" + os.path.basename(d) + "/"
-    files = {f"f{i}.bin": blob(i, BIG) for i in range(3)}
-    for n, data in files.items():
-        put(os.path.join(d, n), data)
+    d, rel, files = big_files(http_engine, "none", 3)
     with http_engine.spawn(status_path="/st", **option) as srv:
         for n, data in files.items():
             with Conn(srv.port) as c:
@@ -226,11 +229,7 @@ def test_new_file_takes_the_least_recently_used_descriptor(http_engine):
     recently used. Before, the two first kept theirs for good and every
     request for the third opened and closed it."""
     user_only(http_engine)
-    d = os.path.join(os.path.realpath(http_engine.root), f"of-lru-{http_engine.name}")
-    rel = "/" + os.path.basename(d) + "/"
-    files = {f"f{i}.bin": blob(i, BIG) for i in range(3)}
-    for n, data in files.items():
-        put(os.path.join(d, n), data)
+    d, rel, files = big_files(http_engine, "lru", 3)
     with http_engine.spawn(args=["--open-files", "2"], status_path="/st") as srv:
         for n, data in files.items():
             assert get(srv.port, rel + n).body == data

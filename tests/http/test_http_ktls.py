@@ -54,6 +54,36 @@ def test_ktls_keepalive_request_is_one_read(http_engine, docroot):
     assert reads <= n * 1.1, calls
 
 
+def test_ktls_handshake_reads_whole_records(http_engine, docroot):
+    """ktcp-httpd over kTLS reads the handshake's records whole with what
+    follows (read-ahead from the first byte, as nginx), and kTLS still
+    takes the records after it: OpenSSL opens what it already holds and
+    the kernel the rest. Before, every handshake record was two reads, a
+    header's and a body's: 12 reads a connection, 7 now."""
+    engine = http_engine.engine
+    if not getattr(engine, "ktls", False) or engine.kind == "kernel":
+        pytest.skip("ktcp-httpd over kTLS (in the VM)")
+    if not shutil.which("strace"):
+        pytest.skip("strace not installed (scripts/deps)")
+    n = 30
+    req = b"GET /a.txt HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+    before = tls_stat()
+
+    def connections():
+        for _ in range(n):
+            with Conn(http_engine.port) as c:
+                c.send(req)
+                r = c.read_response()
+                assert r.status == 200 and r.body == docroot.read("a.txt")
+
+    calls = strace_counts(engine.proc.pid, connections)
+    after = tls_stat()
+    reads = sum(calls.get(k, 0) for k in ("recvmsg", "recvfrom", "read"))
+    assert reads <= n * 8, calls  # 12 a connection before
+    # every connection's records after the handshake were the kernel's
+    assert after.get("TlsRxSw", 0) - before.get("TlsRxSw", 0) >= n, (before, after)
+
+
 def test_tls13_key_update_over_ktls(http_engine):
     """A client's TLS 1.3 KeyUpdate mid keep-alive where the kernel writes
     the records (ktcp-httpd in the VM: Debian 12's OpenSSL 3.0 gives a TLS

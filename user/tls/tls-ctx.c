@@ -186,13 +186,6 @@ static SSL_CTX *make_ssl_ctx(struct ktcp_tls_ctx *ctx,
     SSL_CTX_set_mode(s, SSL_MODE_ENABLE_PARTIAL_WRITE |
                             SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER |
                             SSL_MODE_RELEASE_BUFFERS);
-    /* Records that stay in OpenSSL are read whole with what follows, in
-     * one read and not a header's and a body's, from the first byte of
-     * the handshake: 6 reads a handshake fewer. With kTLS the handshake
-     * reads record by record (ktcp_tls_rt_attach): the kernel takes the
-     * socket over after it, and OpenSSL must hold none of its bytes. */
-    if (ctx->no_ktls)
-        SSL_CTX_set_read_ahead(s, 1);
     /* tickets only (stateless): no per-session state on the server */
     SSL_CTX_set_session_cache_mode(s, SSL_SESS_CACHE_OFF);
     SSL_CTX_set_num_tickets(s, 1);

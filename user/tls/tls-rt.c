@@ -30,6 +30,15 @@ int ktcp_tls_rt_handshake(struct ktcp_tls_conn *t,
                           struct rt_conn *c,
                           uint64_t deadline_ms)
 {
+    /* Records read whole with what follows, in one read and not a
+     * header's and a body's, from the handshake's first byte, as nginx
+     * does. kTLS as OpenSSL turns it on takes that: the whole records it
+     * still holds when the receive keys go to the kernel, OpenSSL opens
+     * itself and the kernel's sequence number starts past them (a part
+     * of one held back leaves the reading with OpenSSL, tls_ktls_rx says
+     * so). Not for an agent that hands the socket on: it handshakes
+     * without the runtime (ktcp_tls_handshake_wait), holding no byte. */
+    SSL_set_read_ahead(t->ssl, 1);
     for (;;) {
         int r = ktcp_tls_handshake(t);
         if (!wants(r))
@@ -292,16 +301,13 @@ void ktcp_tls_rt_attach(struct ktcp_tls_conn *t,
     /* ktcp_tls_read reads until OpenSSL holds nothing more and its last
      * read of the socket found it empty (raw_read_seen), so going idle
      * strands nothing and the read that would fail with EAGAIN is saved.
-     * Records OpenSSL reads itself: a whole record (header and body) and
-     * what follows in one read, as nginx does, not two (after the
-     * handshake only: an agent that hands the socket to the kernel needs
-     * OpenSSL to hold no byte of it). Records kTLS reads: one recvmsg
-     * returns the data of every record the kernel has ready, so a short
-     * one found no more. Only a control record right behind data waits
-     * for the next event (tls_sw keeps it for the next read, with no new
-     * wake-up): the client's next bytes, its FIN, or the idle timeout. */
-    if (!ktcp_tls_ktls_rx(t))
-        SSL_set_read_ahead(t->ssl, 1);
+     * Records OpenSSL reads itself come whole with what follows
+     * (read-ahead, ktcp_tls_rt_handshake). Records kTLS reads: one
+     * recvmsg returns the data of every record the kernel has ready, so
+     * a short one found no more. Only a control record right behind data
+     * waits for the next event (tls_sw keeps it for the next read, with
+     * no new wake-up): the client's next bytes, its FIN, or the idle
+     * timeout. */
     BIO *rb = SSL_get_rbio(t->ssl);
     BIO_set_callback_arg(rb, (char *) t);
     BIO_set_callback_ex(rb, raw_read_seen);

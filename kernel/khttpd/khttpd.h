@@ -168,12 +168,10 @@ struct khttpd_obj {
  */
 struct khttpd_entry {
 	struct hlist_node node; /* in the path table, under khttpd_cache_lock */
-	struct http_cache_entry c; /* refs, in_table, stamps, LRU, charge */
+	struct http_cache_entry c; /* refs, stamps, LRU, body, meta, ... */
 	struct rcu_head rcu;
 	u32 hash;
-	struct http_resource meta;
 	const struct khttpd_site *site; /* with the path, the key */
-	char *body; /* its object's */
 	size_t path_len;
 	char path[];
 };

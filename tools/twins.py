@@ -34,8 +34,8 @@ UCACHE = ("user/httpd/httpd-cache.c", "user/httpd/httpd-cache-gz.c")
 PAIRS = [
     ("object free (RCU)", [KCACHE], ["khttpd_obj_free_rcu"],
      UCACHE, ["obj_free_rcu"]),
-    ("entry free (RCU)", [KCACHE], ["khttpd_entry_free_rcu"],
-     UCACHE, ["file_free_rcu"]),
+    ("entry free (RCU)", [KCACHE], ["khttpd_entry_free"],
+     UCACHE, ["file_free_rcu", "entry_free"]),
     # the rest is core's (http_cache_put)
     ("entry put", [KCACHE], ["khttpd_cache_put"], UCACHE, ["httpd_cache_put"]),
     # the rest is core's (http_cache_unpublish_locked, _left_locked)
@@ -59,9 +59,9 @@ PAIRS = [
     ("cache ops", [KCACHE],
      ["khttpd_cache_lock_table", "khttpd_cache_unlock_table",
       "khttpd_evicted", "khttpd_insert", "khttpd_entry_new",
-      "khttpd_entry_free", "khttpd_alloc", "khttpd_free"],
-     UCACHE, ["lock_table", "unlock_table", "evicted", "insert", "entry_new",
-              "entry_free"]),
+      "khttpd_alloc", "khttpd_free"],
+     UCACHE, ["lock_table", "unlock_table", "evicted", "insert",
+              "entry_new"]),
     # the object table's
     ("object table ops", [KCACHE],
      ["khttpd_obj_find", "khttpd_obj_new", "khttpd_obj_add",
@@ -73,10 +73,6 @@ PAIRS = [
      UCACHE, ["stat_file", "read_file", "close_file"]),
     ("usage", [KCACHE], ["khttpd_cache_usage"], UCACHE, ["httpd_cache_usage"]),
     ("cache init", [KCACHE], ["khttpd_cache_init"], UCACHE, ["httpd_cache_init"]),
-    # the growth is core's (http_names_grow); each engine's charged memory
-    ("listing names grow", ["kernel/khttpd/listing.c"],
-     ["khttpd_names_get", "khttpd_names_put"],
-     ["user/httpd/httpd-listing.c"], ["names_get", "names_put"]),
     ("body drain", ["kernel/khttpd/conn.c"], ["khttpd_drain_body"],
      ["user/httpd/httpd-conn.c"], ["drain_body"]),
 ]
@@ -96,6 +92,7 @@ FOLDED = [
     ("object get", "http_cache_obj_get"),
     ("load", "http_cache_load"),
     ("still fresh", "http_cache_fresh"),
+    ("listing names grow", "http_names_get"),
 ]
 
 

@@ -43,12 +43,8 @@
  * Only a small body already in memory is compressed on the spot; an entry
  * out of the table gets no copy (core's http_cache_gz_make decides).
  *
- * What ktcp-httpd does the same way is core's (http_cache.h): a path's
- * lookup-or-load (http_cache_get: freshness, load, the object of a version
- * shared or made, publication), the puts of entries and objects and a
- * queued gzip build. Here are the primitives it runs on (khttpd_cache_ops):
- * the two tables with their locks and RCU, the allocator, and lookups and
- * reads beneath a site; and a hit's lookup, a direct call.
+ * The lookup-or-load, the puts and a queued build are core's (http_cache.h);
+ * here: the primitives they run on (khttpd_cache_ops) and a hit's lookup.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -115,15 +111,11 @@ static bool khttpd_obj_unref(struct http_cache_obj *c)
 	return true;
 }
 
-static void khttpd_entry_free_rcu(struct rcu_head *head)
-{
-	kfree(container_of(head, struct khttpd_entry, rcu));
-}
-
 static void khttpd_entry_free(struct http_cache_entry *c)
 {
-	call_rcu(&container_of(c, struct khttpd_entry, c)->rcu,
-		 khttpd_entry_free_rcu);
+	struct khttpd_entry *e = container_of(c, struct khttpd_entry, c);
+
+	kfree_rcu(e, rcu);
 }
 
 void khttpd_cache_put(struct khttpd_entry *e)
@@ -154,12 +146,12 @@ static void khttpd_evicted(void)
 	khttpd_count(cache_evictions, 1);
 }
 
-static void *khttpd_alloc(size_t size)
+void *khttpd_alloc(size_t size)
 {
 	return kvmalloc(size, GFP_KERNEL);
 }
 
-static void khttpd_free(void *p)
+void khttpd_free(void *p)
 {
 	kvfree(p);
 }

@@ -182,6 +182,11 @@ static inline struct khttpd_obj *khttpd_obj_of(const struct khttpd_entry *e)
 }
 
 int khttpd_cache_init(void);
+/* The cache's memory for bodies, copies and listings' names: kvmalloc'd
+ * (GFP_KERNEL: never under a spinlock), kvfree'd (NULL too).
+ */
+void *khttpd_alloc(size_t size);
+void khttpd_free(void *p);
 /* The entry of rel beneath site's root (the site is part of the key). */
 int khttpd_cache_get(const struct khttpd_site *site, const char *rel,
 		     size_t len, struct khttpd_entry **out);

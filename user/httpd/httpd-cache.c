@@ -39,13 +39,8 @@
  * keeps no descriptor, and each of its requests opens the file, as with
  * --open-files 0.
  *
- * What khttpd does the same way is core's (http_cache.h): a path's
- * lookup-or-load (http_cache_get: freshness, load, the object of a version
- * shared or made, publication), the puts of entries and objects and a
- * queued gzip build. Here are the primitives it runs on (cache_ops): the
- * two indexes with cache_lock and RCU, libc's memory, and opens and reads
- * beneath a root; and a hit's lookup (with the thread's memo), a direct
- * call.
+ * The lookup-or-load, the puts and a queued build are core's (http_cache.h);
+ * here: the primitives they run on (cache_ops) and a hit's lookup.
  *
  * gzip copies: httpd-cache-gz.c, above this file. */
 /* liburcu's read-side lock inline (its LGPL-compatible static API): two

@@ -259,9 +259,10 @@ int httpd_listing_open(const struct http_plan *p,
     return 0;
 }
 
-/* A row's metadata, beneath the root as the server's user: what a
- * symlink points to when that stays beneath the root, else (dangling, or
- * leading out) the link itself. */
+/* A row's metadata, beneath the root as the server's user: the entry's
+ * own (one fstatat, the directory being beneath the root already), and
+ * for a symlink what it points to when that stays beneath the root, else
+ * (dangling, or leading out) the link itself. */
 static bool stat_row(int tree,
                      int dfd,
                      char *rel,
@@ -270,18 +271,22 @@ static bool stat_row(int tree,
                      const char *name,
                      struct stat *st)
 {
+    if (fstatat(dfd, name, st, AT_SYMLINK_NOFOLLOW) < 0)
+        return false;
+    if (!S_ISLNK(st->st_mode))
+        return true;
     size_t len = strlen(name);
     if (dir_len + len + 1 > rel_cap)
-        return false;
+        return true;
     memcpy(rel + dir_len, name, len + 1);
     int fd = httpd_open_beneath(tree, rel, O_PATH);
     if (fd >= 0) {
-        bool ok = fstat(fd, st) == 0;
+        struct stat to;
+        if (fstat(fd, &to) == 0)
+            *st = to;
         close(fd);
-        if (ok)
-            return true;
     }
-    return fstatat(dfd, name, st, AT_SYMLINK_NOFOLLOW) == 0;
+    return true;
 }
 
 bool httpd_listing_send(struct httpd_req *r,

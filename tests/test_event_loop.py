@@ -20,14 +20,13 @@ import glob
 import json
 import os
 import shutil
-import signal
 import subprocess
-import sys
 import time
 
 import pytest
 
-from testlib import BUILD, ROOT, free_port, require_kind, run, task_cpu_seconds, wait_port
+from testlib import (BUILD, free_port, require_kind, run, strace_counts, task_cpu_seconds,
+                     wait_port)
 
 REQUESTS = 400
 
@@ -119,31 +118,6 @@ def test_busy_poll_stops_when_idle(tmp_path):
     finally:
         stop(p)
     assert used < 0.1, f"an idle server used {used:.3f} s of CPU in 2 s"
-
-
-def strace_counts(pid, client):
-    """System calls of every thread of pid while client() runs: strace -f
-    -c attached before, detached after, read by make bench-cost's own
-    helpers. {name: calls}."""
-    sys.path.insert(0, os.path.join(ROOT, "tools", "bench"))
-    import cost
-
-    out = f"/tmp/ktcp-strace-{pid}.txt"
-    st = subprocess.Popen(["strace", "-f", "-c", "-o", out, "-p", str(pid)],
-                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        deadline = time.monotonic() + 20
-        while not cost.traced_by(pid, st.pid):  # or the first calls go uncounted
-            assert time.monotonic() < deadline and st.poll() is None, "strace did not attach"
-            time.sleep(0.01)
-        time.sleep(0.05)
-        client()
-    finally:
-        st.send_signal(signal.SIGINT)
-        st.wait(timeout=30)
-    calls, _ = cost.parse_strace(out)
-    os.unlink(out)
-    return calls
 
 
 def traced_connections(pid, url, n):

@@ -11,10 +11,12 @@ import os
 import pathlib
 import re
 import shutil
+import signal
 import socket
 import subprocess
 import sys
 import tempfile
+import time
 
 import pytest
 
@@ -204,3 +206,28 @@ def httpd_refuses(*args):
                        timeout=10)
     assert r.returncode == 2, r
     return r.stderr
+
+
+def strace_counts(pid, client):
+    """System calls of every thread of pid while client() runs: strace -f
+    -c attached before, detached after, read by make bench-cost's own
+    helpers. {name: calls}."""
+    sys.path.insert(0, os.path.join(ROOT, "tools", "bench"))
+    import cost
+
+    out = f"/tmp/ktcp-strace-{pid}.txt"
+    st = subprocess.Popen(["strace", "-f", "-c", "-o", out, "-p", str(pid)],
+                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 20
+        while not cost.traced_by(pid, st.pid):  # or the first calls go uncounted
+            assert time.monotonic() < deadline and st.poll() is None, "strace did not attach"
+            time.sleep(0.01)
+        time.sleep(0.05)
+        client()
+    finally:
+        st.send_signal(signal.SIGINT)
+        st.wait(timeout=30)
+    calls, _ = cost.parse_strace(out)
+    os.unlink(out)
+    return calls

@@ -2,12 +2,14 @@
 ktcp-httpd over kTLS) run the whole suite with the kernel writing and
 reading the records: this checks that they do, one connection at a time,
 through the kernel's own kTLS counters."""
+import shutil
+
 import pytest
 
 from engines import tlscert
 from rawhttp import Conn
 from sclient import SClient
-from testlib import tls_stat
+from testlib import strace_counts, tls_stat
 
 
 def test_records_written_and_read_by_the_kernel(http_engine, docroot):
@@ -23,6 +25,33 @@ def test_records_written_and_read_by_the_kernel(http_engine, docroot):
     # one more session each way: the connection's keys went into the kernel
     assert after.get("TlsTxSw", 0) > before.get("TlsTxSw", 0), (before, after)
     assert after.get("TlsRxSw", 0) > before.get("TlsRxSw", 0), (before, after)
+
+
+def test_ktls_keepalive_request_is_one_read(http_engine, docroot):
+    """ktcp-httpd over kTLS: a keep-alive request is one recvmsg (it
+    returns every record the kernel has ready, so a short one found the
+    socket empty), then the answer and the wait. Before, every request
+    ended in a second recvmsg that failed with EAGAIN."""
+    engine = http_engine.engine
+    if not getattr(engine, "ktls", False) or engine.kind == "kernel":
+        pytest.skip("ktcp-httpd over kTLS (in the VM)")
+    if not shutil.which("strace"):
+        pytest.skip("strace not installed (scripts/deps)")
+    n = 200
+    req = b"GET /a.txt HTTP/1.1\r\nHost: x\r\n\r\n"
+    with Conn(http_engine.port) as c:
+        c.send(req)  # the handshake and a first request before the count
+        assert c.read_response().status == 200
+
+        def requests():
+            for _ in range(n):
+                c.send(req)
+                r = c.read_response()
+                assert r.status == 200 and r.body == docroot.read("a.txt")
+
+        calls = strace_counts(engine.proc.pid, requests)
+    reads = sum(calls.get(k, 0) for k in ("recvmsg", "recvfrom", "read"))
+    assert reads <= n * 1.1, calls
 
 
 def test_tls13_key_update_over_ktls(http_engine):

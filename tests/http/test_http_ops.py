@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from testlib import ROOT, free_port
+from testlib import ROOT, free_port, strace_counts
 from engines import HTTPD_BIN, UserHttpd
 from rawhttp import Conn, get
 
@@ -759,27 +759,6 @@ def test_keepalive_request_costs_three_system_calls(server, site, tmp_path, mode
     assert calls.get("sendmsg", 0) + calls.get("writev", 0) <= n * 1.05, calls
 
 
-def strace_calls(pid, work):
-    """{name: calls} of every thread of pid while work() runs (strace -c)."""
-    out = f"/tmp/ktcp-ops-strace-{pid}.txt"
-    tracer = subprocess.Popen(["strace", "-f", "-c", "-o", out, "-p", str(pid)],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        time.sleep(1.0)  # attached to every thread
-        work()
-    finally:
-        tracer.send_signal(signal.SIGINT)
-        tracer.wait(timeout=10)
-    calls = {}
-    with open(out) as f:
-        for line in f:
-            w = line.split()
-            if len(w) >= 5 and w[-1].isidentifier() and w[3].isdigit():
-                calls[w[-1]] = int(w[3])
-    os.unlink(out)
-    return calls
-
-
 @pytest.mark.parametrize("model", MODELS)
 def test_listing_row_costs_one_stat(server, site, tmp_path, model):
     """A listing looks each row up with one fstatat beneath its directory;
@@ -802,7 +781,7 @@ def test_listing_row_costs_one_stat(server, site, tmp_path, model):
             assert r.status == 200
             bodies.append(r.body.decode())
 
-    calls = strace_calls(srv.proc.pid, work)
+    calls = strace_counts(srv.proc.pid, work)
     text = bodies[0]
     for i in range(100):
         assert f"n{i:03d}.txt</a></td><td>{i + 1}<" in text, i

@@ -289,19 +289,23 @@ void ktcp_tls_rt_attach(struct ktcp_tls_conn *t,
                         int timeout_ms)
 {
     t->flush_timeout_ms = timeout_ms > 0 ? timeout_ms : 10000;
-    /* Records OpenSSL reads itself: a whole record (header and body) and
-     * what follows in one read, as nginx does, not two. ktcp_tls_read
-     * reads until OpenSSL holds nothing more and its last read of the
-     * socket found it empty (raw_read_seen), so going idle strands
-     * nothing. After the handshake only: an agent that hands the socket
-     * to the kernel needs OpenSSL to hold no byte of it. */
-    if (!ktcp_tls_ktls_rx(t)) {
+    /* ktcp_tls_read reads until OpenSSL holds nothing more and its last
+     * read of the socket found it empty (raw_read_seen), so going idle
+     * strands nothing and the read that would fail with EAGAIN is saved.
+     * Records OpenSSL reads itself: a whole record (header and body) and
+     * what follows in one read, as nginx does, not two (after the
+     * handshake only: an agent that hands the socket to the kernel needs
+     * OpenSSL to hold no byte of it). Records kTLS reads: one recvmsg
+     * returns the data of every record the kernel has ready, so a short
+     * one found no more. Only a control record right behind data waits
+     * for the next event (tls_sw keeps it for the next read, with no new
+     * wake-up): the client's next bytes, its FIN, or the idle timeout. */
+    if (!ktcp_tls_ktls_rx(t))
         SSL_set_read_ahead(t->ssl, 1);
-        BIO *rb = SSL_get_rbio(t->ssl);
-        BIO_set_callback_arg(rb, (char *) t);
-        BIO_set_callback_ex(rb, raw_read_seen);
-        t->raw_watched = true;
-    }
+    BIO *rb = SSL_get_rbio(t->ssl);
+    BIO_set_callback_arg(rb, (char *) t);
+    BIO_set_callback_ex(rb, raw_read_seen);
+    t->raw_watched = true;
     c->io_data = t;
     c->io = &tls_io;
 }

@@ -164,19 +164,18 @@ struct http_lru_node *http_lru_victim(const struct http_lru *l,
     return tail;
 }
 
-void http_cache_put_gone(const struct http_cache *c,
-                         struct http_lru_node **gone)
-{
-    struct http_lru_node *n;
-
-    while ((n = http_lru_pop(gone)))
-        c->ops->put(n);
-}
-
 static struct http_cache_entry *entry_of(struct http_lru_node *n)
 {
     return (struct http_cache_entry *) ((char *) n -
                                         offsetof(struct http_cache_entry, lru));
+}
+
+void http_cache_put_gone(struct http_cache *c, struct http_lru_node **gone)
+{
+    struct http_lru_node *n;
+
+    while ((n = http_lru_pop(gone)))
+        http_cache_put(c, entry_of(n));
 }
 
 void http_cache_unpublish_locked(struct http_cache *c,
@@ -232,7 +231,7 @@ void http_cache_drop(struct http_cache *c, struct http_lru_node *n)
     http_cache_unpublish_locked(c, entry_of(n), &gone);
     c->ops->unlock();
     http_cache_put_gone(c, &gone);
-    c->ops->put(n);
+    http_cache_put(c, entry_of(n));
 }
 
 void http_cache_hold(struct http_cache *c, struct http_cache_entry *e)
@@ -362,10 +361,10 @@ void http_cache_obj_lost(struct http_cache *c, struct http_cache_obj *o)
 {
     http_cache_acct_release(&c->acct, (size_t) http_counter_read(&o->charge), 0,
                             1);
+    c->ops->obj_free(o);
 }
 
 void http_cache_entry_made(struct http_cache_entry *e,
-                           struct http_resource *meta,
                            const char *rel,
                            size_t len,
                            const struct http_file_id *id,
@@ -374,19 +373,216 @@ void http_cache_entry_made(struct http_cache_entry *e,
     http_ref_init(&e->refs, 1);
     http_stamp_set(&e->checked, now_ms);
     http_stamp_set(&e->used, now_ms);
-    http_resource_init(meta, rel, len, id->is_dir, id->size, id->mtime,
+    http_resource_init(&e->meta, rel, len, id->is_dir, id->size, id->mtime,
                        id->mtime_nsec, id->ino);
 }
 
 void http_cache_entry_holds(struct http_cache *c,
                             struct http_cache_entry *e,
-                            struct http_resource *meta,
                             struct http_cache_obj *o,
                             size_t len,
                             size_t extra)
 {
     e->obj = o;
-    meta->body_cached = o->body != NULL;
+    e->body = o->body;
+    e->meta.body_cached = o->body != NULL;
     e->charge = http_cache_entry_charge(len, extra);
     http_cache_acct_charge(&c->acct, e->charge, 0);
+}
+
+void http_cache_obj_put(struct http_cache *c, struct http_cache_obj *o)
+{
+    if (!c->ops->obj_unref(o))
+        return;
+    http_cache_acct_release(&c->acct, (size_t) http_counter_read(&o->charge), 0,
+                            1);
+    c->ops->obj_free(o);
+}
+
+void http_cache_obj_free(const struct http_cache *c, struct http_cache_obj *o)
+{
+    c->ops->free(http_ptr_load(&o->gz));
+    c->ops->free(http_ptr_load(&o->names));
+    c->ops->free(o->body);
+}
+
+void http_cache_put(struct http_cache *c, struct http_cache_entry *e)
+{
+    if (!http_ref_put(&e->refs))
+        return;
+    /* No one can take a reference any more: the object and the charge go
+     * now, the memory after the lookups that may still read it. */
+    http_cache_acct_release(&c->acct, e->charge, e->held, 0);
+    http_cache_obj_put(c, e->obj);
+    c->ops->entry_free(e);
+}
+
+/* The whole file f into a new buffer, or NULL (the send path reports
+ * what cannot be read). */
+static char *read_whole(const struct http_cache *c, struct http_cache_file *f)
+{
+    size_t size = (size_t) f->id.size;
+    char *buf = c->ops->alloc(size ? size : 1);
+
+    if (buf && c->ops->read(f, buf, size) < 0) {
+        c->ops->free(buf);
+        buf = NULL;
+    }
+    return buf;
+}
+
+/* The object of f's version: the table's if it has one, else a new one
+ * with its body read when keep; referenced. A concurrent load may publish
+ * the version first: its object is shared, the new one freed. */
+static struct http_cache_obj *http_cache_obj_get(struct http_cache *c,
+                                                 struct http_cache_file *f,
+                                                 bool keep)
+{
+    struct http_cache_obj *o = c->ops->obj_find(&f->id), *won;
+    char *body;
+
+    if (o)
+        return o;
+    body = keep ? read_whole(c, f) : NULL;
+    o = c->ops->obj_new(f, body != NULL);
+    if (!o) {
+        c->ops->free(body);
+        return NULL;
+    }
+    http_cache_obj_made(c, o, &f->id, body);
+    won = c->ops->obj_add(o);
+    if (!won)
+        return o;
+    http_cache_obj_lost(c, o);
+    return won;
+}
+
+/* A new entry of k from the file system: referenced (refs 1, the
+ * caller's), not yet published; 0 or -errno. */
+static int http_cache_load(struct http_cache *c,
+                           const struct http_cache_key *k,
+                           uint64_t now_ms,
+                           size_t budget,
+                           struct http_cache_entry **out)
+{
+    const struct http_cache_ops *ops = c->ops;
+    struct http_cache_file f;
+    struct http_cache_entry *e;
+    struct http_cache_obj *o;
+    int err = ops->stat(k->tree, k->rel, &f);
+
+    if (err < 0)
+        return err;
+    err = -HTTP_EACCES; /* fifos, devices, sockets: never served */
+    if (!f.regular && !f.id.is_dir)
+        goto out;
+    err = -HTTP_ENOMEM;
+    e = ops->entry_new(k);
+    if (!e)
+        goto out;
+    http_cache_entry_made(e, k->rel, k->len, &f.id, now_ms);
+    http_resource_use_table(&e->meta, k->mime, k->rel, k->len);
+    o = http_cache_obj_get(c, &f, http_resource_keep_body(&e->meta, budget));
+    if (!o) {
+        ops->entry_free(e); /* never published */
+        goto out;
+    }
+    http_cache_entry_holds(c, e, o, k->len, ops->entry_extra);
+    *out = e;
+    err = 0;
+out:
+    ops->close(&f);
+    return err;
+}
+
+/* Is e (k's) still what the file system has? Checked at most once per
+ * HTTP_SERVER_REVALIDATE_MS per entry; one checker wins the stamp, the
+ * others trust the entry. Looked up as a load does: an entry the server's
+ * user may no longer read (or enter) is stale. */
+static bool http_cache_fresh(struct http_cache *c,
+                             struct http_cache_entry *e,
+                             const struct http_cache_key *k,
+                             uint64_t now_ms)
+{
+    struct http_cache_file f;
+    bool same;
+
+    if (!http_cache_claim(&e->checked, now_ms, HTTP_SERVER_REVALIDATE_MS))
+        return true;
+    if (c->ops->stat(k->tree, k->rel, &f) < 0)
+        return false;
+    same = http_file_id_same(&e->obj->id, &f.id);
+    c->ops->close(&f);
+    return same;
+}
+
+int http_cache_get(struct http_cache *c,
+                   const struct http_cache_key *k,
+                   struct http_cache_entry *found,
+                   uint64_t now_ms,
+                   size_t budget,
+                   struct http_cache_entry **out)
+{
+    struct http_cache_entry *e;
+    int err;
+
+    if (found) {
+        if (http_cache_fresh(c, found, k, now_ms)) {
+            http_cache_touch(c, found, now_ms);
+            *out = found;
+            return 1;
+        }
+        http_cache_drop(c, &found->lru);
+    }
+    err = http_cache_load(c, k, now_ms, budget, &e);
+    if (err < 0)
+        return err;
+    /* into the table; or too big to keep: used once, freed by the put */
+    http_cache_publish(c, e, budget);
+    *out = e;
+    return 0;
+}
+
+/* The file of rel beneath tree into a new buffer when it is still o's
+ * version, else NULL. */
+static char *read_same(const struct http_cache *c,
+                       const struct http_cache_obj *o,
+                       const void *tree,
+                       const char *rel)
+{
+    struct http_cache_file f;
+    char *buf = NULL;
+
+    if (c->ops->stat(tree, rel, &f) < 0)
+        return NULL;
+    if (http_file_id_same(&o->id, &f.id))
+        buf = read_whole(c, &f);
+    c->ops->close(&f);
+    return buf;
+}
+
+void http_cache_gz_build(struct http_cache *c,
+                         struct http_cache_obj *o,
+                         const void *tree,
+                         const char *rel,
+                         const struct http_cache_gz_ops *gz,
+                         size_t budget)
+{
+    struct http_gz *z = NULL;
+    char *tmp = NULL;
+    const char *src = o->body;
+
+    if (!gz->stopping || !gz->stopping()) {
+        if (!src)
+            src = tmp = read_same(c, o, tree, rel);
+        z = src ? gz->build(src, (size_t) o->id.size)
+                : c->ops->alloc(sizeof(*z));
+        if (z && !src) { /* changed or unreadable: identity, no build again */
+            memset(z, 0, sizeof(*z));
+            z->worthless = true;
+        }
+        c->ops->free(tmp);
+    }
+    http_cache_gz_built(c, o, z, budget);
+    http_cache_obj_put(c, o);
 }

@@ -6,16 +6,19 @@
  * into the list, a stale entry's removal and the puts after the lock (the
  * cold paths, over the engine's primitives: struct http_cache_ops); the
  * part of an entry and of an object both engines share (struct
- * http_cache_entry, struct http_cache_obj) with a load's, a publication's
- * and a gzip copy's sequences over it. Functions over the caller's
- * memory, atomics from compat.h: the engines keep the tables, the locks,
- * RCU, the allocator, the file system calls and the hit path's lookup
- * and freshness check (kernel/khttpd/cache.c, user/httpd/httpd-cache.c). */
+ * http_cache_entry, struct http_cache_obj) and what is done with it: the
+ * lookup-or-load of a path (its freshness check, its load, the object of
+ * its version shared or made, its publication), the puts of entries and
+ * objects, a gzip copy's decisions and build. Functions over the caller's
+ * memory, atomics from compat.h: the engines keep the tables and their
+ * lookups, the locks, RCU, the allocator and the file system calls
+ * (kernel/khttpd/cache.c, user/httpd/httpd-cache.c). */
 #ifndef KTCP_CORE_HTTP_CACHE_H
 #define KTCP_CORE_HTTP_CACHE_H
 
 #include "compat.h"
 #include "http_limits.h"
+#include "http_plan.h"
 
 /* One version of one file: what an object is keyed by. A changed size,
  * mtime (nanoseconds included), inode, device or type is another version:
@@ -93,10 +96,6 @@ struct http_cache_acct {
         HTTP_COUNTER_INIT(0), HTTP_COUNTER_INIT(0), HTTP_COUNTER_INIT(0) \
     }
 
-void http_cache_acct_release(struct http_cache_acct *a,
-                             size_t bytes,
-                             size_t held,
-                             int objs);
 /* Bytes charged and objects alive, for a status page. */
 void http_cache_acct_usage(const struct http_cache_acct *a,
                            size_t *bytes,
@@ -157,6 +156,8 @@ struct http_cache_entry {
     size_t charge;      /* bytes counted against the budget */
     size_t held;        /* out of the table, still referenced: held bytes */
     struct http_cache_obj *obj;
+    char *body;                /* its object's */
+    struct http_resource meta; /* what the planner reads */
 };
 
 /* The LRU list of the entries in the table, most recently used first: an
@@ -175,26 +176,78 @@ struct http_lru {
         }                              \
     }
 
-/* The table's cold paths, written once over the engine's primitives: an
- * eviction, a stale entry's removal, a new entry's publication. Function
- * pointers: none is on the hit path (a hit's lookup and freshness check
- * are the engine's own direct calls; its touch is core's inline claim,
- * the lock only when the claim is won). */
+/* A path's key in the engine's path table: the tree it is beneath (the
+ * engine's: khttpd's site, ktcp-httpd's root), the path and its hash, the
+ * engine's context for its lookup (ktcp-httpd's worker) and the MIME
+ * table a new entry takes its type from (NULL: core's). */
+struct http_cache_key {
+    const void *tree;
+    const char *rel;
+    size_t len;
+    unsigned long hash;
+    void *ctx;
+    const struct http_mime_table *mime;
+};
+
+/* A file the engine's stat found beneath a tree, held until its close:
+ * its version and type, and the engine's handle on it (khttpd: a path's
+ * two pointers; ktcp-httpd: a descriptor, -1 once an object took it). */
+struct http_cache_file {
+    struct http_file_id id;
+    bool regular;
+    union {
+        void *p[2];
+        int fd;
+    } h;
+};
+
+/* The engine's primitives core's cache runs on: its tables, lock, RCU,
+ * allocator and file system. Function pointers: none is on the hit path
+ * (a hit's lookup is the engine's direct call, its freshness check and
+ * touch core's inline claims, the lock and the file system only when a
+ * claim is won). */
 struct http_cache_ops {
-    /* The engine's lock of the table, its LRU list and in_table flags. */
+    /* The engine's lock of the path table, its LRU list and in_table. */
     void (*lock)(void);
     void (*unlock)(void);
     /* Under the lock: e, in the table (its in_table flag), out of the
      * engine's table (http_cache_unpublish_locked does the rest). */
     void (*remove)(struct http_cache_entry *e);
-    /* Drop one reference to n's entry (the last frees it). */
-    void (*put)(struct http_lru_node *n);
-    /* An entry evicted (the engine's counter). */
-    void (*evicted)(void);
     /* Under the lock: e into the engine's table, the entry of the same
      * key it replaces out of it (out of the engine's table, then
      * http_cache_left_locked onto *gone). */
     void (*insert)(struct http_cache_entry *e, struct http_lru_node **gone);
+    /* A new entry of k's key, zeroed but for it; NULL: memory is short. */
+    struct http_cache_entry *(*entry_new)(const struct http_cache_key *k);
+    /* Free e after a grace period (its last put; or never published). */
+    void (*entry_free)(struct http_cache_entry *e);
+    /* An entry evicted (the engine's counter). */
+    void (*evicted)(void);
+    /* The object table's live object of version id, referenced, or NULL. */
+    struct http_cache_obj *(*obj_find)(const struct http_file_id *id);
+    /* A new zeroed object for f's file (body: its body is kept), which
+     * may take f's handle; NULL: memory is short. */
+    struct http_cache_obj *(*obj_new)(struct http_cache_file *f, bool body);
+    /* o (http_cache_obj_made) into the object table: NULL; or, when the
+     * table has a live object of its version (a concurrent load's), that
+     * one, referenced, and o stays out. */
+    struct http_cache_obj *(*obj_add)(struct http_cache_obj *o);
+    /* Drop one reference to o: true when it was the last (o then out of
+     * the object table). */
+    bool (*obj_unref)(struct http_cache_obj *o);
+    /* Free o after a grace period (http_cache_obj_free its copies). */
+    void (*obj_free)(struct http_cache_obj *o);
+    /* rel beneath tree, as the server's user may open it: its version
+     * and type into *f, held until close; 0 or -errno. */
+    int (*stat)(const void *tree, const char *rel, struct http_cache_file *f);
+    /* The whole file (len bytes) into buf: 0 or -errno. */
+    int (*read)(struct http_cache_file *f, char *buf, size_t len);
+    void (*close)(struct http_cache_file *f);
+    /* The engine's memory for bodies and copies (free takes NULL). */
+    void *(*alloc)(size_t size);
+    void (*free)(void *p);
+    /* Bytes an entry keeps beside its path (charged from its load). */
+    size_t entry_extra;
 };
 
 /* A content cache's shared state: its LRU list, its counters and the
@@ -211,68 +264,38 @@ struct http_cache {
     }
 
 /* Put the entries on *gone (after the lock is dropped), leaving it empty. */
-void http_cache_put_gone(const struct http_cache *c,
-                         struct http_lru_node **gone);
-/* A stale entry (found, referenced, and no longer what the file system
- * has): out of the table (the lock taken and dropped), the table's
- * reference put, and the finder's. */
-void http_cache_drop(struct http_cache *c, struct http_lru_node *n);
-
+void http_cache_put_gone(struct http_cache *c, struct http_lru_node **gone);
 /* Under the lock: e, which was in the engine's table and is out of it
  * now, off the LRU list onto *gone, its bytes held. */
 void http_cache_left_locked(struct http_cache *c,
                             struct http_cache_entry *e,
                             struct http_lru_node **gone);
-struct http_resource;
-/* A load's new object of version id with body (the whole file, or NULL:
- * none kept): its shared part set (one reference, its loader's) and
- * charged, before it can be seen in the engine's table. */
-void http_cache_obj_made(struct http_cache *c,
-                         struct http_cache_obj *o,
-                         const struct http_file_id *id,
-                         char *body);
-/* An object http_cache_obj_made charged that never entered the table
- * (another load published its version first): its charge returned. */
-void http_cache_obj_lost(struct http_cache *c, struct http_cache_obj *o);
-/* A load's new entry, of path rel (len bytes) and the file's version id,
- * at now_ms: its shared part (one reference, its loader's; both stamps)
- * and the planner's resource meta. */
-void http_cache_entry_made(struct http_cache_entry *e,
-                           struct http_resource *meta,
-                           const char *rel,
-                           size_t len,
-                           const struct http_file_id *id,
-                           uint64_t now_ms);
-/* e's object o (the loader's reference, now e's): its body in meta, e
- * charged (http_cache_entry_charge of len path bytes and extra). */
-void http_cache_entry_holds(struct http_cache *c,
-                            struct http_cache_entry *e,
-                            struct http_resource *meta,
-                            struct http_cache_obj *o,
-                            size_t len,
-                            size_t extra);
 /* Under the lock: e out of the table if it is still there (the engine's
  * remove), off the LRU list onto *gone, its bytes held. */
 void http_cache_unpublish_locked(struct http_cache *c,
                                  struct http_cache_entry *e,
                                  struct http_lru_node **gone);
-/* A new entry e (referenced by its loader) into the table, replacing the
- * entry of its key, and to the LRU front; false when it cannot be kept
- * within budget (served once, its bytes held until its last put). */
-bool http_cache_publish(struct http_cache *c,
-                        struct http_cache_entry *e,
-                        size_t budget);
-
-void http_cache_touch_locked(struct http_cache *c, struct http_cache_entry *e);
-/* A hit: to the LRU front, unless it went there a moment ago (the lock
- * only then). Inline: every hit asks. */
-static inline void http_cache_touch(struct http_cache *c,
-                                    struct http_cache_entry *e,
-                                    uint64_t now_ms)
-{
-    if (http_cache_claim(&e->used, now_ms, HTTP_SERVER_LRU_TOUCH_MS))
-        http_cache_touch_locked(c, e);
-}
+/* The entry of k, referenced: found, the engine's lookup of k (NULL, or
+ * referenced), when it is still what the file system has (checked at most
+ * once per HTTP_SERVER_REVALIDATE_MS, http_cache_claim), moved to the LRU
+ * front now and then: 1 (a hit); else loaded (its object shared with the
+ * other paths of its file's version, its body read when kept) and
+ * published within budget, or kept out of the table, too big, for one
+ * use: 0 (a miss); or a miss's -errno. now_ms: the caller's clock. */
+int http_cache_get(struct http_cache *c,
+                   const struct http_cache_key *k,
+                   struct http_cache_entry *found,
+                   uint64_t now_ms,
+                   size_t budget,
+                   struct http_cache_entry **out);
+/* Drop a reference to e: the last returns its charge, puts its object
+ * and frees it (the engine's entry_free, after a grace period). */
+void http_cache_put(struct http_cache *c, struct http_cache_entry *e);
+/* Drop a reference to o: the last takes it out of the object table,
+ * returns its charge and frees it (after a grace period). */
+void http_cache_obj_put(struct http_cache *c, struct http_cache_obj *o);
+/* Free o's body and copies (the engine frees o, after a grace period). */
+void http_cache_obj_free(const struct http_cache *c, struct http_cache_obj *o);
 
 /* Publish t as o's name table (a directory's) and charge it: false (t
  * not taken) when o has one. */
@@ -281,12 +304,6 @@ bool http_cache_names_publish(struct http_cache *c,
                               struct http_name_table *t,
                               size_t bytes,
                               size_t budget);
-/* A build of o's copy is over: gz published and charged, or (NULL: out
- * of memory) the building flag down for a later try. */
-void http_cache_gz_built(struct http_cache *c,
-                         struct http_cache_obj *o,
-                         struct http_gz *gz,
-                         size_t budget);
 /* The engine's gzip primitives, for a copy's build. */
 struct http_cache_gz_ops {
     /* Compress len bytes in memory now; NULL when memory is short. */
@@ -294,7 +311,24 @@ struct http_cache_gz_ops {
     /* Queue a build of e's object's copy, the build holding a reference
      * on the object; false when the queue is full or memory is short. */
     bool (*queue)(struct http_cache_entry *e);
+    /* A queued build's compression: NULL when memory is short or the
+     * builds give up. */
+    struct http_gz *(*build)(const char *src, size_t len);
+    /* Do the builds give up (the engine stopping; NULL: never)? */
+    bool (*stopping)(void);
 };
+
+/* A queued build of o's copy, holding a reference on o (put here): the
+ * body in memory, or the file of rel beneath tree read again when it is
+ * still o's version, compressed (gz->build) and published; a file that
+ * changed or cannot be read gets the worthless marker (identity for this
+ * version, no build again). */
+void http_cache_gz_build(struct http_cache *c,
+                         struct http_cache_obj *o,
+                         const void *tree,
+                         const char *rel,
+                         const struct http_cache_gz_ops *gz,
+                         size_t budget);
 
 const struct http_gz *http_cache_gz_start(struct http_cache *c,
                                           struct http_cache_entry *e,

@@ -116,8 +116,69 @@ void http_lru_add(struct http_lru *l, struct http_lru_node *n);
 void http_cache_evict_locked(struct http_cache *c,
                              size_t budget,
                              struct http_lru_node **gone);
+/* An entry's or object's last put: bytes (held of them) and objs
+ * released. */
+void http_cache_acct_release(struct http_cache_acct *a,
+                             size_t bytes,
+                             size_t held,
+                             int objs);
+/* A build of o's copy is over: gz published and charged, or (NULL: out
+ * of memory) the building flag down for a later try. */
+void http_cache_gz_built(struct http_cache *c,
+                         struct http_cache_obj *o,
+                         struct http_gz *gz,
+                         size_t budget);
 /* The next entry of a gone list to put, taken off it; NULL at its end. */
 struct http_lru_node *http_lru_pop(struct http_lru_node **gone);
+/* A stale entry (found, referenced, and no longer what the file system
+ * has): out of the table (the lock taken and dropped), the table's
+ * reference put, and the finder's. */
+void http_cache_drop(struct http_cache *c, struct http_lru_node *n);
+
+/* A load's new object of version id with body (the whole file, or NULL:
+ * none kept): its shared part set (one reference, its loader's) and
+ * charged, before it can be seen in the engine's table. */
+void http_cache_obj_made(struct http_cache *c,
+                         struct http_cache_obj *o,
+                         const struct http_file_id *id,
+                         char *body);
+/* An object http_cache_obj_made charged that never entered the table
+ * (another load published its version first): its charge returned, and
+ * the object freed. */
+void http_cache_obj_lost(struct http_cache *c, struct http_cache_obj *o);
+/* A load's new entry, of path rel (len bytes) and the file's version id,
+ * at now_ms: its shared part (one reference, its loader's; both stamps)
+ * and the planner's resource (its meta). */
+void http_cache_entry_made(struct http_cache_entry *e,
+                           const char *rel,
+                           size_t len,
+                           const struct http_file_id *id,
+                           uint64_t now_ms);
+/* e's object o (the loader's reference, now e's): its body in e and its
+ * meta, e charged (http_cache_entry_charge of len path bytes and extra). */
+void http_cache_entry_holds(struct http_cache *c,
+                            struct http_cache_entry *e,
+                            struct http_cache_obj *o,
+                            size_t len,
+                            size_t extra);
+/* A new entry e (referenced by its loader) into the table, replacing the
+ * entry of its key, and to the LRU front; false when it cannot be kept
+ * within budget (served once, its bytes held until its last put). */
+bool http_cache_publish(struct http_cache *c,
+                        struct http_cache_entry *e,
+                        size_t budget);
+
+void http_cache_touch_locked(struct http_cache *c, struct http_cache_entry *e);
+/* A hit: to the LRU front, unless it went there a moment ago (the lock
+ * only then). Inline: every hit asks. */
+static inline void http_cache_touch(struct http_cache *c,
+                                    struct http_cache_entry *e,
+                                    uint64_t now_ms)
+{
+    if (http_cache_claim(&e->used, now_ms, HTTP_SERVER_LRU_TOUCH_MS))
+        http_cache_touch_locked(c, e);
+}
+
 /* The entry an eviction takes next: the list's tail while the bytes in
  * the table are above 90% of the budget (HTTP_SERVER_CACHE_LOW_TENTHS),
  * else NULL. The caller takes it
@@ -308,6 +369,19 @@ int http_path_error_status(int result);
 const char *http_path_error_name(int result);
 
 /* ---- http_plan.h ---- */
+
+/* Look path's type up in the operator's table t once, for every plan that
+ * runs with the same table (the planner falls back to a lookup per request
+ * for a resource made without it). */
+void http_resource_use_table(struct http_resource *r,
+                             const struct http_mime_table *t,
+                             const char *path,
+                             size_t path_len);
+
+/* Should a cache keep this file's whole body? Small regular files do, when
+ * they take at most a quarter of the cache. */
+bool http_resource_keep_body(const struct http_resource *r,
+                             uint64_t cache_bytes);
 
 /* The planner's resource of a file (http_cache_entry_made fills an
  * entry's from the file's version). */

@@ -329,6 +329,29 @@ static size_t grow_buf(const struct http_names *n, size_t need)
     return cap >= n->len + need ? cap : 0;
 }
 
+void *http_names_get(const struct http_names_mem *m, size_t size, int *err)
+{
+    void *p;
+
+    if (!m->charge(size)) {
+        *err = -HTTP_EBUSY;
+        return NULL;
+    }
+    p = m->alloc(size);
+    if (!p) {
+        m->uncharge(size);
+        *err = -HTTP_ENOMEM;
+    }
+    return p;
+}
+
+/* Free a block http_names_get returned (NULL too) and its charge. */
+static void http_names_put(const struct http_names_mem *m, void *p, size_t size)
+{
+    m->free(p);
+    m->uncharge(size);
+}
+
 /* *p (of *have elements of size each, used of them in use) grown to
  * want: a new block from m, the used ones copied, the old block put. */
 static int grow_array(void **p,
@@ -343,12 +366,12 @@ static int grow_array(void **p,
 
     if (want <= *have)
         return 0;
-    q = m->get(m->ctx, want * size, &err);
+    q = http_names_get(m, want * size, &err);
     if (!q)
         return err;
     if (used)
         memcpy(q, *p, used * size);
-    m->put(m->ctx, *p, *have * size);
+    http_names_put(m, *p, *have * size);
     *p = q;
     *have = want;
     return 0;
@@ -388,8 +411,8 @@ int http_names_grow(struct http_names *n,
 
 void http_names_free(struct http_names *n, const struct http_names_mem *m)
 {
-    m->put(m->ctx, n->buf, n->cap);
-    m->put(m->ctx, n->off, n->max * sizeof(uint32_t));
+    http_names_put(m, n->buf, n->cap);
+    http_names_put(m, n->off, n->max * sizeof(uint32_t));
     n->buf = NULL;
     n->off = NULL;
     n->cap = n->max = 0;

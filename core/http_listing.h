@@ -73,15 +73,18 @@ int http_names_add(struct http_names *n, const char *name, size_t name_len);
  * order); in place, no allocation, O(n log n). */
 void http_names_sort(struct http_names *n);
 /* The engine's memory for a name list (cold: a listing's start and each
- * growth): get returns a block of size bytes charged against the listing
- * budget, or NULL with *err set (-HTTP_EBUSY past the budget,
- * -HTTP_ENOMEM); put frees a block get returned (NULL too) and its
- * charge of size bytes. */
+ * growth, and the table it is packed into): its listing budget (charge:
+ * false, nothing charged, past it) and its allocator (free takes NULL). */
 struct http_names_mem {
-    void *(*get)(void *ctx, size_t size, int *err);
-    void (*put)(void *ctx, void *p, size_t size);
-    void *ctx;
+    bool (*charge)(size_t size);
+    void (*uncharge)(size_t size);
+    void *(*alloc)(size_t size);
+    void (*free)(void *p);
 };
+
+/* A block of size bytes charged against the listing budget, or NULL with
+ * *err set (-HTTP_EBUSY past the budget, -HTTP_ENOMEM, nothing charged). */
+void *http_names_get(const struct http_names_mem *m, size_t size, int *err);
 
 /* Give n its first arrays (HTTP_SERVER_LISTING_NAMES_START bytes,
  * HTTP_SERVER_LISTING_OFFS_START offsets): 0, or get's error (n then

@@ -70,19 +70,6 @@ struct http_resource {
 };
 
 
-/* Look path's type up in the operator's table t once, for every plan that
- * runs with the same table (the planner falls back to a lookup per request
- * for a resource made without it). */
-void http_resource_use_table(struct http_resource *r,
-                             const struct http_mime_table *t,
-                             const char *path,
-                             size_t path_len);
-
-/* Should a cache keep this file's whole body? Small regular files do, when
- * they take at most a quarter of the cache. */
-bool http_resource_keep_body(const struct http_resource *r,
-                             uint64_t cache_bytes);
-
 /* ---- custom error pages ---- */
 
 /* A status answered with a file beneath the root instead of the built-in

@@ -34,37 +34,45 @@ UCACHE = ("user/httpd/httpd-cache.c", "user/httpd/httpd-cache-gz.c")
 PAIRS = [
     ("object free (RCU)", [KCACHE], ["khttpd_obj_free_rcu"],
      UCACHE, ["obj_free_rcu"]),
-    ("object put", [KCACHE], ["khttpd_obj_put"], UCACHE, ["httpd_obj_put"]),
-    ("entry free (RCU)", [KCACHE], ["khttpd_entry_free_rcu"],
-     UCACHE, ["file_free_rcu"]),
+    ("entry free (RCU)", [KCACHE], ["khttpd_entry_free"],
+     UCACHE, ["file_free_rcu", "entry_free"]),
+    # the rest is core's (http_cache_put)
     ("entry put", [KCACHE], ["khttpd_cache_put"], UCACHE, ["httpd_cache_put"]),
     # the rest is core's (http_cache_unpublish_locked, _left_locked)
     ("unpublish", [KCACHE], ["khttpd_remove"],
      UCACHE, ["remove_node", "leave_locked"]),
     ("file identity", [KCACHE], ["khttpd_file_id"], UCACHE, ["file_id"]),
     ("object is", [KCACHE], ["khttpd_obj_is"], UCACHE, ["httpd_obj_is"]),
-    ("object get", [KCACHE], ["khttpd_obj_find", "khttpd_obj_get"],
-     UCACHE, ["obj_get"]),
-    ("load", [KCACHE], ["khttpd_stat", "khttpd_load"], UCACHE, ["load"]),
-    ("still fresh", [KCACHE], ["khttpd_still_fresh"], UCACHE, ["still_fresh"]),
     ("entry is", [KCACHE], ["khttpd_entry_is"], UCACHE, ["match"]),
-    ("cache get", [KCACHE], ["khttpd_cache_get"], UCACHE, ["httpd_cache_get"]),
-    ("gzip build", [KCACHE], ["khttpd_gzip_source", "khttpd_gzip_work"],
-     UCACHE, ["gz_worthless", "build_run"]),
+    # the engine's lookup (its RCU table) and core's http_cache_get
+    ("cache get", [KCACHE], ["khttpd_find", "khttpd_cache_get"],
+     UCACHE, ["find", "httpd_cache_get"]),
+    # the rest is core's (http_cache_gz_build)
+    ("gzip build", [KCACHE],
+     ["khttpd_gzip_work", "khttpd_gzip_build", "khttpd_gzip_stopping"],
+     UCACHE, ["build_run"]),
     ("gzip copy", [KCACHE],
      ["khttpd_gzip_queue", "khttpd_gzip_now", "khttpd_cache_gzip"],
      UCACHE, ["queue", "httpd_cache_gzip"]),
-    # the primitives core's cold paths call (struct http_cache_ops)
+    # the primitives core's paths call (struct http_cache_ops): the path
+    # table's lock and entries, the engine's memory
     ("cache ops", [KCACHE],
      ["khttpd_cache_lock_table", "khttpd_cache_unlock_table",
-      "khttpd_put_node", "khttpd_evicted", "khttpd_insert"],
-     UCACHE, ["lock_table", "unlock_table", "put_node", "evicted", "insert"]),
+      "khttpd_evicted", "khttpd_insert", "khttpd_entry_new",
+      "khttpd_alloc", "khttpd_free"],
+     UCACHE, ["lock_table", "unlock_table", "evicted", "insert",
+              "entry_new"]),
+    # the object table's
+    ("object table ops", [KCACHE],
+     ["khttpd_obj_find", "khttpd_obj_new", "khttpd_obj_add",
+      "khttpd_obj_unref", "khttpd_obj_free"],
+     UCACHE, ["obj_find", "obj_new", "obj_add", "obj_unref", "obj_free"]),
+    # the file system's
+    ("file ops", [KCACHE],
+     ["khttpd_path_of", "khttpd_stat", "khttpd_read", "khttpd_close"],
+     UCACHE, ["stat_file", "read_file", "close_file"]),
     ("usage", [KCACHE], ["khttpd_cache_usage"], UCACHE, ["httpd_cache_usage"]),
     ("cache init", [KCACHE], ["khttpd_cache_init"], UCACHE, ["httpd_cache_init"]),
-    # the growth is core's (http_names_grow); each engine's charged memory
-    ("listing names grow", ["kernel/khttpd/listing.c"],
-     ["khttpd_names_get", "khttpd_names_put"],
-     ["user/httpd/httpd-listing.c"], ["names_get", "names_put"]),
     ("body drain", ["kernel/khttpd/conn.c"], ["khttpd_drain_body"],
      ["user/httpd/httpd-conn.c"], ["drain_body"]),
 ]
@@ -80,6 +88,11 @@ FOLDED = [
     ("touch", "http_cache_touch_locked"),
     ("gzip publish", "http_cache_gz_built"),
     ("charge an object", "http_cache_names_publish"),
+    ("object put", "http_cache_obj_put"),
+    ("object get", "http_cache_obj_get"),
+    ("load", "http_cache_load"),
+    ("still fresh", "http_cache_fresh"),
+    ("listing names grow", "http_names_get"),
 ]
 
 

@@ -43,9 +43,8 @@
  * Only a small body already in memory is compressed on the spot; an entry
  * out of the table gets no copy (core's http_cache_gz_make decides).
  *
- * One file, over 500 lines, on purpose: both tables, the LRU list and the
- * gzip copies share the references, the two locks and the one byte budget
- * described above; split, each part would reach into the others' state.
+ * The lookup-or-load, the puts and a queued build are core's (http_cache.h);
+ * here: the primitives they run on (khttpd_cache_ops) and a hit's lookup.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -87,39 +86,41 @@ static void khttpd_obj_free_rcu(struct rcu_head *head)
 {
 	struct khttpd_obj *o = container_of(head, struct khttpd_obj, rcu);
 
-	kvfree(o->c.gz);
-	kvfree(o->c.names);
-	kvfree(o->c.body);
+	http_cache_obj_free(&khttpd_c, &o->c);
 	kfree(o);
 }
 
-static void khttpd_obj_put(struct khttpd_obj *o)
+static void khttpd_obj_free(struct http_cache_obj *c)
 {
-	if (!refcount_dec_and_lock(&o->c.refs, &khttpd_obj_lock))
-		return;
+	call_rcu(&container_of(c, struct khttpd_obj, c)->rcu,
+		 khttpd_obj_free_rcu);
+}
+
+/* The last reference goes under the object table's lock, with the removal:
+ * khttpd_obj_add never finds a dead object there.
+ */
+static bool khttpd_obj_unref(struct http_cache_obj *c)
+{
+	struct khttpd_obj *o = container_of(c, struct khttpd_obj, c);
+
+	if (!refcount_dec_and_lock(&c->refs, &khttpd_obj_lock))
+		return false;
 	if (o->hashed)
 		hash_del_rcu(&o->node);
 	spin_unlock(&khttpd_obj_lock);
-	http_cache_acct_release(&khttpd_c.acct, atomic_long_read(&o->c.charge),
-				0, 1);
-	call_rcu(&o->rcu, khttpd_obj_free_rcu);
+	return true;
 }
 
-static void khttpd_entry_free_rcu(struct rcu_head *head)
+static void khttpd_entry_free(struct http_cache_entry *c)
 {
-	kfree(container_of(head, struct khttpd_entry, rcu));
+	struct khttpd_entry *e = container_of(c, struct khttpd_entry, c);
+
+	kfree_rcu(e, rcu);
 }
 
 void khttpd_cache_put(struct khttpd_entry *e)
 {
-	if (!http_ref_put(&e->c.refs))
-		return;
-	/* No one can take a reference any more: the object and the charge go
-	 * now, the memory after the lookups that may still read it.
-	 */
-	http_cache_acct_release(&khttpd_c.acct, e->c.charge, e->c.held, 0);
-	khttpd_obj_put(khttpd_obj_of(e));
-	call_rcu(&e->rcu, khttpd_entry_free_rcu);
+	http_cache_put(&khttpd_c, &e->c);
 }
 
 /* Under khttpd_cache_lock: c out of the path table (core's
@@ -140,14 +141,19 @@ static void khttpd_cache_unlock_table(void)
 	spin_unlock(&khttpd_cache_lock);
 }
 
-static void khttpd_put_node(struct http_lru_node *n)
-{
-	khttpd_cache_put(container_of(n, struct khttpd_entry, c.lru));
-}
-
 static void khttpd_evicted(void)
 {
 	khttpd_count(cache_evictions, 1);
+}
+
+void *khttpd_alloc(size_t size)
+{
+	return kvmalloc(size, GFP_KERNEL);
+}
+
+void khttpd_free(void *p)
+{
+	kvfree(p);
 }
 
 static void khttpd_file_id(const struct kstat *st, struct http_file_id *id)
@@ -171,152 +177,98 @@ bool khttpd_obj_is(const struct http_cache_obj *o, const struct kstat *st)
 }
 
 /* The object table's live object for this version, referenced, or NULL. */
-static struct khttpd_obj *khttpd_obj_find(const struct http_file_id *id,
-					  u32 hash)
+static struct http_cache_obj *khttpd_obj_find(const struct http_file_id *id)
 {
+	u32 hash = http_file_id_hash(id);
 	struct khttpd_obj *o;
 
+	rcu_read_lock();
 	hash_for_each_possible_rcu(khttpd_objs, o, node, hash) {
 		if (o->hash == hash && http_file_id_same(&o->c.id, id) &&
-		    refcount_inc_not_zero(&o->c.refs))
-			return o;
+		    refcount_inc_not_zero(&o->c.refs)) {
+			rcu_read_unlock();
+			return &o->c;
+		}
 	}
+	rcu_read_unlock();
 	return NULL;
 }
 
-/* The object for version id of the file at path: the table's if it has
- * this version, else a new one with its body read when keep; referenced.
- */
-static struct khttpd_obj *khttpd_obj_get(const struct path *path,
-					 const struct http_file_id *id,
-					 bool keep)
+static struct http_cache_obj *khttpd_obj_new(struct http_cache_file *f,
+					     bool body)
 {
-	u32 hash = http_file_id_hash(id);
-	struct khttpd_obj *o, *won;
-	char *body = NULL;
+	struct khttpd_obj *o = kzalloc(sizeof(*o), GFP_KERNEL);
 
-	rcu_read_lock();
-	o = khttpd_obj_find(id, hash);
-	rcu_read_unlock();
-	if (o)
-		return o;
-
-	o = kzalloc(sizeof(*o), GFP_KERNEL);
 	if (!o)
 		return NULL;
-	if (keep) {
-		struct file *f = khttpd_open_path(path);
+	o->hash = http_file_id_hash(&f->id);
+	return &o->c;
+}
 
-		if (!IS_ERR(f)) {
-			body = kvmalloc(id->size, GFP_KERNEL);
-			if (body && khttpd_read_whole(f, body, id->size) < 0) {
-				kvfree(body);
-				body = NULL; /* the splice path reports it */
-			}
-			fput(f);
-		}
-	}
-	o->hash = hash;
-	http_cache_obj_made(&khttpd_c, &o->c, id, body);
+static struct http_cache_obj *khttpd_obj_add(struct http_cache_obj *c)
+{
+	struct khttpd_obj *o = container_of(c, struct khttpd_obj, c);
+	struct http_cache_obj *won;
 
 	spin_lock(&khttpd_obj_lock);
-	rcu_read_lock();
 	/* A concurrent load may have published this version meanwhile. Under
 	 * the lock no object in the table has dropped its last reference:
 	 * that happens under the lock, together with its removal.
 	 */
-	won = khttpd_obj_find(id, hash);
+	won = khttpd_obj_find(&c->id);
 	if (!won) {
 		o->hashed = true;
-		hash_add_rcu(khttpd_objs, &o->node, hash);
+		hash_add_rcu(khttpd_objs, &o->node, o->hash);
 	}
-	rcu_read_unlock();
 	spin_unlock(&khttpd_obj_lock);
-	if (!won)
-		return o;
-	http_cache_obj_lost(&khttpd_c, &o->c);
-	kvfree(body);
-	kfree(o); /* never published */
 	return won;
 }
 
-static int khttpd_stat(const struct khttpd_site *site, const char *rel,
-		       struct path *path, struct kstat *st)
+/* The path a stat found, held in core's struct http_cache_file. */
+static struct path khttpd_path_of(const struct http_cache_file *f)
 {
-	int err = khttpd_lookup_beneath(site, rel, path);
+	return (struct path){ .mnt = f->h.p[0], .dentry = f->h.p[1] };
+}
+
+static int khttpd_stat(const void *site, const char *rel,
+		       struct http_cache_file *f)
+{
+	struct path path;
+	struct kstat st;
+	int err = khttpd_lookup_beneath(site, rel, &path);
 
 	if (err < 0)
 		return err;
-	err = khttpd_getattr(path, st);
-	if (err < 0)
-		path_put(path);
-	return err;
+	err = khttpd_getattr(&path, &st);
+	if (err < 0) {
+		path_put(&path);
+		return err;
+	}
+	khttpd_file_id(&st, &f->id);
+	f->regular = S_ISREG(st.mode);
+	f->h.p[0] = path.mnt;
+	f->h.p[1] = path.dentry;
+	return 0;
 }
 
-/* Build an entry from the file system; refs = 1 (the caller's). */
-static int khttpd_load(const struct khttpd_site *site, const char *rel,
-		       size_t len, u32 hash, struct khttpd_entry **out)
+static int khttpd_read(struct http_cache_file *f, char *buf, size_t len)
 {
-	struct http_file_id id;
-	struct khttpd_entry *e;
-	struct khttpd_obj *o;
-	struct path path;
-	struct kstat st;
+	struct path path = khttpd_path_of(f);
+	struct file *file = khttpd_open_path(&path);
 	int err;
 
-	err = khttpd_stat(site, rel, &path, &st);
-	if (err < 0)
-		return err;
-	if (!S_ISREG(st.mode) && !S_ISDIR(st.mode)) {
-		err = -EACCES; /* fifos, devices, sockets: never served */
-		goto out_path;
-	}
-	e = kzalloc(sizeof(*e) + len + 1, GFP_KERNEL);
-	if (!e) {
-		err = -ENOMEM;
-		goto out_path;
-	}
-	khttpd_file_id(&st, &id);
-	e->hash = hash;
-	e->site = site;
-	http_cache_entry_made(&e->c, &e->meta, rel, len, &id, khttpd_now_ms());
-	e->path_len = len;
-	memcpy(e->path, rel, len);
-	o = khttpd_obj_get(&path, &id,
-			   http_resource_keep_body(&e->meta,
-						   khttpd_cache_bytes));
-	if (!o) {
-		kfree(e);
-		err = -ENOMEM;
-		goto out_path;
-	}
-	http_cache_entry_holds(&khttpd_c, &e->c, &e->meta, &o->c, len, 0);
-	e->body = o->c.body;
-	*out = e;
-	err = 0;
-out_path:
-	path_put(&path);
+	if (IS_ERR(file))
+		return PTR_ERR(file);
+	err = khttpd_read_whole(file, buf, len);
+	fput(file);
 	return err;
 }
 
-/* Is e still what the file system has? Checked at most once per
- * HTTP_SERVER_REVALIDATE_MS per entry; one checker wins the timestamp, the
- * others trust the entry.
- */
-static bool khttpd_still_fresh(struct khttpd_entry *e, const char *rel)
+static void khttpd_close(struct http_cache_file *f)
 {
-	struct path path;
-	struct kstat st;
-	bool same;
+	struct path path = khttpd_path_of(f);
 
-	if (!http_cache_claim(&e->c.checked, khttpd_now_ms(),
-			      HTTP_SERVER_REVALIDATE_MS))
-		return true;
-	if (khttpd_stat(e->site, rel, &path, &st) < 0)
-		return false;
-	same = khttpd_obj_is(e->c.obj, &st);
 	path_put(&path);
-	return same;
 }
 
 /* One path of one site: two hosts' "/index.html" are two entries. */
@@ -328,40 +280,57 @@ static bool khttpd_entry_is(const struct khttpd_entry *e,
 	       !memcmp(e->path, rel, len);
 }
 
-int khttpd_cache_get(const struct khttpd_site *site, const char *rel,
-		     size_t len, struct khttpd_entry **out)
+static struct http_cache_entry *khttpd_entry_new(const struct http_cache_key *k)
 {
-	u32 hash = jhash(rel, len, site->id);
-	struct khttpd_entry *e, *found = NULL;
-	int err;
+	struct khttpd_entry *e = kzalloc(sizeof(*e) + k->len + 1, GFP_KERNEL);
+
+	if (!e)
+		return NULL;
+	e->hash = k->hash;
+	e->site = k->tree;
+	e->path_len = k->len;
+	memcpy(e->path, k->rel, k->len);
+	return &e->c;
+}
+
+/* The path table's entry of k, referenced, or NULL. */
+static struct http_cache_entry *khttpd_find(const struct http_cache_key *k)
+{
+	u32 hash = k->hash;
+	struct khttpd_entry *e;
 
 	rcu_read_lock();
 	hash_for_each_possible_rcu(khttpd_cache, e, node, hash) {
-		if (khttpd_entry_is(e, site, rel, len, hash) &&
+		if (khttpd_entry_is(e, k->tree, k->rel, k->len, hash) &&
 		    http_ref_get_unless_zero(&e->c.refs)) {
-			found = e;
-			break;
+			rcu_read_unlock();
+			return &e->c;
 		}
 	}
 	rcu_read_unlock();
+	return NULL;
+}
 
-	if (found) {
-		if (khttpd_still_fresh(found, rel)) {
-			http_cache_touch(&khttpd_c, &found->c, khttpd_now_ms());
-			khttpd_count(cache_hits, 1);
-			*out = found;
-			return 0;
-		}
-		http_cache_drop(&khttpd_c, &found->c.lru);
-	}
-	khttpd_count(cache_misses, 1);
+int khttpd_cache_get(const struct khttpd_site *site, const char *rel,
+		     size_t len, struct khttpd_entry **out)
+{
+	struct http_cache_key k = {
+		.tree = site,
+		.rel = rel,
+		.len = len,
+		.hash = jhash(rel, len, site->id),
+	};
+	struct http_cache_entry *e;
+	int r = http_cache_get(&khttpd_c, &k, khttpd_find(&k), khttpd_now_ms(),
+			       khttpd_cache_bytes, &e);
 
-	err = khttpd_load(site, rel, len, hash, &e);
-	if (err < 0)
-		return err;
-	/* into the table; or too big to keep: used once, freed by the put */
-	http_cache_publish(&khttpd_c, &e->c, khttpd_cache_bytes);
-	*out = e;
+	if (r > 0)
+		khttpd_count(cache_hits, 1);
+	else
+		khttpd_count(cache_misses, 1);
+	if (r < 0)
+		return r;
+	*out = container_of(e, struct khttpd_entry, c);
 	return 0;
 }
 
@@ -373,58 +342,20 @@ bool khttpd_cache_set_names(struct khttpd_entry *e, struct http_name_table *t)
 
 struct khttpd_gzip_job {
 	struct work_struct work;
-	struct khttpd_obj *obj;
+	struct http_cache_obj *obj;
 	const struct khttpd_site *site; /* path is beneath its root */
 	char path[];
 };
 
-/* The whole file as the object knows it, into a fresh buffer, or NULL. */
-static char *khttpd_gzip_source(const struct khttpd_site *site, const char *rel,
-				const struct khttpd_obj *o)
-{
-	struct file *f = khttpd_open_beneath(site, rel);
-	struct kstat st;
-	char *buf = NULL;
-
-	if (IS_ERR(f))
-		return NULL;
-	if (!khttpd_getattr(&f->f_path, &st) && khttpd_obj_is(&o->c, &st)) {
-		buf = kvmalloc(o->c.id.size, GFP_KERNEL);
-		if (buf && khttpd_read_whole(f, buf, o->c.id.size) < 0) {
-			kvfree(buf);
-			buf = NULL;
-		}
-	}
-	fput(f);
-	return buf;
-}
+static const struct http_cache_gz_ops khttpd_gz_ops;
 
 static void khttpd_gzip_work(struct work_struct *work)
 {
 	struct khttpd_gzip_job *job =
 		container_of(work, struct khttpd_gzip_job, work);
-	struct khttpd_obj *o = job->obj;
-	struct http_gz *gz = NULL;
-	char *tmp = NULL;
 
-	if (!READ_ONCE(khttpd_gzip_stop)) {
-		const char *src = o->c.body;
-
-		if (!src) {
-			tmp = khttpd_gzip_source(job->site, job->path, o);
-			src = tmp;
-		}
-		/* A file that changed or cannot be read: identity for this
-		 * version (an empty copy marked worthless), no build again.
-		 */
-		gz = src ? khttpd_gzip(src, o->c.id.size, &khttpd_gzip_stop) :
-			   kvzalloc(sizeof(*gz), GFP_KERNEL);
-		if (gz && !src)
-			gz->worthless = true;
-		kvfree(tmp);
-	}
-	http_cache_gz_built(&khttpd_c, &o->c, gz, khttpd_cache_bytes);
-	khttpd_obj_put(o);
+	http_cache_gz_build(&khttpd_c, job->obj, job->site, job->path,
+			    &khttpd_gz_ops, khttpd_cache_bytes);
 	kfree(job);
 	atomic_dec(&khttpd_gzip_jobs);
 }
@@ -441,8 +372,8 @@ static bool khttpd_gzip_queue(struct http_cache_entry *c)
 	if (!job)
 		goto out_full;
 	INIT_WORK(&job->work, khttpd_gzip_work);
-	refcount_inc(&c->obj->refs); /* the build's */
-	job->obj = khttpd_obj_of(e);
+	http_ref_get(&c->obj->refs); /* the build's */
+	job->obj = c->obj;
 	job->site = e->site;
 	memcpy(job->path, e->path, e->path_len + 1);
 	queue_work(khttpd_gzip_wq, &job->work);
@@ -457,9 +388,22 @@ static struct http_gz *khttpd_gzip_now(const char *src, size_t len)
 	return khttpd_gzip(src, len, NULL);
 }
 
+/* Off the request path: it gives up at its next slice when unloading. */
+static struct http_gz *khttpd_gzip_build(const char *src, size_t len)
+{
+	return khttpd_gzip(src, len, &khttpd_gzip_stop);
+}
+
+static bool khttpd_gzip_stopping(void)
+{
+	return READ_ONCE(khttpd_gzip_stop);
+}
+
 static const struct http_cache_gz_ops khttpd_gz_ops = {
 	.gzip = khttpd_gzip_now,
 	.queue = khttpd_gzip_queue,
+	.build = khttpd_gzip_build,
+	.stopping = khttpd_gzip_stopping,
 };
 
 const struct http_gz *khttpd_cache_gzip(struct khttpd_entry *e)
@@ -490,9 +434,20 @@ static const struct http_cache_ops khttpd_cache_ops = {
 	.lock = khttpd_cache_lock_table,
 	.unlock = khttpd_cache_unlock_table,
 	.remove = khttpd_remove,
-	.put = khttpd_put_node,
-	.evicted = khttpd_evicted,
 	.insert = khttpd_insert,
+	.entry_new = khttpd_entry_new,
+	.entry_free = khttpd_entry_free,
+	.evicted = khttpd_evicted,
+	.obj_find = khttpd_obj_find,
+	.obj_new = khttpd_obj_new,
+	.obj_add = khttpd_obj_add,
+	.obj_unref = khttpd_obj_unref,
+	.obj_free = khttpd_obj_free,
+	.stat = khttpd_stat,
+	.read = khttpd_read,
+	.close = khttpd_close,
+	.alloc = khttpd_alloc,
+	.free = khttpd_free,
 };
 
 void khttpd_cache_usage(size_t *bytes, size_t *entries)

@@ -168,12 +168,10 @@ struct khttpd_obj {
  */
 struct khttpd_entry {
 	struct hlist_node node; /* in the path table, under khttpd_cache_lock */
-	struct http_cache_entry c; /* refs, in_table, stamps, LRU, charge */
+	struct http_cache_entry c; /* refs, stamps, LRU, body, meta, ... */
 	struct rcu_head rcu;
 	u32 hash;
-	struct http_resource meta;
 	const struct khttpd_site *site; /* with the path, the key */
-	char *body; /* its object's */
 	size_t path_len;
 	char path[];
 };
@@ -184,6 +182,11 @@ static inline struct khttpd_obj *khttpd_obj_of(const struct khttpd_entry *e)
 }
 
 int khttpd_cache_init(void);
+/* The cache's memory for bodies, copies and listings' names: kvmalloc'd
+ * (GFP_KERNEL: never under a spinlock), kvfree'd (NULL too).
+ */
+void *khttpd_alloc(size_t size);
+void khttpd_free(void *p);
 /* The entry of rel beneath site's root (the site is part of the key). */
 int khttpd_cache_get(const struct khttpd_site *site, const char *rel,
 		     size_t len, struct khttpd_entry **out);

@@ -155,31 +155,11 @@ static bool khttpd_build_actor(struct dir_context *ctx, const char *name,
 }
 
 /* The memory of a name list (core's struct http_names_mem): charged. */
-static void *khttpd_names_get(void *ctx, size_t size, int *err)
-{
-	void *p;
-
-	if (!khttpd_listing_charge(size)) {
-		*err = -EBUSY;
-		return NULL;
-	}
-	p = kvmalloc(size, GFP_KERNEL);
-	if (!p) {
-		khttpd_listing_uncharge(size);
-		*err = -ENOMEM;
-	}
-	return p;
-}
-
-static void khttpd_names_put(void *ctx, void *p, size_t size)
-{
-	kvfree(p);
-	khttpd_listing_uncharge(size);
-}
-
 static const struct http_names_mem khttpd_names_mem = {
-	.get = khttpd_names_get,
-	.put = khttpd_names_put,
+	.charge = khttpd_listing_charge,
+	.uncharge = khttpd_listing_uncharge,
+	.alloc = khttpd_alloc,
+	.free = khttpd_free,
 };
 
 /*
@@ -216,7 +196,8 @@ static struct http_name_table *khttpd_build(struct file *dir, const char *rel,
 	}
 	if (!err) {
 		http_names_sort(&b.n);
-		t = khttpd_names_get(NULL, http_names_table_size(&b.n), &err);
+		t = http_names_get(&khttpd_names_mem,
+				   http_names_table_size(&b.n), &err);
 	}
 	if (t)
 		http_names_pack(&b.n, t, truncated, root, dotfiles);

@@ -74,7 +74,7 @@ static void khttpd_source_attach(struct khttpd_conn *conn,
 		o->mem = p->text;
 		break;
 	case HTTP_PLAN_BODY_CACHED:
-		o->mem = src->ref->body + p->body_off;
+		o->mem = src->ref->c.body + p->body_off;
 		/* the reference keeps the bytes alive until they are out */
 		swap(o->ref, src->ref);
 		break;
@@ -94,7 +94,7 @@ static void khttpd_source_attach(struct khttpd_conn *conn,
 		/* out.c builds each part's head as the last one is out */
 		o->parts = p;
 		if (p->parts_cached) {
-			o->parts_mem = src->ref->body;
+			o->parts_mem = src->ref->c.body;
 			swap(o->ref, src->ref);
 		} else {
 			swap(o->file, src->file);
@@ -151,7 +151,8 @@ static bool khttpd_finish(struct khttpd_conn *conn,
 		err = khttpd_cache_get(site, p->path, p->path_len, &src.ref);
 		if (err < 0)
 			src.ref = NULL;
-		step = http_plan_resource(p, err, err ? NULL : &src.ref->meta);
+		step = http_plan_resource(p, err,
+					  err ? NULL : &src.ref->c.meta);
 	}
 	if (step == HTTP_PLAN_GZIP) {
 		gz = khttpd_cache_gzip(src.ref);

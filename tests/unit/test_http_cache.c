@@ -1,4 +1,6 @@
 /* Unit tests of the content cache's policy (http_cache.c). */
+#include <stdlib.h>
+
 #include "http_internal.h"
 #include "http_limits.h"
 #include "unit.h"
@@ -248,18 +250,12 @@ static void test_lru(void)
  * around every removal and insert. */
 static struct {
     bool locked;
-    int locks, evictions, puts, removes, inserts, bad;
+    int locks, evictions, frees, unrefs, obj_frees, removes, inserts, bad;
     struct http_cache_entry *replaced; /* what the next insert replaces */
 } eng;
 static struct http_cache fake;
 static struct http_cache_obj fobj;
 static struct http_cache_entry fents[8];
-
-static struct http_cache_entry *fent_of(struct http_lru_node *n)
-{
-    return (struct http_cache_entry *) ((char *) n -
-                                        offsetof(struct http_cache_entry, lru));
-}
 
 static void f_lock(void)
 {
@@ -280,14 +276,24 @@ static void f_remove(struct http_cache_entry *e)
     eng.removes++;
 }
 
-static void f_put(struct http_lru_node *n)
+static void f_entry_free(struct http_cache_entry *e)
 {
-    struct http_cache_entry *e = fent_of(n);
+    eng.bad += eng.locked || http_ref_read(&e->refs); /* last put, unlocked */
+    eng.frees++;
+}
 
-    eng.bad += eng.locked; /* puts come after the lock is dropped */
-    eng.puts++;
-    if (http_ref_put(&e->refs))
-        http_cache_acct_release(&fake.acct, e->charge, e->held, 0);
+/* The entries' object: another holder keeps it. */
+static bool f_obj_unref(struct http_cache_obj *o)
+{
+    (void) o;
+    eng.unrefs++;
+    return false;
+}
+
+static void f_obj_free(struct http_cache_obj *o)
+{
+    (void) o;
+    eng.obj_frees++;
 }
 
 static void f_evicted(void)
@@ -308,9 +314,11 @@ static void f_insert(struct http_cache_entry *e, struct http_lru_node **gone)
 static const struct http_cache_ops fops = {.lock = f_lock,
                                            .unlock = f_unlock,
                                            .remove = f_remove,
-                                           .put = f_put,
+                                           .insert = f_insert,
+                                           .entry_free = f_entry_free,
                                            .evicted = f_evicted,
-                                           .insert = f_insert};
+                                           .obj_unref = f_obj_unref,
+                                           .obj_free = f_obj_free};
 
 static void fent_init(int i)
 {
@@ -338,7 +346,7 @@ static void test_cache_flow(void)
     for (int i = 0; i < 5; i++) {
         fent_init(i);
         CHECK(http_cache_publish(&fake, &fents[i], 1000));
-        f_put(&fents[i].lru); /* the loader done: the table's is left */
+        http_cache_put(&fake, &fents[i]); /* the loader's: the table's left */
         CHECK(http_flag_read(&fents[i].in_table));
     }
     CHECK_INT(eng.inserts, 5);
@@ -353,14 +361,15 @@ static void test_cache_flow(void)
      * the evicted put after the lock */
     fent_init(5);
     CHECK(http_cache_publish(&fake, &fents[5], 550));
-    f_put(&fents[5].lru);
+    http_cache_put(&fake, &fents[5]);
     CHECK_INT(eng.evictions, 2);
     CHECK_INT(eng.removes, 2);
     CHECK(!http_flag_read(&fents[0].in_table));
     CHECK(!http_flag_read(&fents[1].in_table));
     CHECK(http_flag_read(&fents[2].in_table));
     CHECK(fake.lru.head.next == &fents[5].lru);
-    CHECK_INT(eng.puts, 6 + 2);
+    CHECK_INT(eng.frees, 2);
+    CHECK_INT(eng.unrefs, 2); /* each freed entry's object reference */
     CHECK_INT(http_ref_read(&fents[0].refs) + http_ref_read(&fents[1].refs), 0);
     CHECK_INT(fake_bytes(), 400);
     /* a charge that passes a smaller budget: the lock, an eviction, the
@@ -372,14 +381,14 @@ static void test_cache_flow(void)
     CHECK(!http_flag_read(&fents[2].in_table));
     CHECK(!http_flag_read(&fents[3].in_table));
     CHECK(http_flag_read(&fents[4].in_table));
-    CHECK_INT(eng.puts, 10);
+    CHECK_INT(eng.frees, 4);
     /* a stale entry found by a reader (its reference taken): out of the
      * table, both references put */
     http_ref_get(&fents[4].refs);
     http_cache_drop(&fake, &fents[4].lru);
     CHECK(!http_flag_read(&fents[4].in_table));
     CHECK_INT(http_ref_read(&fents[4].refs), 0);
-    CHECK_INT(eng.puts, 12);
+    CHECK_INT(eng.frees, 5);
     /* a reader holds 5 when a load of its path replaces it (the engine's
      * insert finds it): out of the table, the table's reference put */
     http_ref_get(&fents[5].refs);
@@ -405,12 +414,14 @@ static void test_cache_flow(void)
     CHECK_INT(fents[7].held, 2000);
     CHECK_INT(http_ref_read(&fents[7].refs), 1);
     CHECK_INT(http_cache_acct_published(&fake.acct), 100); /* 6 alone */
-    f_put(&fents[7].lru);
+    http_cache_put(&fake, &fents[7]);
     CHECK_INT(fake_bytes(), 100);
     /* 6 stale: the table's reference and its loader's */
     http_cache_drop(&fake, &fents[6].lru);
     CHECK(fake.lru.head.next == &fake.lru.head);
     CHECK_INT(fake_bytes(), 0);
+    CHECK_INT(eng.frees, 8);
+    CHECK_INT(eng.obj_frees, 0);
     CHECK_INT(eng.bad, 0);
 }
 
@@ -423,7 +434,6 @@ static void test_made(void)
         .dev = 1, .ino = 2, .size = 5, .mtime = 1700000000, .mtime_nsec = 7};
     struct http_cache_obj o = {0}, lost = {0};
     struct http_cache_entry e = {0};
-    struct http_resource meta;
     char body[5] = "hello";
     size_t bytes, objs;
 
@@ -434,16 +444,17 @@ static void test_made(void)
     CHECK_INT(http_counter_read(&o.charge), http_cache_obj_charge(5));
     CHECK_INT(http_counter_read(&lost.charge), http_cache_obj_charge(0));
     http_cache_obj_lost(&c, &lost);
+    CHECK_INT(eng.obj_frees, 1);
     http_cache_acct_usage(&c.acct, &bytes, &objs);
     CHECK_INT(bytes, http_cache_obj_charge(5));
     CHECK_INT(objs, 1);
-    http_cache_entry_made(&e, &meta, "a.txt", 5, &id, 1234);
+    http_cache_entry_made(&e, "a.txt", 5, &id, 1234);
     CHECK_INT(http_ref_read(&e.refs), 1);
     CHECK_INT(http_stamp_read(&e.checked), 1234);
     CHECK_INT(http_stamp_read(&e.used), 1234);
-    CHECK(!meta.is_dir && meta.size == 5 && meta.mtime == 1700000000);
-    http_cache_entry_holds(&c, &e, &meta, &o, 5, 10);
-    CHECK(e.obj == &o && meta.body_cached);
+    CHECK(!e.meta.is_dir && e.meta.size == 5 && e.meta.mtime == 1700000000);
+    http_cache_entry_holds(&c, &e, &o, 5, 10);
+    CHECK(e.obj == &o && e.body == body && e.meta.body_cached);
     CHECK_INT(e.charge, http_cache_entry_charge(5, 10));
     http_cache_acct_usage(&c.acct, &bytes, &objs);
     CHECK_INT(bytes, http_cache_obj_charge(5) + http_cache_entry_charge(5, 10));
@@ -473,7 +484,8 @@ static bool g_queue(struct http_cache_entry *e)
 
 static void test_gz(void)
 {
-    static const struct http_cache_gz_ops gops = {g_gzip, g_queue};
+    static const struct http_cache_gz_ops gops = {.gzip = g_gzip,
+                                                  .queue = g_queue};
     struct http_cache c = HTTP_CACHE_INIT(c, &fops);
     struct http_cache_obj o = {.id = {.size = 1000}};
     struct http_cache_entry e = {.obj = &o};
@@ -519,6 +531,241 @@ static void test_gz(void)
     CHECK(http_ptr_load(&small.names) == t1);
 }
 
+/* A fake engine for the lookup-or-load path: one file beneath any tree
+ * (its version in fs.id; stat fails with fs.err), an object table of one
+ * slot (fs.rival: what a concurrent load published first), entries and
+ * objects from arrays, libc's memory. */
+static struct {
+    struct http_file_id id;
+    bool regular;
+    int err, stats, reads, open, entries, objs, entry_frees, obj_frees;
+    struct http_cache_obj *slot, *rival;
+} fs;
+static struct http_cache gc;
+static struct http_cache_entry gents[8];
+static struct http_cache_obj gobjs[8];
+
+static int g_stat(const void *tree, const char *rel, struct http_cache_file *f)
+{
+    (void) tree;
+    (void) rel;
+    fs.stats++;
+    if (fs.err)
+        return fs.err;
+    f->id = fs.id;
+    f->regular = fs.regular;
+    f->h.fd = 7;
+    fs.open++;
+    return 0;
+}
+
+static int g_read(struct http_cache_file *f, char *buf, size_t len)
+{
+    fs.reads++;
+    memset(buf, 'x', len);
+    return f->h.fd == 7 ? 0 : -1;
+}
+
+static void g_close(struct http_cache_file *f)
+{
+    (void) f;
+    fs.open--;
+}
+
+static struct http_cache_entry *g_entry_new(const struct http_cache_key *k)
+{
+    (void) k;
+    return &gents[fs.entries++];
+}
+
+static void g_entry_free(struct http_cache_entry *e)
+{
+    fs.entry_frees += !http_ref_read(&e->refs);
+}
+
+static struct http_cache_obj *g_obj_find(const struct http_file_id *id)
+{
+    struct http_cache_obj *o = fs.slot;
+
+    return o && http_file_id_same(&o->id, id) &&
+                   http_ref_get_unless_zero(&o->refs)
+               ? o
+               : NULL;
+}
+
+static struct http_cache_obj *g_obj_new(struct http_cache_file *f, bool body)
+{
+    (void) f;
+    (void) body;
+    return &gobjs[fs.objs++];
+}
+
+static struct http_cache_obj *g_obj_add(struct http_cache_obj *o)
+{
+    struct http_cache_obj *won = fs.rival;
+
+    if (!won) {
+        fs.slot = o;
+        return NULL;
+    }
+    fs.rival = NULL;
+    http_ref_get(&won->refs);
+    return won;
+}
+
+static bool g_obj_unref(struct http_cache_obj *o)
+{
+    if (!http_ref_put(&o->refs))
+        return false;
+    if (fs.slot == o)
+        fs.slot = NULL;
+    return true;
+}
+
+static void g_obj_free(struct http_cache_obj *o)
+{
+    fs.obj_frees++;
+    http_cache_obj_free(&gc, o);
+}
+
+static const struct http_cache_ops gops = {.lock = f_lock,
+                                           .unlock = f_unlock,
+                                           .remove = f_remove,
+                                           .insert = f_insert,
+                                           .entry_new = g_entry_new,
+                                           .entry_free = g_entry_free,
+                                           .evicted = f_evicted,
+                                           .obj_find = g_obj_find,
+                                           .obj_new = g_obj_new,
+                                           .obj_add = g_obj_add,
+                                           .obj_unref = g_obj_unref,
+                                           .obj_free = g_obj_free,
+                                           .stat = g_stat,
+                                           .read = g_read,
+                                           .close = g_close,
+                                           .alloc = malloc,
+                                           .free = free};
+
+/* Core's lookup-or-load over the fake: a miss loads and publishes (the
+ * body of a small file read), a hit within the revalidation period looks
+ * at nothing, a second later the file is checked, another path of the
+ * same version shares the object, a changed file is a miss that drops the
+ * stale entry, a version a concurrent load published first is shared,
+ * what is neither a file nor a directory is refused, and every handle a
+ * stat opened is closed. */
+static void test_get(void)
+{
+    struct http_cache_key k = {.rel = "a.txt", .len = 5};
+    struct http_cache_key k2 = {.rel = "b.txt", .len = 5};
+    struct http_cache_key k3 = {.rel = "c.txt", .len = 5};
+    struct http_cache_entry *e, *e2;
+    struct http_cache_obj rival = {0};
+    size_t bytes, objs;
+
+    gc = (struct http_cache) HTTP_CACHE_INIT(gc, &gops);
+    fs.id = (struct http_file_id){.dev = 1, .ino = 2, .size = 5, .mtime = 9};
+    fs.regular = true;
+    CHECK_INT(http_cache_get(&gc, &k, NULL, 1000, 1 << 20, &e), 0);
+    CHECK(e == &gents[0] && http_flag_read(&e->in_table));
+    CHECK_INT(http_ref_read(&e->refs), 2); /* the table's, the caller's */
+    CHECK(e->body && e->meta.body_cached && e->meta.size == 5);
+    CHECK_INT(fs.reads, 1);
+    http_cache_put(&gc, e);
+    /* a hit (the engine's lookup took a reference): no stat */
+    http_ref_get(&e->refs);
+    CHECK_INT(http_cache_get(&gc, &k, e, 1500, 1 << 20, &e2), 1);
+    CHECK(e2 == e);
+    CHECK_INT(fs.stats, 1);
+    http_cache_put(&gc, e2);
+    http_ref_get(&e->refs);
+    CHECK_INT(http_cache_get(&gc, &k, e, 2000, 1 << 20, &e2), 1);
+    CHECK(e2 == e);
+    CHECK_INT(fs.stats, 2);
+    http_cache_put(&gc, e2);
+    CHECK_INT(http_cache_get(&gc, &k2, NULL, 2000, 1 << 20, &e2), 0);
+    CHECK(e2 == &gents[1] && e2->obj == e->obj);
+    CHECK_INT(fs.objs + fs.reads, 2); /* one object, read once */
+    CHECK_INT(http_ref_read(&e->obj->refs), 2);
+    http_cache_put(&gc, e2);
+    fs.id.size = 6;
+    http_ref_get(&e->refs);
+    CHECK_INT(http_cache_get(&gc, &k, e, 3000, 1 << 20, &e2), 0);
+    CHECK(e2 == &gents[2] && e2->obj == &gobjs[1] && e2->meta.size == 6);
+    CHECK(!http_flag_read(&e->in_table));
+    CHECK_INT(fs.entry_frees, 1); /* the stale one, its references gone */
+    CHECK_INT(http_ref_read(&gobjs[0].refs), 1); /* b.txt's still */
+    http_cache_put(&gc, e2);
+    fs.id.size = 7;
+    fs.rival = &rival;
+    http_cache_obj_made(&gc, &rival, &fs.id, NULL);
+    CHECK_INT(http_cache_get(&gc, &k3, NULL, 3000, 1 << 20, &e2), 0);
+    CHECK(e2->obj == &rival && !e2->body);
+    CHECK_INT(fs.obj_frees, 1); /* the loser, its body with it */
+    CHECK_INT(http_ref_read(&rival.refs), 2);
+    http_cache_acct_usage(&gc.acct, &bytes, &objs);
+    CHECK_INT(objs, 3);
+    http_cache_put(&gc, e2);
+    fs.regular = false;
+    CHECK_INT(http_cache_get(&gc, &k3, NULL, 3000, 1 << 20, &e2), -HTTP_EACCES);
+    fs.err = -2;
+    CHECK_INT(http_cache_get(&gc, &k3, NULL, 3000, 1 << 20, &e2), -2);
+    CHECK_INT(fs.entries, 4); /* none for either */
+    CHECK_INT(fs.open, 0);
+    CHECK_INT(eng.bad, 0);
+    fs.err = 0;
+    fs.regular = true;
+}
+
+/* A queued build: the body in memory compressed and published, the
+ * build's reference put; without a body the file read again when it is
+ * the object's version, else the worthless marker; nothing when the
+ * builds give up. */
+static bool g_stop;
+
+static bool g_stopping(void)
+{
+    return g_stop;
+}
+
+static struct http_gz *g_build(const char *src, size_t len)
+{
+    struct http_gz *gz = calloc(1, sizeof(*gz) + 1);
+
+    gz->len = 1;
+    gz->data[0] = src[len - 1];
+    return gz;
+}
+
+static void test_gz_build(void)
+{
+    static const struct http_cache_gz_ops bops = {.build = g_build,
+                                                  .stopping = g_stopping};
+    struct http_cache_obj o = {.id = fs.id};
+    struct http_cache_obj *p = &o;
+    int reads = fs.reads;
+
+    gc = (struct http_cache) HTTP_CACHE_INIT(gc, &gops);
+    http_ref_init(&o.refs, 3); /* an entry's, and two builds' */
+    http_cache_gz_build(&gc, p, NULL, "c.txt", &bops, 1 << 20);
+    CHECK(http_ptr_load(&o.gz) && !http_ptr_load(&o.gz)->worthless);
+    CHECK_INT(fs.reads, reads + 1);
+    CHECK_INT(http_ref_read(&o.refs), 2);
+    gc.ops->free(http_ptr_load(&o.gz));
+    http_ptr_store(&o.gz, NULL);
+    fs.id.size = 8; /* changed since */
+    http_cache_gz_build(&gc, p, NULL, "c.txt", &bops, 1 << 20);
+    CHECK(http_ptr_load(&o.gz) && http_ptr_load(&o.gz)->worthless);
+    CHECK_INT(fs.reads, reads + 1);
+    gc.ops->free(http_ptr_load(&o.gz));
+    http_ptr_store(&o.gz, NULL);
+    http_flag_set(&o.building, true);
+    g_stop = true;
+    http_cache_gz_build(&gc, p, NULL, "c.txt", &bops, 1 << 20);
+    CHECK(!http_ptr_load(&o.gz) && !http_flag_read(&o.building));
+    CHECK_INT(http_ref_read(&o.refs), 0);
+    CHECK_INT(fs.open, 0);
+}
+
 int main(void)
 {
     test_file_id();
@@ -533,5 +780,7 @@ int main(void)
     test_cache_flow();
     test_made();
     test_gz();
+    test_get();
+    test_gz_build();
     UNIT_DONE();
 }

@@ -229,29 +229,25 @@ struct test_mem {
     int gets, fail_at; /* the get numbered fail_at finds no memory */
 };
 
-static void *test_get(void *ctx, size_t size, int *err)
-{
-    struct test_mem *t = ctx;
+static struct test_mem tm;
 
-    if (t->charged + size > t->budget) {
-        *err = -HTTP_EBUSY;
-        return NULL;
-    }
-    if (++t->gets == t->fail_at) {
-        *err = -HTTP_ENOMEM;
-        return NULL;
-    }
-    t->charged += size;
-    return malloc(size);
+static bool test_charge(size_t size)
+{
+    if (tm.charged + size > tm.budget)
+        return false;
+    tm.charged += size;
+    return true;
 }
 
-static void test_put(void *ctx, void *p, size_t size)
+static void test_uncharge(size_t size)
 {
-    struct test_mem *t = ctx;
+    CHECK(size <= tm.charged);
+    tm.charged -= size;
+}
 
-    CHECK(p || !size);
-    t->charged -= size;
-    free(p);
+static void *test_alloc(size_t size)
+{
+    return ++tm.gets == tm.fail_at ? NULL : malloc(size);
 }
 
 /* Growth of a name list: doubling, never past the listing's bounds,
@@ -259,11 +255,11 @@ static void test_put(void *ctx, void *p, size_t size)
  * charged while held and given back by the free. */
 static void test_grow(void)
 {
-    struct test_mem tm = {0, (size_t) 64 << 20, 0, 0};
-    struct http_names_mem m = {test_get, test_put, &tm};
+    struct http_names_mem m = {test_charge, test_uncharge, test_alloc, free};
     struct http_names n;
     char name[16];
 
+    tm = (struct test_mem){0, (size_t) 64 << 20, 0, 0};
     CHECK_INT(http_names_start(&n, &m), 0);
     CHECK_INT(n.cap, HTTP_SERVER_LISTING_NAMES_START);
     CHECK_INT(n.max, HTTP_SERVER_LISTING_OFFS_START);
@@ -296,8 +292,10 @@ static void test_grow(void)
     /* no memory: the allocator's error */
     tm.budget = (size_t) 64 << 20;
     tm.fail_at = tm.gets + 1;
+    size_t charged = tm.charged;
     CHECK_INT(http_names_grow(&n, n.cap, &m), -HTTP_ENOMEM);
     CHECK_INT(n.cap, cap);
+    CHECK_INT(tm.charged, charged); /* the failed block's charge back */
     /* the bounds: no more names, no more name bytes */
     n.count = n.max = HTTP_SERVER_LISTING_MAX_ENTRIES;
     CHECK_INT(http_names_grow(&n, 1, &m), -HTTP_ENOSPC);

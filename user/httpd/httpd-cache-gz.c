@@ -3,58 +3,30 @@
  * and published by core (http_cache_gz); until then requests get
  * identity. Only a small body already in memory is compressed on the
  * spot; an entry out of the table gets no copy (core's http_cache_gz_make
- * decides). Here: the build's job, its read of the file and its queueing;
- * the objects and their references are httpd-cache.c's. */
-#include <fcntl.h>
+ * decides). Here: the build's job and its queueing (core's
+ * http_cache_gz_build reads the file and publishes the copy); the objects
+ * and their references are httpd-cache.c's. */
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "httpd.h"
 
-/* The not-smaller marker, for a build that cannot read its file: identity
- * for this version from then on, and no build again. */
-static struct http_gz *gz_worthless(void)
-{
-    struct http_gz *gz = calloc(1, sizeof(*gz));
-    if (gz)
-        gz->worthless = true;
-    return gz;
-}
-
 struct build {
     struct httpd_gzip_job job;
-    struct httpd_obj *obj;
-    int root; /* the entry's tree: a reload may close it, and then the
-                 object's identity check refuses what the descriptor
-                 opens */
+    struct http_cache_obj *obj;
+    struct httpd_root root; /* the entry's tree: a reload may close it,
+                               and then the object's identity check
+                               refuses what the descriptor opens */
     char path[];
 };
+
+static const struct http_cache_gz_ops gz_ops;
 
 static void build_run(struct httpd_gzip_job *job)
 {
     struct build *b = caa_container_of(job, struct build, job);
-    struct httpd_obj *o = b->obj;
-    char *tmp = NULL;
-    const char *src = o->c.body;
-
-    if (!src) {
-        /* the file as the object knows it, or nothing */
-        int fd = httpd_open_beneath(b->root, b->path, O_RDONLY | O_NONBLOCK);
-        struct stat st;
-        if (fd >= 0 && fstat(fd, &st) == 0 && httpd_obj_is(&o->c, &st) &&
-            (tmp = malloc(o->c.id.size ? o->c.id.size : 1)) &&
-            httpd_read_all(fd, tmp, o->c.id.size) == 0)
-            src = tmp;
-        if (fd >= 0)
-            close(fd);
-    }
-    http_cache_gz_built(&httpd_cache_core, &o->c,
-                        src ? httpd_gzip(src, o->c.id.size) : gz_worthless(),
+    http_cache_gz_build(&httpd_cache_core, b->obj, &b->root, b->path, &gz_ops,
                         httpd_cfg.cache_size);
-    free(tmp);
-    httpd_obj_put(o);
     free(b);
 }
 
@@ -66,17 +38,18 @@ static bool queue(struct http_cache_entry *e)
         return false;
     b->job.run = build_run;
     http_ref_get(&e->obj->refs); /* the build's */
-    b->obj = httpd_obj_of(f);
-    b->root = f->root.fd;
+    b->obj = e->obj;
+    b->root = f->root;
     memcpy(b->path, f->path, f->path_len + 1);
     if (httpd_gzip_queue(&b->job))
         return true;
-    httpd_obj_put(b->obj); /* the queue is full */
+    http_cache_obj_put(&httpd_cache_core, b->obj); /* the queue is full */
     free(b);
     return false;
 }
 
-static const struct http_cache_gz_ops gz_ops = {httpd_gzip, queue};
+static const struct http_cache_gz_ops gz_ops = {httpd_gzip, queue, httpd_gzip,
+                                                NULL};
 
 const struct http_gz *httpd_cache_gzip(struct httpd_file *f)
 {

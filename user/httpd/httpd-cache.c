@@ -39,6 +39,9 @@
  * keeps no descriptor, and each of its requests opens the file, as with
  * --open-files 0.
  *
+ * The lookup-or-load, the puts and a queued build are core's (http_cache.h);
+ * here: the primitives they run on (cache_ops) and a hit's lookup.
+ *
  * gzip copies: httpd-cache-gz.c, above this file. */
 /* liburcu's read-side lock inline (its LGPL-compatible static API): two
  * loads and a store per lookup instead of two calls into the library and
@@ -114,20 +117,14 @@ static unsigned long path_hash(const char *s, size_t len)
     return hash_bytes(s, len);
 }
 
-struct key {
-    const struct httpd_root *root;
-    const char *path;
-    size_t len;
-};
-
 static int match(struct cds_lfht_node *node, const void *k)
 {
     const struct httpd_file *f =
         caa_container_of(node, struct httpd_file, node);
-    const struct key *key = k;
-    return f->path_len == key->len && f->root.ino == key->root->ino &&
-           f->root.dev == key->root->dev &&
-           !memcmp(f->path, key->path, key->len);
+    const struct http_cache_key *key = k;
+    const struct httpd_root *root = key->tree;
+    return f->path_len == key->len && f->root.ino == root->ino &&
+           f->root.dev == root->dev && !memcmp(f->path, key->rel, key->len);
 }
 
 /* An object's identity: the file and its version. */
@@ -233,22 +230,24 @@ static void obj_free_rcu(struct rcu_head *head)
         close(o->fd);
         atomic_fetch_sub(&open_files, 1);
     }
-    free(atomic_load(&o->c.gz));
-    free(atomic_load(&o->c.names));
-    free(o->c.body);
+    http_cache_obj_free(&httpd_cache_core, &o->c);
     free(o);
 }
 
-void httpd_obj_put(struct httpd_obj *o)
+static void obj_free(struct http_cache_obj *o)
 {
-    if (!http_ref_put(&o->c.refs))
-        return;
-    urcu_memb_read_lock();
-    cds_lfht_del(objs_rcu, &o->node); /* -ENOENT if replaced: fine */
+    urcu_memb_call_rcu(&caa_container_of(o, struct httpd_obj, c)->rcu,
+                       obj_free_rcu);
+}
+
+static bool obj_unref(struct http_cache_obj *o)
+{
+    if (!http_ref_put(&o->refs))
+        return false;
+    urcu_memb_read_lock(); /* -ENOENT if replaced: fine */
+    cds_lfht_del(objs_rcu, &caa_container_of(o, struct httpd_obj, c)->node);
     urcu_memb_read_unlock();
-    http_cache_acct_release(&httpd_cache_core.acct,
-                            (size_t) atomic_load(&o->c.charge), 0, 1);
-    urcu_memb_call_rcu(&o->rcu, obj_free_rcu);
+    return true;
 }
 
 static void file_free_rcu(struct rcu_head *head)
@@ -260,15 +259,15 @@ static void file_free_rcu(struct rcu_head *head)
     free(f);
 }
 
+static void entry_free(struct http_cache_entry *e)
+{
+    urcu_memb_call_rcu(&caa_container_of(e, struct httpd_file, c)->rcu,
+                       file_free_rcu);
+}
+
 void httpd_cache_put(struct httpd_file *f)
 {
-    if (!http_ref_put(&f->c.refs))
-        return;
-    /* No one can take a reference any more: the object and the charge go
-     * now, the memory after the lookups that may still read it. */
-    http_cache_acct_release(&httpd_cache_core.acct, f->c.charge, f->c.held, 0);
-    httpd_obj_put(httpd_obj_of(f));
-    urcu_memb_call_rcu(&f->rcu, file_free_rcu);
+    http_cache_put(&httpd_cache_core, &f->c);
 }
 
 /* Under cache_lock: f, which was in the index, is out of it; off the LRU
@@ -300,17 +299,13 @@ static void unlock_table(void)
     pthread_mutex_unlock(&cache_lock);
 }
 
-static void put_node(struct http_lru_node *n)
-{
-    httpd_cache_put(caa_container_of(n, struct httpd_file, c.lru));
-}
-
 static void evicted(void)
 {
     rt_count(HTTPD_C_CACHE_EVICTIONS, 1);
 }
 
-int httpd_read_all(int fd, char *buf, size_t len)
+/* len bytes from the start of fd: 0, or -1. */
+static int httpd_read_all(int fd, char *buf, size_t len)
 {
     size_t got = 0;
     while (got < len) {
@@ -324,139 +319,108 @@ int httpd_read_all(int fd, char *buf, size_t len)
     return 0;
 }
 
-/* The object for version id of the file open at *fd: the one in the index
- * if it has this version, else a new one (its body read when kept, else
- * *fd kept in it within --open-files: then *fd is -1); referenced. */
-static struct httpd_obj *obj_get(int *fd,
-                                 const struct http_file_id *id,
-                                 bool keep)
+/* The index's live object of version id, referenced, or NULL. */
+static struct http_cache_obj *obj_find(const struct http_file_id *id)
 {
-    unsigned long hash = (unsigned long) http_file_id_hash(id);
     struct cds_lfht_iter it;
-    struct httpd_obj *o = NULL;
-
+    struct http_cache_obj *o = NULL;
     urcu_memb_read_lock();
-    cds_lfht_lookup(objs_rcu, hash, obj_match, id, &it);
+    cds_lfht_lookup(objs_rcu, (unsigned long) http_file_id_hash(id), obj_match,
+                    id, &it);
     struct cds_lfht_node *node = cds_lfht_iter_get_node(&it);
     if (node) {
-        o = caa_container_of(node, struct httpd_obj, node);
-        if (!http_ref_get_unless_zero(&o->c.refs))
+        o = &caa_container_of(node, struct httpd_obj, node)->c;
+        if (!http_ref_get_unless_zero(&o->refs))
             o = NULL;
     }
     urcu_memb_read_unlock();
-    if (o)
-        return o;
-
-    o = calloc(1, sizeof(*o));
-    if (!o)
-        return NULL;
-    char *body = keep ? malloc(id->size) : NULL;
-    if (body && httpd_read_all(*fd, body, id->size) < 0) {
-        free(body);
-        body = NULL; /* sendfile will report the problem */
-    }
-    http_cache_obj_made(&httpd_cache_core, &o->c, id, body);
-    /* a regular file's (load serves nothing else but directories) */
-    o->fd = !body && !id->is_dir && open_file_take() ? *fd : -1;
-
-    urcu_memb_read_lock();
-    node = cds_lfht_add_unique(objs_rcu, hash, obj_match, id, &o->node);
-    if (node != &o->node) {
-        /* a concurrent load won: share its object if it is still alive,
-         * else take the dying one's place */
-        struct httpd_obj *won = caa_container_of(node, struct httpd_obj, node);
-        if (http_ref_get_unless_zero(&won->c.refs)) {
-            urcu_memb_read_unlock();
-            http_cache_obj_lost(&httpd_cache_core, &o->c);
-            if (o->fd >= 0)
-                atomic_fetch_sub(&open_files, 1);
-            free(o->c.body);
-            free(o); /* never published */
-            return won;
-        }
-        cds_lfht_add_replace(objs_rcu, hash, obj_match, id, &o->node);
-    }
-    urcu_memb_read_unlock();
-    if (o->fd >= 0)
-        *fd = -1; /* the object's now */
     return o;
 }
 
-/* Build an entry from the file system; refs = 1 (the caller's). */
-static int load(const struct httpd_root *root,
-                const char *rel,
-                size_t len,
-                unsigned long hash,
-                struct httpd_file **out)
+/* A new object, which keeps f's descriptor when its body is not kept, a
+ * regular file's (a load serves nothing else but directories), within
+ * --open-files. */
+static struct http_cache_obj *obj_new(struct http_cache_file *f, bool body)
 {
-    int fd = httpd_open_resource(root->fd, rel);
-    if (fd < 0)
-        return fd;
+    struct httpd_obj *o = calloc(1, sizeof(*o));
+    if (!o)
+        return NULL;
+    o->fd = !body && !f->id.is_dir && open_file_take() ? f->h.fd : -1;
+    if (o->fd >= 0)
+        f->h.fd = -1; /* the object's now */
+    return &o->c;
+}
+
+static struct http_cache_obj *obj_add(struct http_cache_obj *c)
+{
+    struct httpd_obj *o = caa_container_of(c, struct httpd_obj, c);
+    unsigned long hash = (unsigned long) http_file_id_hash(&c->id);
+    struct http_cache_obj *won = NULL;
+    urcu_memb_read_lock();
+    struct cds_lfht_node *node =
+        cds_lfht_add_unique(objs_rcu, hash, obj_match, &c->id, &o->node);
+    if (node != &o->node) {
+        /* a concurrent load won: share its object if it is still alive,
+         * else take the dying one's place */
+        won = &caa_container_of(node, struct httpd_obj, node)->c;
+        if (!http_ref_get_unless_zero(&won->refs)) {
+            won = NULL;
+            cds_lfht_add_replace(objs_rcu, hash, obj_match, &c->id, &o->node);
+        }
+    }
+    urcu_memb_read_unlock();
+    return won;
+}
+
+/* rel beneath the root, opened as a load serves it: an entry the server's
+ * user may no longer read (or enter) is stale. */
+static int stat_file(const void *tree,
+                     const char *rel,
+                     struct http_cache_file *f)
+{
+    const struct httpd_root *root = tree;
     struct stat st;
-    if (fstat(fd, &st) < 0) {
+    f->h.fd = httpd_open_resource(root->fd, rel);
+    if (f->h.fd < 0)
+        return f->h.fd;
+    if (fstat(f->h.fd, &st) < 0) {
         int err = -errno;
-        close(fd);
+        close(f->h.fd);
         return err;
     }
-    if (!S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) {
-        close(fd);
-        return -EACCES; /* fifos, devices, sockets: never served */
-    }
-    struct httpd_file *f = calloc(1, sizeof(*f) + len + 1);
-    if (!f) {
-        close(fd);
-        return -ENOMEM;
-    }
-    struct http_file_id id = file_id(&st);
-    f->hash = hash;
-    f->root = *root;
-    http_cache_entry_made(&f->c, &f->meta, rel, len, &id, rt_now_ms());
-    http_resource_use_table(&f->meta, httpd_cfg.mime, rel, len);
-    f->path_len = len;
-    memcpy(f->path, rel, len);
-    struct httpd_obj *o = obj_get(
-        &fd, &id, http_resource_keep_body(&f->meta, httpd_cfg.cache_size));
-    if (fd >= 0)
-        close(fd);
-    if (!o) {
-        free(f);
-        return -ENOMEM;
-    }
-    /* every kept head it may come to hold, counted from the start */
-    http_cache_entry_holds(
-        &httpd_cache_core, &f->c, &f->meta, &o->c, len,
-        HTTP_HEAD_MEMO_KINDS * 2 * sizeof(struct http_head_memo));
-    f->body = o->c.body;
-    *out = f;
+    f->id = file_id(&st);
+    f->regular = S_ISREG(st.st_mode);
     return 0;
 }
 
-/* Is f still what the file system has? Checked at most every
- * HTTP_SERVER_REVALIDATE_MS per entry; one checker wins the timestamp. */
-static bool still_fresh(struct httpd_file *f,
-                        const struct httpd_root *root,
-                        const char *rel,
-                        uint64_t now)
+static int read_file(struct http_cache_file *f, char *buf, size_t len)
 {
-    /* now is the loop's clock, which may trail another thread's */
-    if (!http_cache_claim(&f->c.checked, now, HTTP_SERVER_REVALIDATE_MS))
-        return true;
-    /* opened as load() does: an entry the server's user may no longer
-     * read (or enter) is stale */
-    int fd = httpd_open_resource(root->fd, rel);
-    if (fd < 0)
-        return false;
-    struct stat st;
-    bool same = fstat(fd, &st) == 0 && httpd_obj_is(f->c.obj, &st);
-    close(fd);
-    return same;
+    return httpd_read_all(f->h.fd, buf, len);
+}
+
+static void close_file(struct http_cache_file *f)
+{
+    if (f->h.fd >= 0)
+        close(f->h.fd);
+}
+
+static struct http_cache_entry *entry_new(const struct http_cache_key *k)
+{
+    struct httpd_file *f = calloc(1, sizeof(*f) + k->len + 1);
+    if (!f)
+        return NULL;
+    f->hash = k->hash;
+    f->root = *(const struct httpd_root *) k->tree;
+    f->path_len = k->len;
+    memcpy(f->path, k->rel, k->len);
+    return &f->c;
 }
 
 /* The table's entry for key: the thread's memo of it when the table has
  * not lost an entry since the memo was made, else the table's lookup
  * (remembered). Inside an RCU read-side section. */
 static struct httpd_file *lookup(struct httpd_worker *w,
-                                 const struct key *key,
+                                 const struct http_cache_key *key,
                                  unsigned long hash)
 {
     uint64_t gen = atomic_load(&table_gen);
@@ -479,6 +443,17 @@ static struct httpd_file *lookup(struct httpd_worker *w,
     return f;
 }
 
+/* The index's entry of k, referenced, or NULL. */
+static struct http_cache_entry *find(const struct http_cache_key *k)
+{
+    urcu_memb_read_lock();
+    struct httpd_file *f = lookup(k->ctx, k, k->hash);
+    if (f && !http_ref_get_unless_zero(&f->c.refs))
+        f = NULL;
+    urcu_memb_read_unlock();
+    return f ? &f->c : NULL;
+}
+
 int httpd_cache_get(struct httpd_worker *w,
                     const struct httpd_root *root,
                     const char *rel,
@@ -487,36 +462,22 @@ int httpd_cache_get(struct httpd_worker *w,
 {
     /* the root's identity in the hash: a path of another root is another
      * key */
-    unsigned long hash =
+    struct http_cache_key k = {
+        root,
+        rel,
+        len,
         path_hash(rel, len) ^ (unsigned long) ((root->ino ^ (root->dev << 32)) *
-                                               0x9e3779b97f4a7c15ULL);
-    struct key key = {root, rel, len};
-    struct httpd_file *f;
-    uint64_t now = rt_loop_now_ms();
-
-    urcu_memb_read_lock();
-    f = lookup(w, &key, hash);
-    if (f && !http_ref_get_unless_zero(&f->c.refs))
-        f = NULL;
-    urcu_memb_read_unlock();
-
-    if (f) {
-        if (still_fresh(f, root, rel, now)) {
-            http_cache_touch(&httpd_cache_core, &f->c, now);
-            rt_count(HTTPD_C_CACHE_HITS, 1);
-            *out = f;
-            return 0;
-        }
-        http_cache_drop(&httpd_cache_core, &f->c.lru);
-    }
-
-    rt_count(HTTPD_C_CACHE_MISSES, 1);
-    int err = load(root, rel, len, hash, &f);
-    if (err < 0)
-        return err;
-    /* into the index; or too big to keep: used once, freed by the put */
-    http_cache_publish(&httpd_cache_core, &f->c, httpd_cfg.cache_size);
-    *out = f;
+                                               0x9e3779b97f4a7c15ULL),
+        w,
+        httpd_cfg.mime};
+    struct http_cache_entry *e;
+    /* the loop's clock, which may trail another thread's */
+    int r = http_cache_get(&httpd_cache_core, &k, find(&k), rt_loop_now_ms(),
+                           httpd_cfg.cache_size, &e);
+    rt_count(r > 0 ? HTTPD_C_CACHE_HITS : HTTPD_C_CACHE_MISSES, 1);
+    if (r < 0)
+        return r;
+    *out = caa_container_of(e, struct httpd_file, c);
     return 0;
 }
 
@@ -530,7 +491,7 @@ void httpd_cache_usage(size_t *bytes, size_t *entries)
 static void insert(struct http_cache_entry *e, struct http_lru_node **gone)
 {
     struct httpd_file *f = caa_container_of(e, struct httpd_file, c);
-    struct key key = {&f->root, f->path, f->path_len};
+    struct http_cache_key key = {&f->root, f->path, f->path_len, 0, 0, 0};
     urcu_memb_read_lock();
     struct cds_lfht_node *node =
         cds_lfht_add_replace(table_rcu, f->hash, match, &key, &f->node);
@@ -540,4 +501,22 @@ static void insert(struct http_cache_entry *e, struct http_lru_node **gone)
 }
 
 static const struct http_cache_ops cache_ops = {
-    lock_table, unlock_table, remove_node, put_node, evicted, insert};
+    .lock = lock_table,
+    .unlock = unlock_table,
+    .remove = remove_node,
+    .insert = insert,
+    .entry_new = entry_new,
+    .entry_free = entry_free,
+    .evicted = evicted,
+    .obj_find = obj_find,
+    .obj_new = obj_new,
+    .obj_add = obj_add,
+    .obj_unref = obj_unref,
+    .obj_free = obj_free,
+    .stat = stat_file,
+    .read = read_file,
+    .close = close_file,
+    .alloc = malloc,
+    .free = free,
+    /* every kept head it may come to hold, counted from the start */
+    .entry_extra = HTTP_HEAD_MEMO_KINDS * 2 * sizeof(struct http_head_memo)};

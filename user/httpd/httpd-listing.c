@@ -135,29 +135,7 @@ static bool flush(struct out *o)
 /* ---- building a table ---- */
 
 /* The memory of a name list (core's struct http_names_mem): charged. */
-static void *names_get(void *ctx, size_t size, int *err)
-{
-    (void) ctx;
-    if (!charge(size)) {
-        *err = -EBUSY;
-        return NULL;
-    }
-    void *p = malloc(size);
-    if (!p) {
-        uncharge(size);
-        *err = -ENOMEM;
-    }
-    return p;
-}
-
-static void names_put(void *ctx, void *p, size_t size)
-{
-    (void) ctx;
-    free(p);
-    uncharge(size);
-}
-
-static const struct http_names_mem names_mem = {names_get, names_put, NULL};
+static const struct http_names_mem names_mem = {charge, uncharge, malloc, free};
 
 /* Read d's listed names, sort them and pack them into one table of
  * exactly their size, charged against --listing-bytes: 0, -EBUSY past the
@@ -187,7 +165,7 @@ static int build(DIR *d,
     }
     if (!err) {
         http_names_sort(&n);
-        *out = names_get(NULL, http_names_table_size(&n), &err);
+        *out = http_names_get(&names_mem, http_names_table_size(&n), &err);
     }
     if (!err)
         http_names_pack(&n, *out, truncated, root, httpd_cfg.dotfiles);

@@ -80,7 +80,7 @@ static bool send_parts(struct httpd_req *r,
         }
         struct iovec iov[2] = {
             {.iov_base = r->hbuf, .iov_len = (size_t) n},
-            {.iov_base = p->parts_cached ? f->body + off : NULL,
+            {.iov_base = p->parts_cached ? f->c.body + off : NULL,
              .iov_len = len},
         };
         int cnt = p->parts_cached ? 2 : 1;
@@ -145,7 +145,7 @@ static bool carry_out(struct httpd_req *r,
     case HTTP_PLAN_BODY_TEXT:
         return httpd_send_head(r, p, p->text, p->body_len, p->more);
     case HTTP_PLAN_BODY_CACHED:
-        return httpd_send_head(r, p, f->body + p->body_off, p->body_len,
+        return httpd_send_head(r, p, f->c.body + p->body_off, p->body_len,
                                p->more);
     case HTTP_PLAN_BODY_GZIP:
         return httpd_send_head(r, p, gz->data, gz->len, p->more);
@@ -196,7 +196,7 @@ static bool finish(struct httpd_req *r,
             httpd_cache_put(f);
         f = NULL;
         int err = httpd_cache_get(r->w, &r->root, p->path, p->path_len, &f);
-        step = http_plan_resource(p, err, err ? NULL : &f->meta);
+        step = http_plan_resource(p, err, err ? NULL : &f->c.meta);
     }
     if (step == HTTP_PLAN_GZIP) {
         gz = httpd_cache_gzip(f);

@@ -209,11 +209,9 @@ struct httpd_obj {
 struct httpd_file {
     struct cds_lfht_node node;
     struct rcu_head rcu;
-    struct http_cache_entry c; /* refs, in_table, stamps, LRU, charge */
+    struct http_cache_entry c; /* refs, stamps, LRU, body, meta, ... */
     unsigned long hash;
     struct httpd_root root; /* the tree it was found in */
-    struct http_resource meta;
-    char *body; /* its object's */
     /* the heads of its plain answers (core's http_head_memo), one per
      * kind and disposition, [kind][keep_alive]: NULL until the first
      * response of that kind makes it, freed with the entry */
@@ -258,14 +256,11 @@ int httpd_cache_file_fd(const struct httpd_file *f,
 const struct http_gz *httpd_cache_gzip(struct httpd_file *f);
 
 /* What httpd-cache-gz.c and httpd-listing.c use of the cache: core's
- * state of it (the LRU list, the counters, the primitives); drop a
- * reference; is o the file whose status is st (device, inode, size, mtime,
- * type); read len bytes from the start of fd (0, or -1). */
+ * state of it (the LRU list, the counters, the primitives); is o the file
+ * whose status is st (device, inode, size, mtime, type). */
 struct stat;
 extern struct http_cache httpd_cache_core;
-void httpd_obj_put(struct httpd_obj *o);
 bool httpd_obj_is(const struct http_cache_obj *o, const struct stat *st);
-int httpd_read_all(int fd, char *buf, size_t len);
 
 /* ---- gzip (httpd-gzip.c) ---- */
 /* gzip in[0..len) into a fresh struct http_gz; NULL on failure. */

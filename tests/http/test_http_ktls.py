@@ -27,16 +27,23 @@ def test_records_written_and_read_by_the_kernel(http_engine, docroot):
     assert after.get("TlsRxSw", 0) > before.get("TlsRxSw", 0), (before, after)
 
 
-def test_ktls_keepalive_request_is_one_read(http_engine, docroot):
-    """ktcp-httpd over kTLS: a keep-alive request is one recvmsg (it
-    returns every record the kernel has ready, so a short one found the
-    socket empty), then the answer and the wait. Before, every request
-    ended in a second recvmsg that failed with EAGAIN."""
+def traced_user_ktls(http_engine):
+    """The engine when it is ktcp-httpd over kTLS and strace is here, else
+    the test is skipped."""
     engine = http_engine.engine
     if not getattr(engine, "ktls", False) or engine.kind == "kernel":
         pytest.skip("ktcp-httpd over kTLS (in the VM)")
     if not shutil.which("strace"):
         pytest.skip("strace not installed (scripts/deps)")
+    return engine
+
+
+def test_ktls_keepalive_request_is_one_read(http_engine, docroot):
+    """ktcp-httpd over kTLS: a keep-alive request is one recvmsg (it
+    returns every record the kernel has ready, so a short one found the
+    socket empty), then the answer and the wait. Before, every request
+    ended in a second recvmsg that failed with EAGAIN."""
+    engine = traced_user_ktls(http_engine)
     n = 200
     req = b"GET /a.txt HTTP/1.1\r\nHost: x\r\n\r\n"
     with Conn(http_engine.port) as c:
@@ -60,11 +67,7 @@ def test_ktls_handshake_reads_whole_records(http_engine, docroot):
     takes the records after it: OpenSSL opens what it already holds and
     the kernel the rest. Before, every handshake record was two reads, a
     header's and a body's: 12 reads a connection, 7 now."""
-    engine = http_engine.engine
-    if not getattr(engine, "ktls", False) or engine.kind == "kernel":
-        pytest.skip("ktcp-httpd over kTLS (in the VM)")
-    if not shutil.which("strace"):
-        pytest.skip("strace not installed (scripts/deps)")
+    engine = traced_user_ktls(http_engine)
     n = 30
     req = b"GET /a.txt HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
     before = tls_stat()

@@ -77,6 +77,11 @@ static inline bool http_ref_put(http_ref *r)
 {
     return refcount_dec_and_test(r);
 }
+/* Drop one unless it is the last: false (nothing dropped) when it is. */
+static inline bool http_ref_put_not_last(http_ref *r)
+{
+    return refcount_dec_not_one(r);
+}
 static inline int http_ref_read(const http_ref *r)
 {
     return refcount_read(r);
@@ -152,6 +157,15 @@ static inline bool http_ref_get_unless_zero(http_ref *r)
 static inline bool http_ref_put(http_ref *r)
 {
     return atomic_fetch_sub_explicit(r, 1, memory_order_acq_rel) == 1;
+}
+static inline bool http_ref_put_not_last(http_ref *r)
+{
+    int n = atomic_load(r);
+
+    while (n > 1)
+        if (atomic_compare_exchange_weak(r, &n, n - 1))
+            return true;
+    return false;
 }
 static inline int http_ref_read(const http_ref *r)
 {

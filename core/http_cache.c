@@ -390,9 +390,81 @@ void http_cache_entry_holds(struct http_cache *c,
     http_cache_acct_charge(&c->acct, e->charge, 0);
 }
 
+static struct http_cache_obj **obj_bucket(struct http_cache *c,
+                                          const struct http_file_id *id)
+{
+    return &c->objs[http_file_id_hash(id) & (HTTP_CACHE_OBJ_BUCKETS - 1)];
+}
+
+/* Under the lock: the table's object of version id (alive: its last put
+ * takes it out under the lock), or NULL. */
+static struct http_cache_obj *obj_lookup_locked(struct http_cache *c,
+                                                const struct http_file_id *id)
+{
+    struct http_cache_obj *o = *obj_bucket(c, id);
+
+    while (o && !http_file_id_same(&o->id, id))
+        o = o->next;
+    return o;
+}
+
+/* The table's object of version id, referenced, or NULL. */
+static struct http_cache_obj *http_cache_obj_find(struct http_cache *c,
+                                                  const struct http_file_id *id)
+{
+    struct http_cache_obj *o;
+
+    c->ops->lock();
+    o = obj_lookup_locked(c, id);
+    if (o)
+        http_ref_get(&o->refs);
+    c->ops->unlock();
+    return o;
+}
+
+struct http_cache_obj *http_cache_obj_add(struct http_cache *c,
+                                          struct http_cache_obj *o)
+{
+    struct http_cache_obj **b = obj_bucket(c, &o->id), *won;
+
+    c->ops->lock();
+    /* a concurrent load may have published this version meanwhile */
+    won = obj_lookup_locked(c, &o->id);
+    if (won) {
+        http_ref_get(&won->refs);
+    } else {
+        o->next = *b;
+        *b = o;
+    }
+    c->ops->unlock();
+    return won;
+}
+
+/* Drop one reference to o: true when it was the last, o then out of the
+ * table. The last goes under the lock, with the removal: a lookup never
+ * finds a dead object. */
+static bool http_cache_obj_unref(struct http_cache *c, struct http_cache_obj *o)
+{
+    struct http_cache_obj **p;
+
+    if (http_ref_put_not_last(&o->refs))
+        return false;
+    c->ops->lock();
+    if (!http_ref_put(&o->refs)) {
+        c->ops->unlock();
+        return false;
+    }
+    for (p = obj_bucket(c, &o->id); *p && *p != o; p = &(*p)->next)
+        ;
+    if (*p)
+        *p = o->next;
+    c->ops->unlock();
+    return true;
+}
+
 void http_cache_obj_put(struct http_cache *c, struct http_cache_obj *o)
 {
-    if (!c->ops->obj_unref(o))
+    if (!http_cache_obj_unref(c, o))
         return;
     http_cache_acct_release(&c->acct, (size_t) http_counter_read(&o->charge), 0,
                             1);
@@ -438,7 +510,7 @@ static struct http_cache_obj *http_cache_obj_get(struct http_cache *c,
                                                  struct http_cache_file *f,
                                                  bool keep)
 {
-    struct http_cache_obj *o = c->ops->obj_find(&f->id), *won;
+    struct http_cache_obj *o = http_cache_obj_find(c, &f->id), *won;
     char *body;
 
     if (o)
@@ -450,7 +522,7 @@ static struct http_cache_obj *http_cache_obj_get(struct http_cache *c,
         return NULL;
     }
     http_cache_obj_made(c, o, &f->id, body);
-    won = c->ops->obj_add(o);
+    won = http_cache_obj_add(c, o);
     if (!won)
         return o;
     http_cache_obj_lost(c, o);

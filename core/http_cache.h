@@ -129,11 +129,13 @@ struct http_gz {
 struct http_name_table;
 
 /* One version of one file, the part both engines' objects share: found in
- * the engine's object table by id, shared by every path naming the file.
- * Immutable once published but for the reference count, the charge and
- * the copies set once (gz, names). */
+ * core's object table (struct http_cache) by id, shared by every path
+ * naming the file. Immutable once published but for the reference count,
+ * the charge, the copies set once (gz, names) and its chain in the table
+ * (under the engine's lock). */
 struct http_cache_obj {
-    struct http_file_id id; /* the file and its version */
+    struct http_file_id id;      /* the file and its version */
+    struct http_cache_obj *next; /* in its bucket of the object table */
     http_ref refs;
     http_counter charge;         /* bytes counted against the budget */
     char *body;                  /* whole file, or NULL */
@@ -223,18 +225,9 @@ struct http_cache_ops {
     void (*entry_free)(struct http_cache_entry *e);
     /* An entry evicted (the engine's counter). */
     void (*evicted)(void);
-    /* The object table's live object of version id, referenced, or NULL. */
-    struct http_cache_obj *(*obj_find)(const struct http_file_id *id);
     /* A new zeroed object for f's file (body: its body is kept), which
      * may take f's handle; NULL: memory is short. */
     struct http_cache_obj *(*obj_new)(struct http_cache_file *f, bool body);
-    /* o (http_cache_obj_made) into the object table: NULL; or, when the
-     * table has a live object of its version (a concurrent load's), that
-     * one, referenced, and o stays out. */
-    struct http_cache_obj *(*obj_add)(struct http_cache_obj *o);
-    /* Drop one reference to o: true when it was the last (o then out of
-     * the object table). */
-    bool (*obj_unref)(struct http_cache_obj *o);
     /* Free o after a grace period (http_cache_obj_free its copies). */
     void (*obj_free)(struct http_cache_obj *o);
     /* rel beneath tree, as the server's user may open it: its version
@@ -250,17 +243,30 @@ struct http_cache_ops {
     size_t entry_extra;
 };
 
-/* A content cache's shared state: its LRU list, its counters and the
- * engine's primitives. */
+/* The object table's buckets: a power of two. */
+#define HTTP_CACHE_OBJ_BUCKETS 4096
+
+/* A content cache's shared state: its LRU list, its counters, the
+ * engine's primitives and the object table: each version's live object
+ * (one a load made, until its last put), chained through next in the
+ * bucket of its id's hash (http_file_id_hash), read and changed under the
+ * engine's lock only (ops->lock: a load's lookup and add, an object's
+ * last put; never with an entry's work in the same hold). An object's
+ * last reference is dropped under the lock, with its removal, so the
+ * table never holds a dead one. */
 struct http_cache {
     struct http_lru lru;
     struct http_cache_acct acct;
     const struct http_cache_ops *ops;
+    struct http_cache_obj *objs[HTTP_CACHE_OBJ_BUCKETS];
 };
 
-#define HTTP_CACHE_INIT(name, o)                             \
-    {                                                        \
-        HTTP_LRU_INIT((name).lru), HTTP_CACHE_ACCT_INIT, (o) \
+#define HTTP_CACHE_INIT(name, o)                              \
+    {                                                         \
+        HTTP_LRU_INIT((name).lru), HTTP_CACHE_ACCT_INIT, (o), \
+        {                                                     \
+            NULL                                              \
+        }                                                     \
     }
 
 /* Put the entries on *gone (after the lock is dropped), leaving it empty. */

@@ -146,6 +146,11 @@ void http_cache_obj_made(struct http_cache *c,
  * (another load published its version first): its charge returned, and
  * the object freed. */
 void http_cache_obj_lost(struct http_cache *c, struct http_cache_obj *o);
+/* o (http_cache_obj_made) into the object table (struct http_cache): NULL; or,
+ * when the table has the object of its version (a concurrent load's), that one,
+ * referenced, and o stays out. */
+struct http_cache_obj *http_cache_obj_add(struct http_cache *c,
+                                          struct http_cache_obj *o);
 /* A load's new entry, of path rel (len bytes) and the file's version id,
  * at now_ms: its shared part (one reference, its loader's; both stamps)
  * and the planner's resource (its meta). */

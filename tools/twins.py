@@ -62,11 +62,9 @@ PAIRS = [
       "khttpd_alloc", "khttpd_free"],
      UCACHE, ["lock_table", "unlock_table", "evicted", "insert",
               "entry_new"]),
-    # the object table's
-    ("object table ops", [KCACHE],
-     ["khttpd_obj_find", "khttpd_obj_new", "khttpd_obj_add",
-      "khttpd_obj_unref", "khttpd_obj_free"],
-     UCACHE, ["obj_find", "obj_new", "obj_add", "obj_unref", "obj_free"]),
+    # an object's memory (the object table is core's: http_cache_obj_add)
+    ("object ops", [KCACHE], ["khttpd_obj_new", "khttpd_obj_free"],
+     UCACHE, ["obj_new", "obj_free"]),
     # the file system's
     ("file ops", [KCACHE],
      ["khttpd_path_of", "khttpd_stat", "khttpd_read", "khttpd_close"],
@@ -93,6 +91,7 @@ FOLDED = [
     ("load", "http_cache_load"),
     ("still fresh", "http_cache_fresh"),
     ("listing names grow", "http_names_get"),
+    ("object table", "http_cache_obj_add"),
 ]
 
 

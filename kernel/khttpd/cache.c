@@ -2,27 +2,30 @@
 /*
  * cache.c — the content cache: a path table (one entry per path: what the
  * planner reads) over file objects keyed by (device, inode) and version
- * (the body of small files, the gzip copy), both RCU hash tables. Aliases
- * of one file (a symlinked directory) have their own path entries and
- * share one object, so its body and gzip copy are stored once.
+ * (the body of small files, the gzip copy): an RCU hash table of paths and
+ * core's table of objects (struct http_cache, under khttpd_cache_lock,
+ * looked up by a load only). Aliases of one file (a symlinked directory)
+ * have their own path entries and share one object, so its body and gzip
+ * copy are stored once.
  *
  * Lifetime: the path table holds one reference on each entry in it; an
  * entry holds one on its object; a gzip build holds one on the object it
- * compresses. A reader finds an entry or object under rcu_read_lock and
- * takes its own reference with refcount_inc_not_zero before
- * rcu_read_unlock. The last reference of an object takes it out of the
- * object table, uncharges it and frees it after a grace period; an entry
- * likewise. So what a slow reader still holds stays counted — apart, as
- * held bytes: an entry out of the table (evicted, replaced, or too big to
- * keep) moves its bytes (its object's too when it is the only holder) into
- * the held bytes of core's counters (struct http_cache_acct, atomics
- * outside the locks) until its last put. Eviction frees only what is in
- * the table, so it aims at total minus held: bytes it cannot free never
- * make an insert empty the whole LRU list.
+ * compresses. A reader finds an entry under rcu_read_lock and takes its
+ * own reference with refcount_inc_not_zero before rcu_read_unlock; a load
+ * finds an object under khttpd_cache_lock. The last reference of an
+ * object, dropped under that lock, takes it out of the object table,
+ * uncharges it and frees it after a grace period; an entry likewise. So
+ * what a slow reader still holds stays counted — apart, as held bytes: an
+ * entry out of the table (evicted, replaced, or too big to keep) moves its
+ * bytes (its object's too when it is the only holder) into the held bytes
+ * of core's counters (struct http_cache_acct, atomics outside the lock)
+ * until its last put. Eviction frees only what is in the table, so it aims
+ * at total minus held: bytes it cannot free never make an insert empty the
+ * whole LRU list.
  *
- * Locks: khttpd_cache_lock guards the path table, in_table and the LRU
- * list; khttpd_obj_lock the object table. They are never nested: entries
- * taken out under khttpd_cache_lock are put after it is dropped.
+ * Lock: khttpd_cache_lock guards the path table, in_table, the LRU list
+ * and core's object table. Entries taken out under it are put after it is
+ * dropped (their objects' last puts take it again).
  *
  * Freshness: an entry is re-checked (lookup + getattr) at most once per
  * HTTP_SERVER_REVALIDATE_MS; a changed size, mtime (with nanoseconds),
@@ -65,10 +68,10 @@
 
 static DEFINE_HASHTABLE(khttpd_cache, 10);
 static DEFINE_SPINLOCK(khttpd_cache_lock);
-static DEFINE_HASHTABLE(khttpd_objs, 10);
-static DEFINE_SPINLOCK(khttpd_obj_lock);
 static const struct http_cache_ops khttpd_cache_ops;
-/* Core's LRU list and counters, and the primitives its cold paths use. */
+/* Core's LRU list, counters and object table, and the primitives its
+ * cold paths use.
+ */
 static struct http_cache khttpd_c =
 	HTTP_CACHE_INIT(khttpd_c, &khttpd_cache_ops);
 
@@ -94,21 +97,6 @@ static void khttpd_obj_free(struct http_cache_obj *c)
 {
 	call_rcu(&container_of(c, struct khttpd_obj, c)->rcu,
 		 khttpd_obj_free_rcu);
-}
-
-/* The last reference goes under the object table's lock, with the removal:
- * khttpd_obj_add never finds a dead object there.
- */
-static bool khttpd_obj_unref(struct http_cache_obj *c)
-{
-	struct khttpd_obj *o = container_of(c, struct khttpd_obj, c);
-
-	if (!refcount_dec_and_lock(&c->refs, &khttpd_obj_lock))
-		return false;
-	if (o->hashed)
-		hash_del_rcu(&o->node);
-	spin_unlock(&khttpd_obj_lock);
-	return true;
 }
 
 static void khttpd_entry_free(struct http_cache_entry *c)
@@ -176,52 +164,12 @@ bool khttpd_obj_is(const struct http_cache_obj *o, const struct kstat *st)
 	return http_file_id_same(&o->id, &id);
 }
 
-/* The object table's live object for this version, referenced, or NULL. */
-static struct http_cache_obj *khttpd_obj_find(const struct http_file_id *id)
-{
-	u32 hash = http_file_id_hash(id);
-	struct khttpd_obj *o;
-
-	rcu_read_lock();
-	hash_for_each_possible_rcu(khttpd_objs, o, node, hash) {
-		if (o->hash == hash && http_file_id_same(&o->c.id, id) &&
-		    refcount_inc_not_zero(&o->c.refs)) {
-			rcu_read_unlock();
-			return &o->c;
-		}
-	}
-	rcu_read_unlock();
-	return NULL;
-}
-
 static struct http_cache_obj *khttpd_obj_new(struct http_cache_file *f,
 					     bool body)
 {
 	struct khttpd_obj *o = kzalloc(sizeof(*o), GFP_KERNEL);
 
-	if (!o)
-		return NULL;
-	o->hash = http_file_id_hash(&f->id);
-	return &o->c;
-}
-
-static struct http_cache_obj *khttpd_obj_add(struct http_cache_obj *c)
-{
-	struct khttpd_obj *o = container_of(c, struct khttpd_obj, c);
-	struct http_cache_obj *won;
-
-	spin_lock(&khttpd_obj_lock);
-	/* A concurrent load may have published this version meanwhile. Under
-	 * the lock no object in the table has dropped its last reference:
-	 * that happens under the lock, together with its removal.
-	 */
-	won = khttpd_obj_find(&c->id);
-	if (!won) {
-		o->hashed = true;
-		hash_add_rcu(khttpd_objs, &o->node, o->hash);
-	}
-	spin_unlock(&khttpd_obj_lock);
-	return won;
+	return o ? &o->c : NULL;
 }
 
 /* The path a stat found, held in core's struct http_cache_file. */
@@ -438,10 +386,7 @@ static const struct http_cache_ops khttpd_cache_ops = {
 	.entry_new = khttpd_entry_new,
 	.entry_free = khttpd_entry_free,
 	.evicted = khttpd_evicted,
-	.obj_find = khttpd_obj_find,
 	.obj_new = khttpd_obj_new,
-	.obj_add = khttpd_obj_add,
-	.obj_unref = khttpd_obj_unref,
 	.obj_free = khttpd_obj_free,
 	.stat = khttpd_stat,
 	.read = khttpd_read,

@@ -145,17 +145,14 @@ void khttpd_stats_exit(void);
 /*
  * One version of one file (device, inode, size, mtime): core's struct
  * http_cache_obj (its body when small enough, its gzip copy once built, a
- * directory's listed names once a listing built them) in the object
+ * directory's listed names once a listing built them) in core's object
  * table. Every path naming the file shares it, so aliases store the body
  * once. Found by (device, inode) and version; freed when no path entry,
  * reader or gzip build holds it, and counted against cache_bytes until
  * then.
  */
 struct khttpd_obj {
-	struct hlist_node node; /* in the object table, under its lock */
 	struct rcu_head rcu;
-	bool hashed; /* under the object table's lock */
-	u32 hash;
 	struct http_cache_obj c;
 };
 

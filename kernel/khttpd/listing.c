@@ -248,7 +248,7 @@ static int khttpd_listing_table(struct khttpd_listing *l, struct file *dir,
 	l->names = smp_load_acquire(&o->names);
 	if (http_names_table_fits(l->names, root, dotfiles))
 		return 0;
-	lock = &khttpd_build_locks[khttpd_obj_of(l->ref)->hash %
+	lock = &khttpd_build_locks[(u32)http_file_id_hash(&o->id) %
 				   KHTTPD_BUILD_LOCKS];
 	if (mutex_lock_killable(lock))
 		return -EINTR;

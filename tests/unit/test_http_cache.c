@@ -250,7 +250,7 @@ static void test_lru(void)
  * around every removal and insert. */
 static struct {
     bool locked;
-    int locks, evictions, frees, unrefs, obj_frees, removes, inserts, bad;
+    int locks, evictions, frees, obj_frees, removes, inserts, bad;
     struct http_cache_entry *replaced; /* what the next insert replaces */
 } eng;
 static struct http_cache fake;
@@ -282,14 +282,6 @@ static void f_entry_free(struct http_cache_entry *e)
     eng.frees++;
 }
 
-/* The entries' object: another holder keeps it. */
-static bool f_obj_unref(struct http_cache_obj *o)
-{
-    (void) o;
-    eng.unrefs++;
-    return false;
-}
-
 static void f_obj_free(struct http_cache_obj *o)
 {
     (void) o;
@@ -317,7 +309,6 @@ static const struct http_cache_ops fops = {.lock = f_lock,
                                            .insert = f_insert,
                                            .entry_free = f_entry_free,
                                            .evicted = f_evicted,
-                                           .obj_unref = f_obj_unref,
                                            .obj_free = f_obj_free};
 
 static void fent_init(int i)
@@ -342,7 +333,7 @@ static size_t fake_bytes(void)
 static void test_cache_flow(void)
 {
     fake = (struct http_cache) HTTP_CACHE_INIT(fake, &fops);
-    http_ref_init(&fobj.refs, 2); /* never the entries' alone */
+    http_ref_init(&fobj.refs, 100); /* never the entries' alone */
     for (int i = 0; i < 5; i++) {
         fent_init(i);
         CHECK(http_cache_publish(&fake, &fents[i], 1000));
@@ -369,7 +360,7 @@ static void test_cache_flow(void)
     CHECK(http_flag_read(&fents[2].in_table));
     CHECK(fake.lru.head.next == &fents[5].lru);
     CHECK_INT(eng.frees, 2);
-    CHECK_INT(eng.unrefs, 2); /* each freed entry's object reference */
+    CHECK_INT(http_ref_read(&fobj.refs), 98); /* each freed entry's */
     CHECK_INT(http_ref_read(&fents[0].refs) + http_ref_read(&fents[1].refs), 0);
     CHECK_INT(fake_bytes(), 400);
     /* a charge that passes a smaller budget: the lock, an eviction, the
@@ -532,14 +523,14 @@ static void test_gz(void)
 }
 
 /* A fake engine for the lookup-or-load path: one file beneath any tree
- * (its version in fs.id; stat fails with fs.err), an object table of one
- * slot (fs.rival: what a concurrent load published first), entries and
+ * (its version in fs.id; stat fails with fs.err), core's object table
+ * (fs.rival: what a concurrent load published first), entries and
  * objects from arrays, libc's memory. */
 static struct {
     struct http_file_id id;
     bool regular;
     int err, stats, reads, open, entries, objs, entry_frees, obj_frees;
-    struct http_cache_obj *slot, *rival;
+    struct http_cache_obj *rival;
 } fs;
 static struct http_cache gc;
 static struct http_cache_entry gents[8];
@@ -583,43 +574,17 @@ static void g_entry_free(struct http_cache_entry *e)
     fs.entry_frees += !http_ref_read(&e->refs);
 }
 
-static struct http_cache_obj *g_obj_find(const struct http_file_id *id)
-{
-    struct http_cache_obj *o = fs.slot;
-
-    return o && http_file_id_same(&o->id, id) &&
-                   http_ref_get_unless_zero(&o->refs)
-               ? o
-               : NULL;
-}
-
+/* A rival set: a concurrent load publishes its object of the version
+ * first, between this load's lookup and its add. */
 static struct http_cache_obj *g_obj_new(struct http_cache_file *f, bool body)
 {
     (void) f;
     (void) body;
-    return &gobjs[fs.objs++];
-}
-
-static struct http_cache_obj *g_obj_add(struct http_cache_obj *o)
-{
-    struct http_cache_obj *won = fs.rival;
-
-    if (!won) {
-        fs.slot = o;
-        return NULL;
+    if (fs.rival) {
+        CHECK(!http_cache_obj_add(&gc, fs.rival));
+        fs.rival = NULL;
     }
-    fs.rival = NULL;
-    http_ref_get(&won->refs);
-    return won;
-}
-
-static bool g_obj_unref(struct http_cache_obj *o)
-{
-    if (!http_ref_put(&o->refs))
-        return false;
-    if (fs.slot == o)
-        fs.slot = NULL;
-    return true;
+    return &gobjs[fs.objs++];
 }
 
 static void g_obj_free(struct http_cache_obj *o)
@@ -635,10 +600,7 @@ static const struct http_cache_ops gops = {.lock = f_lock,
                                            .entry_new = g_entry_new,
                                            .entry_free = g_entry_free,
                                            .evicted = f_evicted,
-                                           .obj_find = g_obj_find,
                                            .obj_new = g_obj_new,
-                                           .obj_add = g_obj_add,
-                                           .obj_unref = g_obj_unref,
                                            .obj_free = g_obj_free,
                                            .stat = g_stat,
                                            .read = g_read,
@@ -766,6 +728,47 @@ static void test_gz_build(void)
     CHECK_INT(fs.open, 0);
 }
 
+/* Core's object table: one object per version, the versions of one file
+ * chained in one bucket; a second object of a published version stays out
+ * and gets the first, referenced; the last put takes an object out (from
+ * the middle of its chain too), and its version can enter again. */
+static void test_obj_table(void)
+{
+    struct http_cache_obj o[3] = {0}, dup = {0}, again = {0};
+    struct http_file_id id[3];
+    int frees = fs.obj_frees, empty = 0;
+
+    gc = (struct http_cache) HTTP_CACHE_INIT(gc, &gops);
+    for (int i = 0; i < 3; i++) {
+        id[i] = (struct http_file_id){.dev = 1, .ino = 2, .size = 1 + i};
+        http_cache_obj_made(&gc, &o[i], &id[i], NULL);
+        CHECK(!http_cache_obj_add(&gc, &o[i]));
+    }
+    http_cache_obj_made(&gc, &dup, &id[1], NULL);
+    CHECK(http_cache_obj_add(&gc, &dup) == &o[1]);
+    CHECK_INT(http_ref_read(&o[1].refs), 2);
+    http_cache_obj_lost(&gc, &dup);
+    http_cache_obj_put(&gc, &o[1]);
+    CHECK_INT(fs.obj_frees, frees + 1); /* the lost one only */
+    http_cache_obj_put(&gc, &o[1]);
+    CHECK_INT(fs.obj_frees, frees + 2);
+    http_cache_obj_made(&gc, &again, &id[1], NULL);
+    CHECK(!http_cache_obj_add(&gc, &again));
+    http_cache_obj_made(&gc, &dup, &id[2], NULL);
+    CHECK(http_cache_obj_add(&gc, &dup) == &o[2]);
+    http_cache_obj_lost(&gc, &dup);
+    http_cache_obj_put(&gc, &o[2]);
+    http_cache_obj_put(&gc, &o[2]);
+    http_cache_obj_put(&gc, &o[0]);
+    http_cache_obj_put(&gc, &again);
+    CHECK_INT(fs.obj_frees, frees + 6);
+    for (size_t b = 0; b < HTTP_CACHE_OBJ_BUCKETS; b++)
+        empty += !gc.objs[b];
+    CHECK_INT(empty, HTTP_CACHE_OBJ_BUCKETS);
+    CHECK(!eng.locked);
+    CHECK_INT(eng.bad, 0);
+}
+
 int main(void)
 {
     test_file_id();
@@ -782,5 +785,6 @@ int main(void)
     test_gz();
     test_get();
     test_gz_build();
+    test_obj_table();
     UNIT_DONE();
 }

@@ -1,28 +1,32 @@
 /* httpd-cache.c — the content cache: a path index (one entry per path:
  * core's struct http_resource) over file objects keyed by (device, inode)
- * and version (the body of small files, the gzip copy), both lock-free
- * RCU hash tables (liburcu's rculfhash, urcu-memb flavour). Aliases of a
- * file (a symlinked directory) have their own path entries and share one
- * object, so the body and its gzip copy are stored once.
+ * and version (the body of small files, the gzip copy): a lock-free RCU
+ * hash table of paths (liburcu's rculfhash, urcu-memb flavour) and core's
+ * table of objects (struct http_cache, under cache_lock, looked up by a
+ * load only). Aliases of a file (a symlinked directory) have their own
+ * path entries and share one object, so the body and its gzip copy are
+ * stored once.
  *
  * Lifetime: the path index holds one reference on each entry in it; an
  * entry holds one on its object; a gzip build holds one on the object it
  * compresses. A reader takes its own reference under rcu_read_lock
  * (increment-if-not-zero) and drops it when done, so nothing is used
- * after rcu_read_unlock without a reference. The last reference takes an
- * object out of its index, uncharges it and frees it after a grace period
- * (call_rcu), as a concurrent lookup may still be reading it; an entry the
- * same way. So what slow readers still hold stays counted.
+ * after rcu_read_unlock without a reference. The last reference of an
+ * object, dropped under cache_lock, takes it out of core's table,
+ * uncharges it and frees it after a grace period (call_rcu); an entry the
+ * same way, as a concurrent lookup may still be reading it. So what slow
+ * readers still hold stays counted.
  *
  * Writers of the path index and of the LRU list (core's struct
- * http_cache, khttpd's too) hold cache_lock: an insertion puts the entry
- * at the front of the list, a hit moves it there (at most once per
- * HTTP_SERVER_LRU_TOUCH_MS), core's eviction takes entries off the tail
- * through cache_ops: O(1) per entry. An entry out of the
- * index (evicted, replaced, too big to keep) moves its bytes, and its
- * object's when it is the only holder, into the held bytes of core's
- * counters (struct http_cache_acct, atomics outside the lock) until its
- * last put; eviction aims at the total less held, as khttpd's does.
+ * http_cache, khttpd's too) hold cache_lock, as does core's object table
+ * (every use): an insertion puts the entry at the front of the list, a
+ * hit moves it there (at most once per HTTP_SERVER_LRU_TOUCH_MS), core's
+ * eviction takes entries off the tail through cache_ops: O(1) per entry.
+ * An entry out of the index (evicted, replaced, too big to keep) moves its
+ * bytes, and its object's when it is the only holder, into the held bytes
+ * of core's counters (struct http_cache_acct, atomics outside the lock)
+ * until its last put; eviction aims at the total less held, as khttpd's
+ * does.
  *
  * Freshness: an entry is re-checked with fstat at most every
  * HTTP_SERVER_REVALIDATE_MS; a changed size, mtime (nanoseconds), inode or
@@ -57,11 +61,11 @@
 
 #include "httpd.h"
 
-/* the lock-free tables every worker reads under RCU */
-static struct cds_lfht *table_rcu; /* path -> entry */
-static struct cds_lfht *objs_rcu;  /* (dev, ino, version) -> object */
+/* the lock-free table every worker reads under RCU: path -> entry */
+static struct cds_lfht *table_rcu;
 static const struct http_cache_ops cache_ops;
-/* Core's LRU list and counters, and the primitives its cold paths use. */
+/* Core's LRU list, counters and object table, and the primitives its
+ * cold paths use. */
 struct http_cache httpd_cache_core =
     HTTP_CACHE_INIT(httpd_cache_core, &cache_ops);
 /* descriptors objects hold, at most httpd_cfg.open_files */
@@ -146,21 +150,12 @@ bool httpd_obj_is(const struct http_cache_obj *o, const struct stat *st)
     return http_file_id_same(&o->id, &id);
 }
 
-static int obj_match(struct cds_lfht_node *node, const void *k)
-{
-    return http_file_id_same(
-        &caa_container_of(node, struct httpd_obj, node)->c.id, k);
-}
-
 int httpd_cache_init(void)
 {
     table_rcu = cds_lfht_new_flavor(1024, 1024, 0,
                                     CDS_LFHT_AUTO_RESIZE | CDS_LFHT_ACCOUNTING,
                                     &urcu_memb_flavor, NULL);
-    objs_rcu = cds_lfht_new_flavor(1024, 1024, 0,
-                                   CDS_LFHT_AUTO_RESIZE | CDS_LFHT_ACCOUNTING,
-                                   &urcu_memb_flavor, NULL);
-    if (!table_rcu || !objs_rcu)
+    if (!table_rcu)
         return -ENOMEM;
     return httpd_gzip_start();
 }
@@ -240,16 +235,6 @@ static void obj_free(struct http_cache_obj *o)
                        obj_free_rcu);
 }
 
-static bool obj_unref(struct http_cache_obj *o)
-{
-    if (!http_ref_put(&o->refs))
-        return false;
-    urcu_memb_read_lock(); /* -ENOENT if replaced: fine */
-    cds_lfht_del(objs_rcu, &caa_container_of(o, struct httpd_obj, c)->node);
-    urcu_memb_read_unlock();
-    return true;
-}
-
 static void file_free_rcu(struct rcu_head *head)
 {
     struct httpd_file *f = caa_container_of(head, struct httpd_file, rcu);
@@ -319,24 +304,6 @@ static int httpd_read_all(int fd, char *buf, size_t len)
     return 0;
 }
 
-/* The index's live object of version id, referenced, or NULL. */
-static struct http_cache_obj *obj_find(const struct http_file_id *id)
-{
-    struct cds_lfht_iter it;
-    struct http_cache_obj *o = NULL;
-    urcu_memb_read_lock();
-    cds_lfht_lookup(objs_rcu, (unsigned long) http_file_id_hash(id), obj_match,
-                    id, &it);
-    struct cds_lfht_node *node = cds_lfht_iter_get_node(&it);
-    if (node) {
-        o = &caa_container_of(node, struct httpd_obj, node)->c;
-        if (!http_ref_get_unless_zero(&o->refs))
-            o = NULL;
-    }
-    urcu_memb_read_unlock();
-    return o;
-}
-
 /* A new object, which keeps f's descriptor when its body is not kept, a
  * regular file's (a load serves nothing else but directories), within
  * --open-files. */
@@ -349,27 +316,6 @@ static struct http_cache_obj *obj_new(struct http_cache_file *f, bool body)
     if (o->fd >= 0)
         f->h.fd = -1; /* the object's now */
     return &o->c;
-}
-
-static struct http_cache_obj *obj_add(struct http_cache_obj *c)
-{
-    struct httpd_obj *o = caa_container_of(c, struct httpd_obj, c);
-    unsigned long hash = (unsigned long) http_file_id_hash(&c->id);
-    struct http_cache_obj *won = NULL;
-    urcu_memb_read_lock();
-    struct cds_lfht_node *node =
-        cds_lfht_add_unique(objs_rcu, hash, obj_match, &c->id, &o->node);
-    if (node != &o->node) {
-        /* a concurrent load won: share its object if it is still alive,
-         * else take the dying one's place */
-        won = &caa_container_of(node, struct httpd_obj, node)->c;
-        if (!http_ref_get_unless_zero(&won->refs)) {
-            won = NULL;
-            cds_lfht_add_replace(objs_rcu, hash, obj_match, &c->id, &o->node);
-        }
-    }
-    urcu_memb_read_unlock();
-    return won;
 }
 
 /* rel beneath the root, opened as a load serves it: an entry the server's
@@ -508,10 +454,7 @@ static const struct http_cache_ops cache_ops = {
     .entry_new = entry_new,
     .entry_free = entry_free,
     .evicted = evicted,
-    .obj_find = obj_find,
     .obj_new = obj_new,
-    .obj_add = obj_add,
-    .obj_unref = obj_unref,
     .obj_free = obj_free,
     .stat = stat_file,
     .read = read_file,

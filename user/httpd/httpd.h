@@ -185,13 +185,12 @@ bool httpd_send_head(struct httpd_req *r,
 
 /* One version of one file (device, inode, size, mtime): core's struct
  * http_cache_obj (its body when small enough, its gzip copy once built, a
- * directory's listed names once a listing built them) in the object
- * index. Every path that names the file shares it, so aliases store the
+ * directory's listed names once a listing built them) in core's object
+ * table. Every path that names the file shares it, so aliases store the
  * body once. Found by (device, inode) and version; freed when no path
  * entry, reader or gzip build holds it, and counted against --cache-size
  * until then. */
 struct httpd_obj {
-    struct cds_lfht_node node; /* in the object index */
     struct rcu_head rcu;
     struct http_cache_obj c;
     /* a regular file whose body is not kept: its descriptor, read-only,

@@ -87,6 +87,33 @@ def test_ktls_handshake_reads_whole_records(http_engine, docroot):
     assert after.get("TlsRxSw", 0) - before.get("TlsRxSw", 0) >= n, (before, after)
 
 
+def test_ktls_close_looks_at_tcp_once(http_engine, docroot):
+    """ktcp-httpd over kTLS ends a `Connection: close` answer with the
+    close_notify and then waits for TCP's queue to drain (records kTLS
+    still holds must reach TCP before the FIN), once: kTLS sends its
+    records in order, so the alert needs no wait before it, and the close
+    after the shutdown has nothing more to wait for. Each look is one
+    SIOCOUTQ, plus TCP_INFO only when the queue is not empty. Before, the
+    end waited before the alert and after it and once more before the
+    close, each look a TCP_INFO and a SIOCOUTQ: 18 calls a connection
+    here (6.12 guest), 4.6 now."""
+    engine = traced_user_ktls(http_engine)
+    n = 30
+    req = b"GET /a.txt HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+
+    def connections():
+        for _ in range(n):
+            with Conn(http_engine.port) as c:
+                c.send(req)
+                r = c.read_response()
+                assert r.status == 200 and r.body == docroot.read("a.txt")
+                assert c.closed_within(5)
+
+    calls = strace_counts(engine.proc.pid, connections)
+    looks = calls.get("ioctl", 0) + calls.get("getsockopt", 0)
+    assert looks <= n * 6, {k: calls.get(k, 0) for k in ("ioctl", "getsockopt", "shutdown", "epoll_pwait", "clock_gettime")}
+
+
 def test_tls13_key_update_over_ktls(http_engine):
     """A client's TLS 1.3 KeyUpdate mid keep-alive where the kernel writes
     the records (ktcp-httpd in the VM: Debian 12's OpenSSL 3.0 gives a TLS

@@ -226,8 +226,8 @@ ssize_t rt_send(struct rt_conn *c, const void *buf, size_t len, int timeout_ms)
 
 void rt_shutdown_write(struct rt_conn *c)
 {
-    if (c->io)
-        c->io->shutdown_write(c);
+    if (c->io && c->io->shutdown_write(c) < 0)
+        return;
     shutdown(c->fd, SHUT_WR);
 }
 

@@ -65,7 +65,8 @@ struct rt_io {
                         off_t offset,
                         size_t count,
                         int timeout_ms);
-    void (*shutdown_write)(struct rt_conn *c);
+    /* 0, or < 0 when the connection is gone (no shutdown follows) */
+    int (*shutdown_write)(struct rt_conn *c);
     void (*release)(struct rt_conn *c);
 };
 

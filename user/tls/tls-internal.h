@@ -53,6 +53,9 @@ struct ktcp_tls_conn {
     /* tls-rt.c: how long a flush of kTLS's records waits for an
      * acknowledged byte before it gives up */
     int flush_timeout_ms;
+    /* kTLS TX: a record went to the kernel since the last flush ended
+     * (ktcp_tls_rt_flush); the flush found the connection gone */
+    bool tx_unflushed, tcp_gone;
     char err[160];
 };
 

@@ -88,12 +88,13 @@ static ssize_t send_step(struct rt_conn *c, ssize_t n, int timeout_ms)
 {
     if (n > 0) {
         rt_count(RT_C_BYTES_OUT, (uint64_t) n);
+        ((struct ktcp_tls_conn *) c->io_data)->tx_unflushed = true;
         return n;
     }
     if (!wants(n))
         return send_failed(n == 0 ? -EPIPE : n);
     if (n == KTCP_TLS_WANT_READ) {
-        int w = wait_for(c, n, rt_now_ms() + (uint64_t) timeout_ms, false);
+        int w = wait_for(c, n, rt_loop_now_ms() + (uint64_t) timeout_ms, false);
         return w < 0 ? send_failed(w) : 0;
     }
     /* Room to write: as the runtime's own sends (rt-io.c), a slow but
@@ -105,7 +106,8 @@ static ssize_t send_step(struct rt_conn *c, ssize_t n, int timeout_ms)
     if (ioctl(c->fd, SIOCOUTQ, &queued) < 0)
         queued = -1;
     for (;;) {
-        int w = rt_wait(c, POLLOUT, rt_now_ms() + (uint64_t) timeout_ms, false);
+        int w = rt_wait(c, POLLOUT, rt_loop_now_ms() + (uint64_t) timeout_ms,
+                        false);
         if (w == 0)
             return 0;
         if (w != -ETIMEDOUT || queued < 0 ||
@@ -187,16 +189,22 @@ static ssize_t io_sendfile(struct rt_conn *c,
 /* How long apart a flush looks at TCP's queue. */
 #define KTLS_FLUSH_LOOK_MS 5
 
-/* Whether c's TCP connection can still carry what we send, and how many
- * bytes TCP holds unacknowledged (*queued). */
-static bool tcp_sending(struct rt_conn *c, int *queued)
+/* The bytes c's TCP holds unacknowledged (SIOCOUTQ), or -EPIPE when the
+ * connection can no longer carry them. An empty queue needs no state:
+ * a reset one reads non-empty (snd_una stops where the reset came). */
+static int tcp_queued(struct rt_conn *c)
 {
+    int q;
+    if (ioctl(c->fd, SIOCOUTQ, &q) < 0)
+        return -EPIPE;
+    if (q == 0)
+        return 0;
     struct tcp_info ti;
     socklen_t len = sizeof(ti);
     if (getsockopt(c->fd, IPPROTO_TCP, TCP_INFO, &ti, &len) < 0 ||
         (ti.tcpi_state != TCP_ESTABLISHED && ti.tcpi_state != TCP_CLOSE_WAIT))
-        return false;
-    return ioctl(c->fd, SIOCOUTQ, queued) == 0;
+        return -EPIPE;
+    return q;
 }
 
 /* A record the kernel encrypted while TCP had no room stays with kTLS
@@ -209,22 +217,33 @@ static bool tcp_sending(struct rt_conn *c, int *queued)
  * until the peer has acknowledged every byte TCP holds (SIOCOUTQ 0) on
  * two looks KTLS_FLUSH_LOOK_MS apart (the callback's work had its time
  * to run). Bounded as a send is: no byte acknowledged for
- * flush_timeout_ms gives up, and so does a stop's cut. */
+ * flush_timeout_ms gives up, and so does a stop's cut. Once is enough:
+ * with no record sent since a flush that ended, or on a connection found
+ * gone, it looks no more. The loop clock times it (rt_loop_now_ms: read
+ * at every wake-up, so no clock read of its own). */
 int ktcp_tls_rt_flush(struct rt_conn *c)
 {
     struct ktcp_tls_conn *t = c->io_data;
     if (!t || !ktcp_tls_ktls_tx(t))
         return 0;
+    if (t->tcp_gone)
+        return -EPIPE;
+    if (!t->tx_unflushed)
+        return 0;
     int queued = -1, zeros = 0;
-    uint64_t give_up = rt_now_ms() + (uint64_t) t->flush_timeout_ms;
+    uint64_t give_up = rt_loop_now_ms() + (uint64_t) t->flush_timeout_ms;
     for (;;) {
-        int q;
-        if (!tcp_sending(c, &q))
-            return -EPIPE;
+        int q = tcp_queued(c);
+        if (q < 0) {
+            t->tcp_gone = true;
+            return q;
+        }
         zeros = q == 0 ? zeros + 1 : 0;
-        if (zeros == 2)
+        if (zeros == 2) {
+            t->tx_unflushed = false;
             return 0;
-        uint64_t now = rt_now_ms();
+        }
+        uint64_t now = rt_loop_now_ms();
         if (queued < 0 || q < queued)
             give_up = now + (uint64_t) t->flush_timeout_ms;
         queued = q;
@@ -238,18 +257,21 @@ int ktcp_tls_rt_flush(struct rt_conn *c)
     }
 }
 
-/* close_notify after every record before it, then (rt_shutdown_write)
- * the FIN after the close_notify. */
-static void io_shutdown_write(struct rt_conn *c)
+/* close_notify, then (rt_shutdown_write) the FIN after it. kTLS sends
+ * its records in order, the alert behind any it still holds, so only
+ * the FIN waits for them (a flush); a connection found gone gets none
+ * (-EPIPE: shutdown would fail with ENOTCONN). */
+static int io_shutdown_write(struct rt_conn *c)
 {
     struct ktcp_tls_conn *t = c->io_data;
-    if (ktcp_tls_rt_flush(c) < 0)
-        return;
-    if (ktcp_tls_shutdown(t) == KTCP_TLS_WANT_WRITE &&
-        rt_wait(c, POLLOUT, rt_now_ms() + (uint64_t) t->flush_timeout_ms,
+    int r = ktcp_tls_shutdown(t);
+    if (r == KTCP_TLS_WANT_WRITE &&
+        rt_wait(c, POLLOUT, rt_loop_now_ms() + (uint64_t) t->flush_timeout_ms,
                 false) == 0)
-        ktcp_tls_shutdown(t);
-    ktcp_tls_rt_flush(c);
+        r = ktcp_tls_shutdown(t);
+    if (ktcp_tls_ktls_tx(t))
+        t->tx_unflushed = true; /* the alert, when it went */
+    return ktcp_tls_rt_flush(c) == -EPIPE ? -EPIPE : 0;
 }
 
 /* The runtime closes an idle connection (its timeout, a stop): the TLS
@@ -298,6 +320,9 @@ void ktcp_tls_rt_attach(struct ktcp_tls_conn *t,
                         int timeout_ms)
 {
     t->flush_timeout_ms = timeout_ms > 0 ? timeout_ms : 10000;
+    /* the handshake may have sent records through kTLS (TLS 1.3's
+     * tickets) */
+    t->tx_unflushed = true;
     /* ktcp_tls_read reads until OpenSSL holds nothing more and its last
      * read of the socket found it empty (raw_read_seen), so going idle
      * strands nothing and the read that would fail with EAGAIN is saved.

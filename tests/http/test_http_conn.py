@@ -438,3 +438,23 @@ def test_stalled_reader_pins_little_send_queue(http_engine, docroot):
         assert 0 < max(seen) <= 160 * 1024, f"unsent bytes in the server: {seen}"
         r = c.read_response(timeout=20)
         assert r.status == 200 and r.body == body
+
+
+def test_half_closed_client_is_closed_after_an_answer_that_waited(http_engine, docroot):
+    """A client that shuts its write side after its request (HTTP/1.1, no
+    Connection: close) gets the whole answer, then the server's close at
+    once: its FIN ends its requests. The answer, 1 MiB to a client that
+    reads only after a pause, waits for room to send. An epoll or mn
+    worker's wait for room took the FIN's event and, its last read having
+    drained the socket, the connection went idle without reading: it was
+    held until the idle timeout (30 s), and a 300 KB answer too."""
+    if http_engine.tls:
+        pytest.skip("a TLS client ends with a close_notify, not a bare FIN")
+    n = 1 << 20
+    with Conn(http_engine.port, timeout=30) as c:
+        c.send(b"GET /large.bin HTTP/1.1\r\nHost: x\r\nRange: bytes=0-%d\r\n\r\n" % (n - 1))
+        c.sock.shutdown(socket.SHUT_WR)
+        time.sleep(0.3)  # the server fills the socket's buffer and waits
+        r = c.read_response()
+        assert r.status == 206 and r.body == docroot.read("large.bin")[:n]
+        assert c.closed_within(3)

@@ -18,8 +18,11 @@ struct conn {
     size_t start, len, cap; /* current request at buf[start..len) */
     /* the last read took less than it asked for: the socket was empty
      * then, and bytes arriving since raise a new edge, so the next idle
-     * wait needs no read first to be sure nothing is pending */
+     * wait needs no read first to be sure nothing is pending; unless a
+     * wait came after that read (rt_conn.waits moved from drained_waits):
+     * a wait for room to send takes the edge of what came meanwhile */
     bool drained;
+    unsigned drained_waits;
     char hbuf[HTTP_SERVER_HEAD_BUF];
     struct http_parser parser;
     struct http_header headers[HTTP_SERVER_MAX_STORED_HEADERS];
@@ -115,6 +118,7 @@ static ssize_t conn_read(struct conn *cs, size_t at, uint64_t dl)
     size_t want = cs->cap - at;
     ssize_t n = rt_read(cs->c, cs->buf + at, want, dl, false);
     cs->drained = n > 0 && (size_t) n < want;
+    cs->drained_waits = cs->c->waits;
     return n;
 }
 
@@ -254,14 +258,16 @@ enum rt_verdict httpd_conn_serve(struct rt_conn *c)
             /* after a request the read would mostly fail with EAGAIN: when
              * the socket was drained, go idle without it (one system call
              * less per keep-alive request) */
-            ssize_t n =
-                cs->drained ? -EAGAIN : rt_read_nowait(c, cs->buf, cs->cap);
+            ssize_t n = cs->drained && c->waits == cs->drained_waits
+                            ? -EAGAIN
+                            : rt_read_nowait(c, cs->buf, cs->cap);
             if (n == -EAGAIN)
                 verdict = rt_stopping() ? RT_CLOSE : RT_IDLE;
             if (n <= 0)
                 goto out;
             cs->len = (size_t) n;
             cs->drained = (size_t) n < cs->cap;
+            cs->drained_waits = c->waits;
         }
         /* 1. a complete head. The first byte of a request starts its clock:
          * a head must be complete within one idle timeout (slowloris). */

@@ -101,6 +101,7 @@ static ssize_t send_failed(int err)
 
 int rt_wait(struct rt_conn *c, short events, uint64_t deadline_ms, bool idle)
 {
+    c->waits++;
     if (c->coro)
         return rt_wait_coro(c->coro, events, deadline_ms, idle);
     return wait_poll(c, events, deadline_ms, idle);

@@ -94,6 +94,11 @@ struct rt_conn {
     unsigned char admit_addr[16];
     const struct rt_io *io; /* NULL: the socket's own calls */
     void *io_data;          /* the transport's state */
+    /* rt_wait calls so far. A coroutine's wait is edge-triggered: one
+     * for room to send can take the event of bytes (or a FIN) that came
+     * meanwhile, so a handler that skips a read because its last one
+     * drained the socket reads anyway once this moved. */
+    unsigned waits;
 };
 
 /* The client's address as text ("-" if unknown); made on first use. */

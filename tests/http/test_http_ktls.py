@@ -114,6 +114,32 @@ def test_ktls_close_looks_at_tcp_once(http_engine, docroot):
     assert looks <= n * 6, {k: calls.get(k, 0) for k in ("ioctl", "getsockopt", "shutdown", "epoll_pwait", "clock_gettime")}
 
 
+def test_ktls_send_queue_grows_for_a_reader_that_keeps_up(http_engine, docroot):
+    """ktcp-httpd over kTLS: a large body to a reader that keeps up queues
+    more as it goes (TCP_NOTSENT_LOWAT doubled from 64 KiB to 512 KiB at
+    each wait for room that ends soon), as autotuning grows a send buffer,
+    so 1 MiB leaves in a few steps, each a wait and a sendfile. At 64 KiB
+    it took about ten steps and 20 sendfile calls, half of them finding
+    the socket full; a stalled reader keeps the small queue
+    (test_stalled_reader_pins_little_send_queue)."""
+    engine = traced_user_ktls(http_engine)
+    n, size = 10, 1 << 20
+    req = b"GET /large.bin HTTP/1.1\r\nHost: x\r\nRange: bytes=0-%d\r\n\r\n" % (size - 1)
+    want = docroot.read("large.bin")[:size]
+    with Conn(http_engine.port, timeout=30) as c:
+        c.send(req)  # the handshake and a first body before the count
+        assert c.read_response().status == 206
+
+        def bodies():
+            for _ in range(n):
+                c.send(req)
+                r = c.read_response()
+                assert r.status == 206 and r.body == want
+
+        calls = strace_counts(engine.proc.pid, bodies)
+    assert calls.get("sendfile", 0) <= n * 8, calls
+
+
 def test_tls13_key_update_over_ktls(http_engine):
     """A client's TLS 1.3 KeyUpdate mid keep-alive where the kernel writes
     the records (ktcp-httpd in the VM: Debian 12's OpenSSL 3.0 gives a TLS

@@ -56,6 +56,8 @@ struct ktcp_tls_conn {
     /* kTLS TX: a record went to the kernel since the last flush ended
      * (ktcp_tls_rt_flush); the flush found the connection gone */
     bool tx_unflushed, tcp_gone;
+    /* kTLS TX: TCP_NOTSENT_LOWAT as tls-rt.c grew it; 0: the listener's */
+    int lowat;
     char err[160];
 };
 

@@ -38,27 +38,52 @@ def traced_user_ktls(http_engine):
     return engine
 
 
-def test_ktls_keepalive_request_is_one_read(http_engine, docroot):
-    """ktcp-httpd over kTLS: a keep-alive request is one recvmsg (it
-    returns every record the kernel has ready, so a short one found the
-    socket empty), then the answer and the wait. Before, every request
-    ended in a second recvmsg that failed with EAGAIN."""
+def traced_keepalive(http_engine, req, status, body, n, timeout=10):
+    """System calls of ktcp-httpd over kTLS (traced_user_ktls) while one
+    keep-alive connection sends req n times, each answered with status
+    and body; the handshake and a first answer come before the count."""
     engine = traced_user_ktls(http_engine)
-    n = 200
-    req = b"GET /a.txt HTTP/1.1\r\nHost: x\r\n\r\n"
-    with Conn(http_engine.port) as c:
-        c.send(req)  # the handshake and a first request before the count
-        assert c.read_response().status == 200
+    with Conn(http_engine.port, timeout=timeout) as c:
+        c.send(req)
+        assert c.read_response().status == status
 
         def requests():
             for _ in range(n):
                 c.send(req)
                 r = c.read_response()
-                assert r.status == 200 and r.body == docroot.read("a.txt")
+                assert r.status == status and r.body == body
 
-        calls = strace_counts(engine.proc.pid, requests)
+        return strace_counts(engine.proc.pid, requests)
+
+
+def test_ktls_keepalive_request_is_one_read(http_engine, docroot):
+    """ktcp-httpd over kTLS: a keep-alive request is one recvmsg (it
+    returns every record the kernel has ready, so a short one found the
+    socket empty), then the answer and the wait. Before, every request
+    ended in a second recvmsg that failed with EAGAIN."""
+    n = 200
+    calls = traced_keepalive(http_engine, b"GET /a.txt HTTP/1.1\r\nHost: x\r\n\r\n", 200,
+                             docroot.read("a.txt"), n)
     reads = sum(calls.get(k, 0) for k in ("recvmsg", "recvfrom", "read"))
     assert reads <= n * 1.1, calls
+
+
+def traced_closes(http_engine, docroot, n):
+    """System calls of ktcp-httpd over kTLS (traced_user_ktls) while n
+    connections one after another each get a.txt with `Connection:
+    close` and see the server close."""
+    engine = traced_user_ktls(http_engine)
+    req = b"GET /a.txt HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+
+    def connections():
+        for _ in range(n):
+            with Conn(http_engine.port) as c:
+                c.send(req)
+                r = c.read_response()
+                assert r.status == 200 and r.body == docroot.read("a.txt")
+                assert c.closed_within(5)
+
+    return strace_counts(engine.proc.pid, connections)
 
 
 def test_ktls_handshake_reads_whole_records(http_engine, docroot):
@@ -67,19 +92,9 @@ def test_ktls_handshake_reads_whole_records(http_engine, docroot):
     takes the records after it: OpenSSL opens what it already holds and
     the kernel the rest. Before, every handshake record was two reads, a
     header's and a body's: 12 reads a connection, 7 now."""
-    engine = traced_user_ktls(http_engine)
     n = 30
-    req = b"GET /a.txt HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
     before = tls_stat()
-
-    def connections():
-        for _ in range(n):
-            with Conn(http_engine.port) as c:
-                c.send(req)
-                r = c.read_response()
-                assert r.status == 200 and r.body == docroot.read("a.txt")
-
-    calls = strace_counts(engine.proc.pid, connections)
+    calls = traced_closes(http_engine, docroot, n)
     after = tls_stat()
     reads = sum(calls.get(k, 0) for k in ("recvmsg", "recvfrom", "read"))
     assert reads <= n * 8, calls  # 12 a connection before
@@ -97,19 +112,8 @@ def test_ktls_close_looks_at_tcp_once(http_engine, docroot):
     end waited before the alert and after it and once more before the
     close, each look a TCP_INFO and a SIOCOUTQ: 18 calls a connection
     here (6.12 guest), 4.6 now."""
-    engine = traced_user_ktls(http_engine)
     n = 30
-    req = b"GET /a.txt HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
-
-    def connections():
-        for _ in range(n):
-            with Conn(http_engine.port) as c:
-                c.send(req)
-                r = c.read_response()
-                assert r.status == 200 and r.body == docroot.read("a.txt")
-                assert c.closed_within(5)
-
-    calls = strace_counts(engine.proc.pid, connections)
+    calls = traced_closes(http_engine, docroot, n)
     looks = calls.get("ioctl", 0) + calls.get("getsockopt", 0)
     assert looks <= n * 6, {k: calls.get(k, 0) for k in ("ioctl", "getsockopt", "shutdown", "epoll_pwait", "clock_gettime")}
 
@@ -122,21 +126,10 @@ def test_ktls_send_queue_grows_for_a_reader_that_keeps_up(http_engine, docroot):
     it took about ten steps and 20 sendfile calls, half of them finding
     the socket full; a stalled reader keeps the small queue
     (test_stalled_reader_pins_little_send_queue)."""
-    engine = traced_user_ktls(http_engine)
     n, size = 10, 1 << 20
     req = b"GET /large.bin HTTP/1.1\r\nHost: x\r\nRange: bytes=0-%d\r\n\r\n" % (size - 1)
-    want = docroot.read("large.bin")[:size]
-    with Conn(http_engine.port, timeout=30) as c:
-        c.send(req)  # the handshake and a first body before the count
-        assert c.read_response().status == 206
-
-        def bodies():
-            for _ in range(n):
-                c.send(req)
-                r = c.read_response()
-                assert r.status == 206 and r.body == want
-
-        calls = strace_counts(engine.proc.pid, bodies)
+    calls = traced_keepalive(http_engine, req, 206, docroot.read("large.bin")[:size], n,
+                             timeout=30)
     assert calls.get("sendfile", 0) <= n * 8, calls
 
 

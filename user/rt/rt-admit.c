@@ -265,11 +265,17 @@ static void set_client(struct rt_conn *c, int family, const unsigned char *addr)
 
 void rt_conn_set_peer(struct rt_conn *c, const struct sockaddr *sa)
 {
-    if (sa->sa_family == AF_INET)
+    /* the family read as bytes: sa is most often a sockaddr_in or _in6
+     * its caller filled, and a load through struct sockaddr may be moved
+     * before those stores (type-based aliasing; a unit test's addresses
+     * read as no family under LTO) */
+    sa_family_t family;
+    memcpy(&family, &sa->sa_family, sizeof(family));
+    if (family == AF_INET)
         set_client(c, AF_INET,
                    (const unsigned char *) &((const struct sockaddr_in *) sa)
                        ->sin_addr);
-    else if (sa->sa_family == AF_INET6)
+    else if (family == AF_INET6)
         set_client(c, AF_INET6,
                    ((const struct sockaddr_in6 *) sa)->sin6_addr.s6_addr);
     else

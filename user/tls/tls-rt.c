@@ -299,13 +299,11 @@ int ktcp_tls_rt_flush(struct rt_conn *c)
 static int io_shutdown_write(struct rt_conn *c)
 {
     struct ktcp_tls_conn *t = c->io_data;
-    int r = ktcp_tls_shutdown(t);
-    if (r == KTCP_TLS_WANT_WRITE &&
+    if (ktcp_tls_shutdown(t) == KTCP_TLS_WANT_WRITE &&
         rt_wait(c, POLLOUT, rt_loop_now_ms() + (uint64_t) t->flush_timeout_ms,
                 false) == 0)
-        r = ktcp_tls_shutdown(t);
-    if (ktcp_tls_ktls_tx(t))
-        t->tx_unflushed = true; /* the alert, when it went */
+        ktcp_tls_shutdown(t);
+    t->tx_unflushed = true; /* the alert, when it went (kTLS only flushes) */
     return ktcp_tls_rt_flush(c) == -EPIPE ? -EPIPE : 0;
 }
 

@@ -1,7 +1,8 @@
 """openssl s_client driven as a person types into it: its connected
 commands (a line of one letter) are what Python's ssl cannot do, such as a
 TLS 1.3 KeyUpdate from the client ("k": update the client's sending keys;
-"K": that, and ask the server to update its own). Every wait is bounded.
+"K": that, and ask the server to update its own) or a TLS 1.2
+renegotiation ("R"). Every wait is bounded.
 
     with SClient(port, ca, "-tls1_3") as c:
         c.send("GET / HTTP/1.1\\nHost: x\\n\\n")   # -crlf: LF goes as CRLF
@@ -45,11 +46,12 @@ class SClient:
         self.p.stdin.flush()
 
     def command(self, letter, timeout=20):
-        """A connected command: "k", "K" (TLS 1.3 KeyUpdate). s_client
+        """A connected command: "k", "K" (TLS 1.3 KeyUpdate), "R" (TLS 1.2
+        renegotiation). s_client
         takes a whole read of its input as the command and drops the rest,
         so this waits until it says it did it (KEYUPDATE) before anything
         more is sent."""
-        marks = {"k": "KEYUPDATE", "K": "KEYUPDATE"}
+        marks = {"k": "KEYUPDATE", "K": "KEYUPDATE", "R": "RENEGOTIATING"}
         mark = marks[letter]
         seen = self.output.count(mark)
         self.send(letter + "\n")

@@ -7,12 +7,14 @@
  * before the caller can wait (and, on the runtime, move threads). */
 #include <errno.h>
 #include <limits.h>
+#include <linux/tls.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -220,6 +222,76 @@ const char *ktcp_tls_error(const struct ktcp_tls_conn *t)
     return t->err;
 }
 
+/* Whether application data may bypass OpenSSL from now on: the kernel
+ * reads and writes the records (TLS 1.2 here: OpenSSL 3.0 gives kTLS the
+ * receive side of no TLS 1.3 session, so no KeyUpdate can arrive), OpenSSL
+ * holds no byte it read ahead, and no chunk waits to be presented again.
+ * It stays so: OpenSSL is not asked to read again, so it cannot come to
+ * hold any, and writes leave no chunk behind. OpenSSL then still sends
+ * the close_notify (through the kernel, which numbers the records). What
+ * it saves is OpenSSL's record layer around each recvmsg and write and
+ * the copy of a head and a small body into one buffer. */
+static bool direct(struct ktcp_tls_conn *t)
+{
+    if (t->direct)
+        return true;
+    if (!ktcp_tls_ktls_rx(t) || !ktcp_tls_ktls_tx(t) ||
+        SSL_has_pending(t->ssl) || t->buf_done < t->buf_len)
+        return false;
+    t->direct = true;
+    return true;
+}
+
+/* A record that is not application data, read by the kernel: a
+ * close_notify ends the stream, anything else (another alert, a
+ * renegotiation's handshake) the connection, as OpenSSL's SSL_read would
+ * under SSL_OP_NO_RENEGOTIATION. */
+static ssize_t direct_control(struct ktcp_tls_conn *t,
+                              unsigned char type,
+                              const unsigned char *rec,
+                              ssize_t n)
+{
+    if (type == SSL3_RT_ALERT && n == 2 && rec[1] == SSL_AD_CLOSE_NOTIFY)
+        return 0;
+    if (type == SSL3_RT_ALERT && n == 2)
+        snprintf(t->err, sizeof(t->err), "the peer's alert %u (level %u)",
+                 rec[1], rec[0]);
+    else
+        snprintf(t->err, sizeof(t->err),
+                 "a record of type %u after the "
+                 "handshake",
+                 type);
+    return -EPROTO;
+}
+
+/* One recvmsg of decrypted records: bytes, KTCP_TLS_WANT_READ, 0 (the
+ * peer closed) or -errno. The kernel returns records of one type a call,
+ * its type in a control message. */
+static ssize_t direct_recv(struct ktcp_tls_conn *t, void *buf, size_t len)
+{
+    char cbuf[CMSG_SPACE(sizeof(unsigned char))];
+    struct iovec iov = {.iov_base = buf, .iov_len = len};
+    struct msghdr msg = {.msg_iov = &iov,
+                         .msg_iovlen = 1,
+                         .msg_control = cbuf,
+                         .msg_controllen = sizeof(cbuf)};
+    ssize_t n = recvmsg(t->fd, &msg, MSG_DONTWAIT);
+    if (n < 0) {
+        if (errno == EAGAIN || errno == EINTR)
+            return KTCP_TLS_WANT_READ;
+        snprintf(t->err, sizeof(t->err), "%s", strerror(errno));
+        return errno == EBADMSG || errno == EMSGSIZE ? -EPROTO : -errno;
+    }
+    struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
+    if (n > 0 && cm && cm->cmsg_level == SOL_TLS &&
+        cm->cmsg_type == TLS_GET_RECORD_TYPE) {
+        unsigned char type = *CMSG_DATA(cm);
+        if (type != SSL3_RT_APPLICATION_DATA)
+            return direct_control(t, type, buf, n);
+    }
+    return n;
+}
+
 ssize_t ktcp_tls_read(struct ktcp_tls_conn *t, void *buf, size_t len)
 {
     if (t->pending_err) {
@@ -229,6 +301,13 @@ ssize_t ktcp_tls_read(struct ktcp_tls_conn *t, void *buf, size_t len)
     }
     if (t->eof)
         return 0;
+    if (len && direct(t)) {
+        /* a short read: the socket had no more whole records */
+        ssize_t n = direct_recv(t, buf, len);
+        if (n == 0)
+            t->eof = true;
+        return n;
+    }
     size_t got = 0;
     while (got < len) {
         size_t want = len - got < INT_MAX ? len - got : INT_MAX;
@@ -313,8 +392,28 @@ static bool buf_alloc(struct ktcp_tls_conn *t)
     return t->buf != NULL;
 }
 
+/* One sendmsg through kTLS: one record a call (more past 16 KiB). */
+static ssize_t direct_send(struct ktcp_tls_conn *t,
+                           const struct iovec *iov,
+                           int iovcnt)
+{
+    struct msghdr msg = {.msg_iov = (struct iovec *) iov,
+                         .msg_iovlen = (size_t) iovcnt};
+    ssize_t n = sendmsg(t->fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n >= 0)
+        return n;
+    if (errno == EAGAIN || errno == EINTR)
+        return KTCP_TLS_WANT_WRITE;
+    snprintf(t->err, sizeof(t->err), "%s", strerror(errno));
+    return -errno;
+}
+
 ssize_t ktcp_tls_write(struct ktcp_tls_conn *t, const void *buf, size_t len)
 {
+    if (len && direct(t)) {
+        struct iovec iov = {.iov_base = (void *) buf, .iov_len = len};
+        return direct_send(t, &iov, 1);
+    }
     return write_some(t, buf, len);
 }
 
@@ -326,6 +425,8 @@ ssize_t ktcp_tls_writev(struct ktcp_tls_conn *t,
                         const struct iovec *iov,
                         int iovcnt)
 {
+    if (iovcnt > 0 && direct(t))
+        return direct_send(t, iov, iovcnt < IOV_MAX ? iovcnt : IOV_MAX);
     if (t->buf_done < t->buf_len && t->buf_file_off < 0)
         return write_buf(t); /* the chunk a write wants presented again */
     if (iovcnt == 1 || (iovcnt > 0 && iov[0].iov_len >= KTCP_TLS_BUF))

@@ -58,6 +58,9 @@ struct ktcp_tls_conn {
     bool tx_unflushed, tcp_gone;
     /* kTLS TX: TCP_NOTSENT_LOWAT as tls-rt.c grew it; 0: the listener's */
     int lowat;
+    /* The kernel reads and writes every record and OpenSSL holds none:
+     * application data goes straight to the socket (tls-conn.c) */
+    bool direct;
     char err[160];
 };
 

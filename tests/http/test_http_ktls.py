@@ -2,6 +2,7 @@
 ktcp-httpd over kTLS) run the whole suite with the kernel writing and
 reading the records: this checks that they do, one connection at a time,
 through the kernel's own kTLS counters."""
+import contextlib
 import shutil
 import socket
 import ssl
@@ -121,6 +122,19 @@ def test_client_close_notify_over_ktls_ends_the_connection(http_engine, docroot)
                     assert plain.recv(100) == b""  # then its FIN
 
 
+SCLIENT_GET = "GET /a.txt HTTP/1.1\nHost: x\n\n"  # s_client -crlf sends CRLF
+
+
+@contextlib.contextmanager
+def served_sclient(http_engine, version):
+    """openssl s_client (version: -tls1_2, -tls1_3) on the engine's
+    port, once a first GET of a.txt was answered."""
+    with SClient(http_engine.port, tlscert.TLS_PORTS[http_engine.port], version) as c:
+        c.send(SCLIENT_GET)
+        assert c.wait_for("\r\n\r\nhello\n", 1), c.output[-2000:]
+        yield c
+
+
 def test_renegotiation_over_ktls_ends_the_connection(http_engine, docroot):
     """A TLS 1.2 client that asks to renegotiate mid keep-alive (s_client's
     "R"): kTLS cannot take new keys, and the server refuses renegotiation
@@ -128,13 +142,10 @@ def test_renegotiation_over_ktls_ends_the_connection(http_engine, docroot):
     reads, ends the connection with no answer more; the server goes on
     serving."""
     ktls_engine(http_engine)
-    req = "GET /a.txt HTTP/1.1\nHost: x\n\n"
     for _ in range(2):
-        with SClient(http_engine.port, tlscert.TLS_PORTS[http_engine.port], "-tls1_2") as c:
-            c.send(req)
-            assert c.wait_for("\r\n\r\nhello\n", 1), c.output[-2000:]
+        with served_sclient(http_engine, "-tls1_2") as c:
             c.command("R")
-            c.send(req)
+            c.send(SCLIENT_GET)
             assert c.exited_within(10), "not closed: " + c.output[-2000:]
             assert c.output.count("\r\n\r\nhello\n") == 1, c.output[-2000:]
     with Conn(http_engine.port) as c:
@@ -226,11 +237,9 @@ def test_tls13_key_update_over_ktls(http_engine):
         pytest.skip("an HTTPS engine whose records the kernel writes (kTLS, in the VM)")
     if engine.kind == "kernel":
         pytest.skip("ktcp-tlsd negotiates TLS 1.2 (OpenSSL 3.0): no KeyUpdate")
-    req = "GET /a.txt HTTP/1.1\nHost: x\n\n"
+    req = SCLIENT_GET
     for _ in range(3):
-        with SClient(http_engine.port, tlscert.TLS_PORTS[http_engine.port], "-tls1_3") as c:
-            c.send(req)
-            assert c.wait_for("\r\n\r\nhello\n", 1), c.output[-2000:]
+        with served_sclient(http_engine, "-tls1_3") as c:
             c.command("k")
             c.send(req)
             assert c.wait_for("\r\n\r\nhello\n", 2), c.output[-2000:]

@@ -257,10 +257,7 @@ static ssize_t direct_control(struct ktcp_tls_conn *t,
         snprintf(t->err, sizeof(t->err), "the peer's alert %u (level %u)",
                  rec[1], rec[0]);
     else
-        snprintf(t->err, sizeof(t->err),
-                 "a record of type %u after the "
-                 "handshake",
-                 type);
+        snprintf(t->err, sizeof(t->err), "a record of type %u", type);
     return -EPROTO;
 }
 
@@ -277,10 +274,11 @@ static ssize_t direct_recv(struct ktcp_tls_conn *t, void *buf, size_t len)
                          .msg_controllen = sizeof(cbuf)};
     ssize_t n = recvmsg(t->fd, &msg, MSG_DONTWAIT);
     if (n < 0) {
-        if (errno == EAGAIN || errno == EINTR)
+        int e = errno;
+        if (e == EAGAIN || e == EINTR)
             return KTCP_TLS_WANT_READ;
-        snprintf(t->err, sizeof(t->err), "%s", strerror(errno));
-        return errno == EBADMSG || errno == EMSGSIZE ? -EPROTO : -errno;
+        snprintf(t->err, sizeof(t->err), "%s", strerror(e));
+        return e == EBADMSG || e == EMSGSIZE ? -EPROTO : -e;
     }
     struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
     if (n > 0 && cm && cm->cmsg_level == SOL_TLS &&
@@ -402,10 +400,11 @@ static ssize_t direct_send(struct ktcp_tls_conn *t,
     ssize_t n = sendmsg(t->fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
     if (n >= 0)
         return n;
-    if (errno == EAGAIN || errno == EINTR)
+    int e = errno;
+    if (e == EAGAIN || e == EINTR)
         return KTCP_TLS_WANT_WRITE;
-    snprintf(t->err, sizeof(t->err), "%s", strerror(errno));
-    return -errno;
+    snprintf(t->err, sizeof(t->err), "%s", strerror(e));
+    return -e;
 }
 
 ssize_t ktcp_tls_write(struct ktcp_tls_conn *t, const void *buf, size_t len)

@@ -261,6 +261,18 @@ static ssize_t direct_control(struct ktcp_tls_conn *t,
     return -EPROTO;
 }
 
+/* A failed recvmsg or sendmsg on the kTLS socket (errno): want (a wait
+ * for input or room), or -errno with the reason in t->err; a record that
+ * failed to open (EBADMSG) or to fit (EMSGSIZE) is -EPROTO, as OpenSSL's. */
+static ssize_t direct_failed(struct ktcp_tls_conn *t, ssize_t want)
+{
+    int e = errno;
+    if (e == EAGAIN || e == EINTR)
+        return want;
+    snprintf(t->err, sizeof(t->err), "%s", strerror(e));
+    return e == EBADMSG || e == EMSGSIZE ? -EPROTO : -e;
+}
+
 /* One recvmsg of decrypted records: bytes, KTCP_TLS_WANT_READ, 0 (the
  * peer closed) or -errno. The kernel returns records of one type a call,
  * its type in a control message. */
@@ -273,13 +285,8 @@ static ssize_t direct_recv(struct ktcp_tls_conn *t, void *buf, size_t len)
                          .msg_control = cbuf,
                          .msg_controllen = sizeof(cbuf)};
     ssize_t n = recvmsg(t->fd, &msg, MSG_DONTWAIT);
-    if (n < 0) {
-        int e = errno;
-        if (e == EAGAIN || e == EINTR)
-            return KTCP_TLS_WANT_READ;
-        snprintf(t->err, sizeof(t->err), "%s", strerror(e));
-        return e == EBADMSG || e == EMSGSIZE ? -EPROTO : -e;
-    }
+    if (n < 0)
+        return direct_failed(t, KTCP_TLS_WANT_READ);
     struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
     if (n > 0 && cm && cm->cmsg_level == SOL_TLS &&
         cm->cmsg_type == TLS_GET_RECORD_TYPE) {
@@ -398,13 +405,7 @@ static ssize_t direct_send(struct ktcp_tls_conn *t,
     struct msghdr msg = {.msg_iov = (struct iovec *) iov,
                          .msg_iovlen = (size_t) iovcnt};
     ssize_t n = sendmsg(t->fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
-    if (n >= 0)
-        return n;
-    int e = errno;
-    if (e == EAGAIN || e == EINTR)
-        return KTCP_TLS_WANT_WRITE;
-    snprintf(t->err, sizeof(t->err), "%s", strerror(e));
-    return -e;
+    return n >= 0 ? n : direct_failed(t, KTCP_TLS_WANT_WRITE);
 }
 
 ssize_t ktcp_tls_write(struct ktcp_tls_conn *t, const void *buf, size_t len)

@@ -9,6 +9,7 @@ conftest.py); this file holds what only TLS has."""
 import hashlib
 import os
 import re
+import shutil
 import signal
 import socket
 import ssl
@@ -22,7 +23,7 @@ import pytest
 from engines import HTTPD_MODELS, UserHttpd, free_port, in_vm, raise_nofile, tlscert
 from rawhttp import Conn, get
 from sclient import SClient
-from testlib import httpd_refuses, require_kind, tls_stat
+from testlib import httpd_refuses, require_kind, strace_counts, tls_stat
 
 OPENSSL_TIMEOUT = 20
 
@@ -442,6 +443,29 @@ def test_ktls_on_in_the_vm(https):
     c = https.counters()
     tls_get(https.port)
     assert https.counters()["tls_ktls_tx"] >= c["tls_ktls_tx"] + 1
+
+
+def test_records_of_a_file_chunk_leave_in_one_send(https, docroot):
+    """Where OpenSSL makes the records (no kTLS: this host), the four
+    records of a 64 KiB chunk of a file go to the socket in one send, not
+    one each: a 1 MiB body is 16 sends (and fewer, larger segments for the
+    client to take), where it was 64."""
+    if has_tls_ulp():
+        pytest.skip("the kernel writes the records here (kTLS)")
+    if not shutil.which("strace"):
+        pytest.skip("strace not installed (scripts/deps)")
+    n = 3
+
+    def fetch():
+        for _ in range(n):
+            status, body = tls_get(https.port, "/mib.bin")[:2]
+            assert status == 200 and body == docroot.read("mib.bin")
+
+    calls = strace_counts(https.proc.pid, fetch)
+    sends = sum(calls.get(k, 0) for k in ("sendto", "sendmsg", "write", "writev"))
+    # per connection: the handshake's flights, the head, 16 chunks, the
+    # close_notify, and a few sends that found the socket full
+    assert sends <= n * 40, calls
 
 
 def test_flags_and_config_file(docroot, tmp_path):

@@ -20,21 +20,38 @@
 
 #include "tls-internal.h"
 
+/* OpenSSL makes every record: it reads the socket, and writes through
+ * tls-out.c (SSL_set_fd would also ask the socket for a kTLS the kernel
+ * does not have, a system call a connection). */
+static bool set_bios(struct ktcp_tls_conn *t)
+{
+    BIO *r = BIO_new_socket(t->fd, BIO_NOCLOSE), *w = ktcp_tls_out_bio(t);
+    if (!r || !w) {
+        BIO_free(r);
+        BIO_free(w);
+        return false;
+    }
+    SSL_set_bio(t->ssl, r, w);
+    return true;
+}
+
 struct ktcp_tls_conn *ktcp_tls_conn_new(struct ktcp_tls_ctx *ctx, int fd)
 {
     struct ktcp_tls_conn *t = calloc(1, sizeof(*t));
     if (!t)
         return NULL;
     ERR_clear_error();
+    t->fd = fd;
     t->ssl = ktcp_tls_ctx_ssl_new(ctx);
-    if (!t->ssl || SSL_set_fd(t->ssl, fd) != 1) {
+    if (!t->ssl ||
+        !(ctx->user_records ? set_bios(t) : SSL_set_fd(t->ssl, fd))) {
         SSL_free(t->ssl);
         free(t);
         ERR_clear_error();
         return NULL;
     }
     SSL_set_accept_state(t->ssl);
-    t->fd = fd;
+    t->user_records = ctx->user_records;
     t->buf_file_off = -1;
     return t;
 }
@@ -45,11 +62,16 @@ void ktcp_tls_conn_free(struct ktcp_tls_conn *t)
         return;
     SSL_free(t->ssl); /* the socket BIO does not close fd */
     free(t->buf);
+    free(t->out);
     free(t);
 }
 
 void ktcp_tls_conn_trim(struct ktcp_tls_conn *t)
 {
+    if (t && t->out && !t->out_len) {
+        free(t->out);
+        t->out = NULL;
+    }
     if (!t || !t->buf || t->buf_done < t->buf_len)
         return;
     free(t->buf);
@@ -371,9 +393,27 @@ static ssize_t write_some(struct ktcp_tls_conn *t, const void *buf, size_t len)
     if (len > INT_MAX)
         len = INT_MAX;
     ERR_clear_error();
-    int n = SSL_write(t->ssl, buf, (int) len);
-    if (n > 0)
-        return n;
+    /* Records made by OpenSSL (tls-out.c): an SSL_write ends after each
+     * record (SSL_MODE_ENABLE_PARTIAL_WRITE), so those of len are written
+     * here one call each, kept, and go out together. A call that fails
+     * leaves its record with OpenSSL, for the caller's next call, which
+     * starts with the same bytes. */
+    t->out_gather = t->user_records && len > SSL3_RT_MAX_PLAIN_LENGTH;
+    size_t done = 0;
+    int n;
+    do {
+        n = SSL_write(t->ssl, (const char *) buf + done, (int) (len - done));
+        if (n > 0)
+            done += (size_t) n;
+    } while (n > 0 && t->out_gather && done < len);
+    t->out_gather = false;
+    if (done > 0) {
+        ERR_clear_error();
+        /* what the socket has no room for waits for the next write or
+         * the sender's flush (ktcp_tls_out_flush) */
+        ssize_t f = t->out_len ? ktcp_tls_out_flush(t) : 0;
+        return f < 0 && f != KTCP_TLS_WANT_WRITE ? f : (ssize_t) done;
+    }
     ssize_t r = failed(t, n);
     return r == 0 ? -EPIPE : r;
 }

@@ -211,6 +211,8 @@ fail:
     return NULL;
 }
 
+static bool ulp_present(void);
+
 struct ktcp_tls_ctx *ktcp_tls_ctx_new(const struct ktcp_tls_opts *opts,
                                       char *err,
                                       size_t errlen)
@@ -233,6 +235,7 @@ struct ktcp_tls_ctx *ktcp_tls_ctx_new(const struct ktcp_tls_opts *opts,
     ctx->rotate_s = opts->ticket_rotate_s ? opts->ticket_rotate_s
                                           : KTCP_TLS_TICKET_ROTATE_S;
     ctx->no_ktls = opts->no_ktls;
+    ctx->user_records = ctx->no_ktls || !ulp_present();
     ctx->max_version =
         opts->max_version == KTCP_TLS_V1_2 ? TLS1_2_VERSION : TLS1_3_VERSION;
     ticket_key_make(&ctx->keys[0], mono_s());
@@ -317,7 +320,7 @@ static void ktls_warm(void)
         close(l);
 }
 
-bool ktcp_tls_kernel_has_ulp(void)
+static bool ulp_present(void)
 {
     /* an unconnected socket: a kernel with the ULP answers ENOTCONN, one
      * without it ENOENT */
@@ -327,7 +330,12 @@ bool ktcp_tls_kernel_has_ulp(void)
     int r = setsockopt(fd, IPPROTO_TCP, TCP_ULP, "tls", sizeof("tls"));
     int e = errno;
     close(fd);
-    bool has = r == 0 || (e != ENOENT && e != ENOPROTOOPT);
+    return r == 0 || (e != ENOENT && e != ENOPROTOOPT);
+}
+
+bool ktcp_tls_kernel_has_ulp(void)
+{
+    bool has = ulp_present();
     if (has)
         ktls_warm();
     return has;

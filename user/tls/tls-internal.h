@@ -25,12 +25,19 @@ struct ktcp_tls_ctx {
     unsigned long rotations;
     bool no_ktls;
     int max_version; /* OpenSSL's TLS1_2_VERSION or TLS1_3_VERSION */
+    /* kTLS off or not in this kernel: OpenSSL makes every record and
+     * writes it through tls-out.c's BIO */
+    bool user_records;
 };
 
 /* Size of the buffer a connection fills from a file when the kernel does
  * not write its records: four full records a write, a quarter of the
  * file reads of one (a 1 MiB body: 16 preads, not 64). */
 #define KTCP_TLS_BUF 65536
+
+/* The records tls-out.c keeps to send together: those of one
+ * KTCP_TLS_BUF chunk (four full records with their headers and tags). */
+#define KTCP_TLS_OUT (4 * (SSL3_RT_MAX_PLAIN_LENGTH + 64))
 
 struct ktcp_tls_conn {
     SSL *ssl;
@@ -61,6 +68,12 @@ struct ktcp_tls_conn {
     /* The kernel reads and writes every record and OpenSSL holds none:
      * application data goes straight to the socket (tls-conn.c) */
     bool direct;
+    /* tls-out.c (user_records: the context's): records kept to go in one
+     * send, out_len bytes from out_off of out, while out_gather (a write
+     * of several records) */
+    char *out;
+    size_t out_off, out_len;
+    bool user_records, out_gather;
     char err[160];
 };
 
@@ -69,6 +82,12 @@ struct ktcp_tls_conn {
 ssize_t ktcp_tls_writev(struct ktcp_tls_conn *t,
                         const struct iovec *iov,
                         int iovcnt);
+
+/* tls-out.c: the BIO OpenSSL writes t's records to when it makes them,
+ * and the send of those it kept (0 once none is left, KTCP_TLS_WANT_WRITE
+ * or -errno). */
+BIO *ktcp_tls_out_bio(struct ktcp_tls_conn *t);
+ssize_t ktcp_tls_out_flush(struct ktcp_tls_conn *t);
 
 /* A new OpenSSL connection of ctx's current SSL_CTX (under its lock). */
 SSL *ktcp_tls_ctx_ssl_new(struct ktcp_tls_ctx *ctx);

@@ -152,6 +152,21 @@ static ssize_t send_step(struct rt_conn *c, ssize_t n, int timeout_ms)
     }
 }
 
+/* The records tls-out.c still keeps, sent before a send counts as done
+ * (the peer may wait for them before it says more): 0, or below 0 to
+ * give up. */
+static ssize_t out_drain(struct rt_conn *c, int timeout_ms)
+{
+    for (;;) {
+        ssize_t f = ktcp_tls_out_flush(c->io_data);
+        if (f == 0)
+            return 0;
+        ssize_t n = send_step(c, f, timeout_ms);
+        if (n < 0)
+            return n;
+    }
+}
+
 static ssize_t io_sendv(struct rt_conn *c,
                         const struct iovec *iov_in,
                         int iovcnt,
@@ -199,7 +214,8 @@ static ssize_t io_sendv(struct rt_conn *c,
             }
         }
     }
-    return (ssize_t) total;
+    ssize_t f = out_drain(c, timeout_ms);
+    return f < 0 ? f : (ssize_t) total;
 }
 
 static ssize_t io_sendfile(struct rt_conn *c,
@@ -218,7 +234,8 @@ static ssize_t io_sendfile(struct rt_conn *c,
         offset += n;
         left -= (size_t) n;
     }
-    return (ssize_t) count;
+    ssize_t f = out_drain(c, timeout_ms);
+    return f < 0 ? f : (ssize_t) count;
 }
 
 /* How long apart a flush looks at TCP's queue. */

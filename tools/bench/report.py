@@ -469,8 +469,13 @@ def https_table(er, tag, targets_inline=False):
             for c in sorted({r["concurrency"] for r in rs if r["workload"] == w})]
     tls = next((x["tls"] for r in rs if r["workload"] == "https-handshake"
                 for x in r.get("by_round", []) if x.get("tls", {}).get("version")), None)
+    per_run = f"{rs[0]['duration'] if rs else '-'} s per run"
+    c1 = {r["duration"] for r in rs if r["concurrency"] == 1}
+    rest = {r["duration"] for r in rs if r["concurrency"] != 1}
+    if len(c1) == 1 and len(rest) == 1 and c1 != rest:
+        per_run = f"{next(iter(rest))} s per run ({next(iter(c1))} s at 1 conn.)"
     L = [f"### HTTPS: req/s (× nginx over TLS) — {tag}, "
-         f"{rs[0]['duration'] if rs else '-'} s per run{rounds_of(rs) if rs else ''}", ""]
+         f"{per_run}{rounds_of(rs) if rs else ''}", ""]
     heads = {"https-small-keepalive": "13 B keep-alive, {c} conn.",
              "https-1mib": "1 MiB keep-alive, {c} conn.",
              "https-handshake": "new connections/s (full handshake), {c} conn."}

@@ -6,7 +6,11 @@
  * Linux 6.5 removed kernel_sendpage() and ->sendpage: a page now reaches
  * TCP as a bio_vec in a sendmsg() flagged MSG_SPLICE_PAGES, which takes a
  * page reference instead of copying (as splice to a socket does). Before
- * 6.5, kernel_sendpage() is that path. Callers pass the usual MSG_* flags.
+ * 6.5, kernel_sendpage() is that path. Callers pass the usual MSG_* flags,
+ * and KTCP_SENDPAGE_NOTLAST on a page that more of the same send follows,
+ * as splice does: before 6.5 kTLS closes a record at every page without
+ * MSG_SENDPAGE_NOTLAST (MSG_MORE alone does not keep it open there), so a
+ * file went out in records of 4 KiB; from 6.5 MSG_MORE keeps it open.
  */
 #ifndef KTCP_COMPAT_SENDPAGE_H
 #define KTCP_COMPAT_SENDPAGE_H
@@ -20,6 +24,8 @@
 #if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 5, 0)
 #include <linux/bvec.h>
 
+#define KTCP_SENDPAGE_NOTLAST MSG_MORE
+
 static inline int ktcp_send_page(struct socket *sock, struct page *page,
 				 int offset, size_t size, int flags)
 {
@@ -31,6 +37,8 @@ static inline int ktcp_send_page(struct socket *sock, struct page *page,
 	return sock_sendmsg(sock, &msg);
 }
 #else
+#define KTCP_SENDPAGE_NOTLAST (MSG_MORE | MSG_SENDPAGE_NOTLAST)
+
 static inline int ktcp_send_page(struct socket *sock, struct page *page,
 				 int offset, size_t size, int flags)
 {

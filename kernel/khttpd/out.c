@@ -37,8 +37,10 @@ static int khttpd_pipe_buf_send(struct pipe_inode_info *pipe,
 	struct khttpd_conn *conn = sd->u.data;
 	int flags = MSG_DONTWAIT | MSG_NOSIGNAL;
 
-	if ((sd->flags & SPLICE_F_MORE) || sd->len < sd->total_len)
+	if (sd->flags & SPLICE_F_MORE)
 		flags |= MSG_MORE;
+	if (sd->len < sd->total_len)
+		flags |= KTCP_SENDPAGE_NOTLAST;
 	return ktcp_send_page(conn->c.sock, buf->page, buf->offset, sd->len,
 			      flags);
 }

@@ -437,14 +437,18 @@ static bool buf_alloc(struct ktcp_tls_conn *t)
     return t->buf != NULL;
 }
 
-/* One sendmsg through kTLS: one record a call (more past 16 KiB). */
+/* One sendmsg through kTLS: one record a call (more past 16 KiB), or,
+ * with more (MSG_MORE), a record the kernel keeps open for what follows
+ * (a file body's first bytes join the head's record). */
 static ssize_t direct_send(struct ktcp_tls_conn *t,
                            const struct iovec *iov,
-                           int iovcnt)
+                           int iovcnt,
+                           bool more)
 {
     struct msghdr msg = {.msg_iov = (struct iovec *) iov,
                          .msg_iovlen = (size_t) iovcnt};
-    ssize_t n = sendmsg(t->fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+    ssize_t n = sendmsg(t->fd, &msg,
+                        MSG_NOSIGNAL | MSG_DONTWAIT | (more ? MSG_MORE : 0));
     return n >= 0 ? n : direct_failed(t, KTCP_TLS_WANT_WRITE);
 }
 
@@ -452,7 +456,7 @@ ssize_t ktcp_tls_write(struct ktcp_tls_conn *t, const void *buf, size_t len)
 {
     if (len && direct(t)) {
         struct iovec iov = {.iov_base = (void *) buf, .iov_len = len};
-        return direct_send(t, &iov, 1);
+        return direct_send(t, &iov, 1, false);
     }
     return write_some(t, buf, len);
 }
@@ -463,10 +467,11 @@ ssize_t ktcp_tls_write(struct ktcp_tls_conn *t, const void *buf, size_t len)
  * the iovec advanced by what was taken. */
 ssize_t ktcp_tls_writev(struct ktcp_tls_conn *t,
                         const struct iovec *iov,
-                        int iovcnt)
+                        int iovcnt,
+                        bool more)
 {
     if (iovcnt > 0 && direct(t))
-        return direct_send(t, iov, iovcnt < IOV_MAX ? iovcnt : IOV_MAX);
+        return direct_send(t, iov, iovcnt < IOV_MAX ? iovcnt : IOV_MAX, more);
     if (t->buf_done < t->buf_len && t->buf_file_off < 0)
         return write_buf(t); /* the chunk a write wants presented again */
     if (iovcnt == 1 || (iovcnt > 0 && iov[0].iov_len >= KTCP_TLS_BUF))

@@ -78,10 +78,13 @@ struct ktcp_tls_conn {
 };
 
 /* An iovec gathered into records (tls-conn.c): bytes of it taken,
- * KTCP_TLS_WANT_*, or -errno; called again with the iovec advanced. */
+ * KTCP_TLS_WANT_*, or -errno; called again with the iovec advanced. more:
+ * the response goes on (a file body follows; the close's alert pushes
+ * the end), so under kTLS both ways its last record stays open. */
 ssize_t ktcp_tls_writev(struct ktcp_tls_conn *t,
                         const struct iovec *iov,
-                        int iovcnt);
+                        int iovcnt,
+                        bool more);
 
 /* tls-out.c: the BIO OpenSSL writes t's records to when it makes them,
  * and the send of those it kept (0 once none is left, KTCP_TLS_WANT_WRITE

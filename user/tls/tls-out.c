@@ -105,8 +105,10 @@ static BIO_METHOD *out_method;
 
 static void out_method_make(void)
 {
-    BIO_METHOD *m = BIO_meth_new(BIO_get_new_index() | BIO_TYPE_SOURCE_SINK,
-                                 "ktcp gathered records");
+    int index = BIO_get_new_index();
+    BIO_METHOD *m = index < 0 ? NULL
+                              : BIO_meth_new(index | BIO_TYPE_SOURCE_SINK,
+                                             "ktcp gathered records");
     if (m &&
         (!BIO_meth_set_write(m, out_write) || !BIO_meth_set_ctrl(m, out_ctrl) ||
          !BIO_meth_set_create(m, out_create))) {

@@ -91,8 +91,10 @@ static ssize_t send_failed(ssize_t err)
  * of a large body costs the worker a wake-up, a wait and a record's
  * push: over kTLS in the emulated guests a 1 MiB response took about ten
  * at 64 KiB and 51 system calls, nginx (which queues the whole body) 10.
- * A reader that stalls keeps the small queue, and a slower one too. */
-#define KTLS_LOWAT_MAX (512 << 10)
+ * A reader that stalls keeps the small queue, and a slower one too. The
+ * cap is Linux's default send buffer maximum (tcp_wmem): for a reader
+ * that keeps up, the limit ends up as nginx's, which sets none. */
+#define KTLS_LOWAT_MAX (4 << 20)
 #define KTLS_LOWAT_FAST_MS 250
 
 static void lowat_grow(struct rt_conn *c, uint64_t waited_ms)
@@ -173,7 +175,6 @@ static ssize_t io_sendv(struct rt_conn *c,
                         bool more,
                         int timeout_ms)
 {
-    (void) more; /* records are written whole; nothing to hold back */
     struct iovec iov[8];
     int cnt = iovcnt < 8 ? iovcnt : 8;
     size_t total = 0, all = 0;
@@ -199,7 +200,7 @@ static ssize_t io_sendv(struct rt_conn *c,
             continue;
         }
         ssize_t n =
-            send_step(c, ktcp_tls_writev(c->io_data, v, cnt), timeout_ms);
+            send_step(c, ktcp_tls_writev(c->io_data, v, cnt, more), timeout_ms);
         if (n < 0)
             return n;
         total += (size_t) n;

@@ -45,6 +45,16 @@ def skip_on_debug_kernel():
                     "kmemleak checks leaks)")
 
 
+def only_on_kernel(series):
+    """A slow guest test whose subject does not change between the kernels
+    (a bound khttpd keeps, a director's behaviour): make check runs it on
+    one series only ("6.12"), which keeps make check within its hour with
+    two kernels."""
+    if not os.uname().release.startswith(series + "."):
+        pytest.skip(f"run on {series} only (make check's time; its subject is the "
+                    "same on every kernel)")
+
+
 def slub_debug():
     """The kernel was booted with slub_debug (scripts/vm's memory detectors):
     slab objects carry red zones and tracking, so slab figures are bigger."""

@@ -287,7 +287,12 @@ ssize_t rt_sendfile(struct rt_conn *c,
  * ignored), systemd's readiness protocol, and the stop. */
 #include <stdio.h>
 
-#define RT_BUSY_POLL_US_DEFAULT 50
+/* The longest poll before a sleep: the haltpoll cpuidle governor's default
+ * for a guest's idle CPU (guest_halt_poll_ns, 200 us). At 50, a client
+ * whose next request comes 50-100 us after a response (TLS on a virtual
+ * machine: its own wake-up is most of that) was never caught; the worker
+ * slept, and waking it made the gap longer still. */
+#define RT_BUSY_POLL_US_DEFAULT 200
 #define RT_PER_IP_AUTO (-1)
 #define RT_PER_IP_FLOOR 64
 #define RT_PER_IP_V6_PREFIX 64

@@ -145,6 +145,9 @@ PROFILES = {
             # one connection under emulation: about 900 requests a second,
             # and 1 s rounds spread ±7-22 %; three times as long
             "https_c1_duration": 3.0,
+            # a full handshake costs the server and the client about 10 and
+            # 15 ms of emulated CPU: some 60 a 1 s round, spread ±7-31 %
+            "https_handshake_duration": 3.0,
             # a full handshake each, under emulation: 10,000 would take
             # minutes per server
             "https_memory_conns": 2000,
@@ -261,7 +264,12 @@ def build(profile, env, http_names, echo_names, https_names=()):
         else:
             levels = [p["https_close_c"]] if p.get("https_close_c") else []
         for c in levels:
-            d = p.get("https_c1_duration", p["duration"]) if c == 1 else p["duration"]
+            if c == 1:
+                d = p.get("https_c1_duration", p["duration"])
+            elif wl == "https-handshake":
+                d = p.get("https_handshake_duration", p["duration"])
+            else:
+                d = p["duration"]
             for k in range(nrounds):
                 for name in rotated(https_names, k):
                     runs.append({"suite": "https", "workload": wl, "engine": name,

@@ -470,10 +470,20 @@ def https_table(er, tag, targets_inline=False):
     tls = next((x["tls"] for r in rs if r["workload"] == "https-handshake"
                 for x in r.get("by_round", []) if x.get("tls", {}).get("version")), None)
     per_run = f"{rs[0]['duration'] if rs else '-'} s per run"
+    # points that run longer than the rest (plan: https_c1_duration,
+    # https_handshake_duration) are named in the head
     c1 = {r["duration"] for r in rs if r["concurrency"] == 1}
-    rest = {r["duration"] for r in rs if r["concurrency"] != 1}
-    if len(c1) == 1 and len(rest) == 1 and c1 != rest:
-        per_run = f"{next(iter(rest))} s per run ({next(iter(c1))} s at 1 conn.)"
+    hs = {r["duration"] for r in rs if r["workload"] == "https-handshake"}
+    rest = {r["duration"] for r in rs
+            if r["concurrency"] != 1 and r["workload"] != "https-handshake"}
+    longer = [(n, next(iter(d))) for n, d in (("1 conn.", c1), ("new connections", hs))
+              if len(d) == 1 and d != rest]
+    if len(rest) == 1 and longer:
+        if len({d for _, d in longer}) == 1:
+            what = f"{longer[0][1]} s for {' and '.join(n for n, _ in longer)}"
+        else:
+            what = ", ".join(f"{d} s for {n}" for n, d in longer)
+        per_run = f"{next(iter(rest))} s per run ({what})"
     L = [f"### HTTPS: req/s (× nginx over TLS) — {tag}, "
          f"{per_run}{rounds_of(rs) if rs else ''}", ""]
     heads = {"https-small-keepalive": "13 B keep-alive, {c} conn.",

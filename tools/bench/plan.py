@@ -49,6 +49,19 @@ HTTPS_WORKLOADS = {
 HTTPS_TLS_MAX = {"khttpd-unbound-tls": "1.2", "khttpd-bound-tls": "1.2",
                  "khttpd-kthread-tls": "1.2"}
 
+# HTTPS points a profile may run longer than its duration (a guest's few
+# responses a round): the plan's key and the table head's name for each
+HTTPS_LONGER = {"c1": ("https_c1_duration", "1 conn."),
+                "handshake": ("https_handshake_duration", "new connections"),
+                "1mib": ("https_1mib_duration", "1 MiB")}
+
+
+def https_point_kind(workload, concurrency):
+    """Which HTTPS_LONGER entry a point falls under, or None."""
+    if concurrency == 1:
+        return "c1"
+    return {"https-handshake": "handshake", "https-1mib": "1mib"}.get(workload)
+
 # Each profile, per environment. "engines" None = every available engine.
 PROFILES = {
     # Host: 11 HTTP points x 5 engines (lwan given) x 3 rounds x 1.5 s, 250 s
@@ -148,6 +161,8 @@ PROFILES = {
             # a full handshake costs the server and the client about 10 and
             # 15 ms of emulated CPU: some 60 a 1 s round, spread ±7-31 %
             "https_handshake_duration": 3.0,
+            # 1 MiB at 10 connections: some 12-15 responses a 1 s round
+            "https_1mib_duration": 3.0,
             # a full handshake each, under emulation: 10,000 would take
             # minutes per server
             "https_memory_conns": 2000,
@@ -264,12 +279,8 @@ def build(profile, env, http_names, echo_names, https_names=()):
         else:
             levels = [p["https_close_c"]] if p.get("https_close_c") else []
         for c in levels:
-            if c == 1:
-                d = p.get("https_c1_duration", p["duration"])
-            elif wl == "https-handshake":
-                d = p.get("https_handshake_duration", p["duration"])
-            else:
-                d = p["duration"]
+            kind = https_point_kind(wl, c)
+            d = p.get(HTTPS_LONGER[kind][0], p["duration"]) if kind else p["duration"]
             for k in range(nrounds):
                 for name in rotated(https_names, k):
                     runs.append({"suite": "https", "workload": wl, "engine": name,

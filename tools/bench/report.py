@@ -472,15 +472,18 @@ def https_table(er, tag, targets_inline=False):
     per_run = f"{rs[0]['duration'] if rs else '-'} s per run"
     # points that run longer than the rest (plan: https_c1_duration,
     # https_handshake_duration) are named in the head
-    c1 = {r["duration"] for r in rs if r["concurrency"] == 1}
-    hs = {r["duration"] for r in rs if r["workload"] == "https-handshake"}
-    rest = {r["duration"] for r in rs
-            if r["concurrency"] != 1 and r["workload"] != "https-handshake"}
-    longer = [(n, next(iter(d))) for n, d in (("1 conn.", c1), ("new connections", hs))
-              if len(d) == 1 and d != rest]
+    kinds = {}
+    for r in rs:
+        kinds.setdefault(plan.https_point_kind(r["workload"], r["concurrency"]),
+                         set()).add(r["duration"])
+    rest = kinds.pop(None, set())
+    longer = [(n, next(iter(kinds[k]))) for k, (_, n) in plan.HTTPS_LONGER.items()
+              if len(kinds.get(k, ())) == 1 and kinds[k] != rest]
     if len(rest) == 1 and longer:
         if len({d for _, d in longer}) == 1:
-            what = f"{longer[0][1]} s for {' and '.join(n for n, _ in longer)}"
+            names = [n for n, _ in longer]
+            names = ", ".join(names[:-1]) + " and " + names[-1] if len(names) > 1 else names[0]
+            what = f"{longer[0][1]} s for {names}"
         else:
             what = ", ".join(f"{d} s for {n}" for n, d in longer)
         per_run = f"{next(iter(rest))} s per run ({what})"

@@ -470,8 +470,8 @@ def https_table(er, tag, targets_inline=False):
     tls = next((x["tls"] for r in rs if r["workload"] == "https-handshake"
                 for x in r.get("by_round", []) if x.get("tls", {}).get("version")), None)
     per_run = f"{rs[0]['duration'] if rs else '-'} s per run"
-    # points that run longer than the rest (plan: https_c1_duration,
-    # https_handshake_duration) are named in the head
+    # points that run longer than the rest (plan.HTTPS_LONGER) are named in
+    # the head
     kinds = {}
     for r in rs:
         kinds.setdefault(plan.https_point_kind(r["workload"], r["concurrency"]),

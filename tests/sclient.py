@@ -42,8 +42,15 @@ class SClient:
             return self._out.decode(errors="replace")
 
     def send(self, text):
-        self.p.stdin.write(text.encode())
-        self.p.stdin.flush()
+        """Type text into s_client; False when it had already ended (the
+        server closed first), which a caller may expect."""
+        try:
+            self.p.stdin.write(text.encode())
+            self.p.stdin.flush()
+        except BrokenPipeError:
+            self.p.wait(timeout=10)
+            return False
+        return True
 
     def command(self, letter, timeout=20):
         """A connected command: "k", "K" (TLS 1.3 KeyUpdate), "R" (TLS 1.2

@@ -65,4 +65,30 @@ struct http_response_head {
 /* Write the chunk header for data_len (> 0) into out; returns its length. */
 size_t http_chunk_header(char *out, size_t data_len);
 
+/* kTLS: the most plaintext a record carries; the kernel closes a record
+ * when it is full or at a send without MSG_MORE. */
+#define HTTP_TLS_RECORD_MAX 16384
+
+/* A file body sent after a head whose record kTLS holds open (open bytes
+ * of it, sent with MSG_MORE): how many of the body's len bytes at off the
+ * first send carries, ending with a push, so that every record after it
+ * starts on a page. The kernel encrypts a record a contiguous run at a
+ * time, and a page-cache page is one: a full record from a page boundary
+ * is 4 runs of 4 KiB, one from inside a page 5. len when the records fall
+ * on pages anyway or no whole record would follow; as many records are
+ * made either way. page: a power of two. */
+static inline uint64_t http_tls_first_piece(size_t open,
+                                            uint64_t off,
+                                            uint64_t len,
+                                            size_t page)
+{
+    uint64_t room = HTTP_TLS_RECORD_MAX - (open & (HTTP_TLS_RECORD_MAX - 1));
+    uint64_t end = (off + room) & ~(uint64_t) (page - 1);
+
+    if (!open || len < room + HTTP_TLS_RECORD_MAX || end == off + room ||
+        end <= off)
+        return len;
+    return end - off;
+}
+
 #endif /* KTCP_CORE_HTTP_RESPONSE_H */

@@ -264,6 +264,10 @@ struct khttpd_out {
 	struct khttpd_listing *listing; /* body rendered as it goes */
 	bool listing_last; /* mem holds the listing's last piece */
 	bool more; /* another request is already here: MSG_MORE at the end */
+	/* kTLS: bytes of the record the kernel holds open (sent with
+	 * MSG_MORE) that no send pushed yet
+	 */
+	u32 rec_open;
 	/* multipart/byteranges: the plan naming the parts, the cached body
 	 * they come from (NULL: the file), the next part head to build
 	 * (ranges.n: the closing delimiter)

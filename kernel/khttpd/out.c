@@ -93,27 +93,47 @@ static int khttpd_next_part(struct khttpd_conn *conn)
 	return 0;
 }
 
+/*
+ * Over kTLS, the first piece after a head that left a record open ends,
+ * pushed, where the body's next records start on a page
+ * (http_tls_first_piece).
+ */
 static int khttpd_send_file_piece(struct khttpd_conn *conn)
 {
 	struct khttpd_out *o = &conn->req->out;
 	size_t piece = min_t(u64, o->file_left, KHTTPD_SPLICE_PIECE);
+	bool push = false, more;
 	struct splice_desc sd = {
-		.total_len = piece,
-		.flags = (o->file_left > piece || o->more ||
-			  khttpd_parts_left(o)) ?
-				 SPLICE_F_MORE :
-				 0,
 		.pos = o->pos,
 		.u.data = conn,
 	};
 	ssize_t ret;
 
+	if (conn->tls && o->rec_open) {
+		u64 first = http_tls_first_piece(o->rec_open, o->pos,
+						 o->file_left, PAGE_SIZE);
+
+		if (first < piece) {
+			piece = first;
+			push = true;
+		}
+	}
+	sd.total_len = piece;
+	more = !push &&
+	       (o->file_left > piece || o->more || khttpd_parts_left(o));
+	if (more)
+		sd.flags = SPLICE_F_MORE;
 	/* as the server's user: what the file system (FUSE, an LSM) sees */
 	ret = khttpd_splice_file(o->file, &sd, khttpd_splice_actor);
 	if (ret == 0)
 		return -EIO; /* the file shrank under us: the framing is lost */
 	if (ret < 0)
 		return ret;
+	/* a whole piece without SPLICE_F_MORE ends with a push */
+	if (ret == piece && !more)
+		o->rec_open = 0;
+	else
+		o->rec_open = (o->rec_open + ret) & (HTTP_TLS_RECORD_MAX - 1);
 	o->pos += ret;
 	o->file_left -= ret;
 	conn->sent += ret;
@@ -154,6 +174,11 @@ int khttpd_out_flush(struct khttpd_conn *conn, int *pieces)
 			ret = kernel_sendmsg(conn->c.sock, &msg, vec, n, total);
 			if (ret < 0)
 				return ret;
+			if (!(msg.msg_flags & MSG_MORE))
+				o->rec_open = 0;
+			else
+				o->rec_open = (o->rec_open + ret) &
+					      (HTTP_TLS_RECORD_MAX - 1);
 			conn->sent += ret;
 			khttpd_count(bytes_out, ret);
 			ktcp_conn_touch(&conn->c);

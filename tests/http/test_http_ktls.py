@@ -224,7 +224,8 @@ def response_records(port, req, size):
     """The records of one response over TLS 1.2: req sent on a fresh
     connection, the raw bytes read and parsed (5-byte headers) before
     Python's ssl opens them, until a head and size bytes of body came.
-    [(record type, length)] of what came after the request."""
+    ([(record type, length)] of what came after the request, the
+    response's bytes)."""
     ctx = tlscert.context_for(port)
     ctx.maximum_version = ssl.TLSVersion.TLSv1_2
     incoming, outgoing = ssl.MemoryBIO(), ssl.MemoryBIO()
@@ -263,7 +264,7 @@ def response_records(port, req, size):
             except ssl.SSLWantReadError:
                 pump()
         assert got.startswith(b"HTTP/1.1 206"), got[:200]
-        return records[first:]
+        return records[first:], got
 
 
 def test_ktls_head_shares_the_first_record_of_a_file_body(http_engine, docroot):
@@ -274,9 +275,29 @@ def test_ktls_head_shares_the_first_record_of_a_file_body(http_engine, docroot):
     engine = ktls_engine(http_engine)
     size = 20 << 10
     req = b"GET /mib.bin HTTP/1.1\r\nHost: x\r\nRange: bytes=0-%d\r\n\r\n" % (size - 1)
-    recs = response_records(http_engine.port, req, size)
+    recs, _ = response_records(http_engine.port, req, size)
     data = [n for t, n in recs if t == 23]  # application data
     assert len(data) == 2, (engine.name, recs)
+
+
+def test_ktls_file_body_records_start_on_pages(http_engine, docroot):
+    """The head's record stays open for the body (above), but ends where
+    the body reaches a page boundary: every record after it is 16 KiB of
+    the file from a page boundary, 4 pages for the kernel to encrypt
+    rather than 5 (kTLS encrypts a record a page at a time). A 256 KiB
+    range: as many records as when the head's record filled up."""
+    engine = ktls_engine(http_engine)
+    size = 256 << 10
+    req = b"GET /mib.bin HTTP/1.1\r\nHost: x\r\nRange: bytes=0-%d\r\n\r\n" % (size - 1)
+    recs, got = response_records(http_engine.port, req, size)
+    lens = [n for t, n in recs if t == 23]  # application data
+    extra, odd = divmod(sum(lens) - len(got), len(lens))  # nonce and tag a record
+    assert odd == 0 and extra in (16, 24), (engine.name, lens)
+    plain = [n - extra for n in lens]
+    head = len(got) - size
+    assert 0 < plain[0] - head and (plain[0] - head) % 4096 == 0, (engine.name, head, plain)
+    assert all(n == 16384 for n in plain[1:-1]), (engine.name, plain)
+    assert len(plain) == -(-(head + size) // 16384), (engine.name, head, plain)
 
 
 def test_tls13_key_update_over_ktls(http_engine):

@@ -197,6 +197,29 @@ static void test_chunks(void)
     CHECK_MEM(mem, b.len, "Content-Range: bytes 5-5/6\r\n");
 }
 
+/* kTLS: the first piece of a file body after a head's open record */
+static void test_tls_first_piece(void)
+{
+    const uint64_t mib = 1 << 20;
+
+    /* a 315-byte head open: the body to 12 KiB, then records on pages */
+    CHECK_INT(http_tls_first_piece(315, 0, mib, 4096), 12288);
+    /* from a range inside a page: to the page boundary the record allows */
+    CHECK_INT(http_tls_first_piece(315, 100, mib, 4096), 12288 - 100);
+    /* nothing open, or the records fall on pages: all of it */
+    CHECK_INT(http_tls_first_piece(0, 100, mib, 4096), mib);
+    CHECK_INT(http_tls_first_piece(4096, 0, mib, 4096), mib);
+    /* no whole record would follow the shorter one */
+    CHECK_INT(http_tls_first_piece(315, 0, 20 << 10, 4096), 20 << 10);
+    CHECK_INT(http_tls_first_piece(315, 0, 16069 + 16383, 4096), 32452);
+    CHECK_INT(http_tls_first_piece(315, 0, 16069 + 16384, 4096), 12288);
+    /* a head of almost a record: no page boundary before it fills */
+    CHECK_INT(http_tls_first_piece(16300, 0, mib, 4096), mib);
+    /* a record's worth open is none; 64 KiB pages: one record a page */
+    CHECK_INT(http_tls_first_piece(16384 + 315, 0, mib, 4096), 12288);
+    CHECK_INT(http_tls_first_piece(315, 0, mib, 65536), mib);
+}
+
 int main(void)
 {
     test_reasons();
@@ -206,5 +229,6 @@ int main(void)
     test_injection();
     test_status_lines();
     test_chunks();
+    test_tls_first_piece();
     UNIT_DONE();
 }

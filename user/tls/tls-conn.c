@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "http_response.h"
 #include "tls-internal.h"
 
 /* OpenSSL makes every record: it reads the socket, and writes through
@@ -449,7 +450,10 @@ static ssize_t direct_send(struct ktcp_tls_conn *t,
                          .msg_iovlen = (size_t) iovcnt};
     ssize_t n = sendmsg(t->fd, &msg,
                         MSG_NOSIGNAL | MSG_DONTWAIT | (more ? MSG_MORE : 0));
-    return n >= 0 ? n : direct_failed(t, KTCP_TLS_WANT_WRITE);
+    if (n < 0)
+        return direct_failed(t, KTCP_TLS_WANT_WRITE);
+    t->rec_open = more ? (t->rec_open + (size_t) n) % HTTP_TLS_RECORD_MAX : 0;
+    return n;
 }
 
 ssize_t ktcp_tls_write(struct ktcp_tls_conn *t, const void *buf, size_t len)
@@ -492,19 +496,33 @@ ssize_t ktcp_tls_writev(struct ktcp_tls_conn *t,
     return write_buf(t);
 }
 
+/* kTLS: a file body's first send after a head that left a record open
+ * ends where the body's next records start on a page
+ * (http_tls_first_piece) */
 ssize_t ktcp_tls_sendfile(struct ktcp_tls_conn *t,
                           int file_fd,
                           off_t off,
                           size_t len)
 {
+    static size_t page;
     if (ktcp_tls_ktls_tx(t)) {
         if (ktls_keys_stale(t))
             return -EPROTO;
         ERR_clear_error();
         errno = 0;
-        ossl_ssize_t n = SSL_sendfile(t->ssl, file_fd, off, len, 0);
-        if (n > 0)
+        if (!page)
+            page = (size_t) sysconf(_SC_PAGESIZE);
+        size_t chunk = t->direct ? (size_t) http_tls_first_piece(
+                                       t->rec_open, (uint64_t) off, len, page)
+                                 : len;
+        ossl_ssize_t n = SSL_sendfile(t->ssl, file_fd, off, chunk, 0);
+        if (n > 0) {
+            /* a whole call ends with a push; a part leaves it open */
+            t->rec_open = (size_t) n == chunk ? 0
+                                              : (t->rec_open + (size_t) n) %
+                                                    HTTP_TLS_RECORD_MAX;
             return n;
+        }
         /* A full socket: OpenSSL 3.0 marks its BIO for a retried write
          * but not the SSL, so SSL_get_error says SSL_ERROR_SYSCALL and
          * failed() would read the EAGAIN as a wait for input, which the

@@ -68,6 +68,9 @@ struct ktcp_tls_conn {
     /* The kernel reads and writes every record and OpenSSL holds none:
      * application data goes straight to the socket (tls-conn.c) */
     bool direct;
+    /* direct: bytes of the record kTLS holds open (sent with MSG_MORE, a
+     * head before its body) that no send pushed yet */
+    size_t rec_open;
     /* tls-out.c (user_records: the context's): records kept to go in one
      * send, out_len bytes from out_off of out, while out_gather (a write
      * of several records) */

@@ -504,16 +504,14 @@ ssize_t ktcp_tls_sendfile(struct ktcp_tls_conn *t,
                           off_t off,
                           size_t len)
 {
-    static size_t page;
     if (ktcp_tls_ktls_tx(t)) {
         if (ktls_keys_stale(t))
             return -EPROTO;
         ERR_clear_error();
         errno = 0;
-        if (!page)
-            page = (size_t) sysconf(_SC_PAGESIZE);
         size_t chunk = t->direct ? (size_t) http_tls_first_piece(
-                                       t->rec_open, (uint64_t) off, len, page)
+                                       t->rec_open, (uint64_t) off, len,
+                                       (size_t) getpagesize())
                                  : len;
         ossl_ssize_t n = SSL_sendfile(t->ssl, file_fd, off, chunk, 0);
         if (n > 0) {

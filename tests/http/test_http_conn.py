@@ -440,6 +440,25 @@ def test_stalled_reader_pins_little_send_queue(http_engine, docroot):
         assert r.status == 200 and r.body == body
 
 
+def test_request_sent_during_an_answer_that_waited_is_parsed_afresh(http_engine, docroot):
+    """A keep-alive request that comes while the answer before it waits for
+    room to send (the client does not read yet) is parsed on its own. After
+    such a wait ktcp-httpd reads before going idle, and it read the next
+    request into a parser that still held the last one: /a.txt was looked
+    up with /large.bin's length and answered 404 (epoll and mn)."""
+    n = 1 << 20
+    with Conn(http_engine.port, timeout=30, rcvbuf=65536) as c:
+        c.send(b"GET /large.bin HTTP/1.1\r\nHost: x\r\nRange: bytes=0-%d\r\n\r\n" % (n - 1))
+        time.sleep(0.3)  # the server fills the socket's buffer and waits
+        for path in (b"/a.txt", b"/p1.txt"):
+            c.send(b"GET " + path + b" HTTP/1.1\r\nHost: x\r\n\r\n")
+        r = c.read_response()
+        assert r.status == 206 and r.body == docroot.read("large.bin")[:n]
+        for name in ("a.txt", "p1.txt"):
+            r = c.read_response()
+            assert r.status == 200 and r.body == docroot.read(name), name
+
+
 def test_half_closed_client_is_closed_after_an_answer_that_waited(http_engine, docroot):
     """A client that shuts its write side after its request (HTTP/1.1, no
     Connection: close) gets the whole answer, then the server's close at

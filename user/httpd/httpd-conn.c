@@ -122,6 +122,17 @@ static ssize_t conn_read(struct conn *cs, size_t at, uint64_t dl)
     return n;
 }
 
+/* Nothing is buffered and the connection may go idle without a read
+ * first: the last read drained the socket and no wait came after it (a
+ * wait for room to send takes the edge of bytes that came meanwhile). The
+ * one test both of the request loop's decisions use: to go idle, and to
+ * leave the parser unreset for a connection that does. */
+static bool idle_unread(const struct conn *cs)
+{
+    return cs->start == cs->len && cs->drained &&
+           cs->c->waits == cs->drained_waits;
+}
+
 /* Answer with a close, outside of any parsed request (parse errors, 408). */
 static void send_error_close(struct conn *cs, int status)
 {
@@ -258,9 +269,8 @@ enum rt_verdict httpd_conn_serve(struct rt_conn *c)
             /* after a request the read would mostly fail with EAGAIN: when
              * the socket was drained, go idle without it (one system call
              * less per keep-alive request) */
-            ssize_t n = cs->drained && c->waits == cs->drained_waits
-                            ? -EAGAIN
-                            : rt_read_nowait(c, cs->buf, cs->cap);
+            ssize_t n =
+                idle_unread(cs) ? -EAGAIN : rt_read_nowait(c, cs->buf, cs->cap);
             if (n == -EAGAIN)
                 verdict = rt_stopping() ? RT_CLOSE : RT_IDLE;
             if (n <= 0)
@@ -307,8 +317,9 @@ enum rt_verdict httpd_conn_serve(struct rt_conn *c)
             goto out;
         }
         /* the parser again for a next request, unless the connection
-         * goes idle now (a wake-up starts with a fresh one) */
-        if (cs->start != cs->len || !cs->drained)
+         * goes idle now without a read (a wake-up starts with a fresh
+         * one): every request that is read here is parsed afresh */
+        if (!idle_unread(cs))
             http_parser_reset(&cs->parser);
     }
 out:

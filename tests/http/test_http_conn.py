@@ -445,7 +445,7 @@ def test_request_sent_during_an_answer_that_waited_is_parsed_afresh(http_engine,
     room to send (the client does not read yet) is parsed on its own. After
     such a wait ktcp-httpd reads before going idle, and it read the next
     request into a parser that still held the last one: /a.txt was looked
-    up with /large.bin's length and answered 404 (epoll and mn)."""
+    up with /large.bin's length and answered 404 (every model)."""
     n = 1 << 20
     with Conn(http_engine.port, timeout=30, rcvbuf=65536) as c:
         c.send(b"GET /large.bin HTTP/1.1\r\nHost: x\r\nRange: bytes=0-%d\r\n\r\n" % (n - 1))

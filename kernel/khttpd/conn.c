@@ -63,29 +63,40 @@ void khttpd_conns_sum(struct ktcp_server_stats *sum)
 /* A socket over max_conns or max_conns_per_ip: a planned 503, then the
  * lifecycle closes it. Over kTLS (an adoption refused) the 503 is one
  * record, never held open with MSG_MORE, and a close_notify follows it
- * before the FIN; a fresh socket's send buffer takes both at once.
+ * before the FIN; a fresh socket's send buffer takes both at once. The
+ * plan and its head live on the heap: on the stack they made a 1.7 KiB
+ * frame (over 2 KiB with KASAN's redzones); with no memory the client
+ * gets only the close.
  */
+struct khttpd_refusal {
+	struct http_plan plan;
+	char head[512];
+};
+
 static void khttpd_refuse_answer(struct socket *sock, bool tls)
 {
 	struct http_plan_input in = { .now = ktime_get_real_seconds() };
 	struct msghdr msg = { .msg_flags = MSG_DONTWAIT | MSG_NOSIGNAL };
-	struct http_plan p;
-	char head[512];
+	struct khttpd_refusal *r = kmalloc(sizeof(*r), GFP_KERNEL);
 	struct kvec vec[2];
 	int n;
 
-	http_plan_no_request(&p, &in, 503);
-	/* The plan holds the end back (more) for the shutdown's FIN. */
-	if (p.more && !tls)
-		msg.msg_flags |= MSG_MORE;
-	n = http_plan_head(&p, head, sizeof(head));
-	if (n > 0) {
-		vec[0].iov_base = head;
-		vec[0].iov_len = n;
-		vec[1].iov_base = p.text;
-		vec[1].iov_len = p.body_len;
-		/* Best effort: a fresh socket's send buffer is empty. */
-		kernel_sendmsg(sock, &msg, vec, 2, n + p.body_len);
+	if (r) {
+		http_plan_no_request(&r->plan, &in, 503);
+		/* The plan holds the end back (more) for the shutdown's FIN. */
+		if (r->plan.more && !tls)
+			msg.msg_flags |= MSG_MORE;
+		n = http_plan_head(&r->plan, r->head, sizeof(r->head));
+		if (n > 0) {
+			vec[0].iov_base = r->head;
+			vec[0].iov_len = n;
+			vec[1].iov_base = r->plan.text;
+			vec[1].iov_len = r->plan.body_len;
+			/* Best effort: a fresh socket's send buffer is empty. */
+			kernel_sendmsg(sock, &msg, vec, 2,
+				       n + r->plan.body_len);
+		}
+		kfree(r);
 	}
 	if (tls &&
 	    (khttpd_tls_close_notify(sock) < 0 || khttpd_tls_tx_pending(sock)))

@@ -158,7 +158,7 @@ check-debug: user
 	scripts/debug-kernel
 	$(MAKE) modules kmod KERNEL=debug
 	KTCP_DEBUG_SELFTEST=1 $(PYTHON) -m pytest -q tests/kmod
-	scripts/vm --kernel debug --timeout $(DEBUG_TIMEOUT) -- env KTCP_ENGINES=kernel KTCP_SOAK=1 KTCP_SOAK_SECONDS=$(DEBUG_SOAK_SECONDS) $(CURDIR)/$(PYTHON) -m pytest -q -rs -m "not release_kernel" $(DEBUG_TESTS) $(PYTEST_ARGS)
+	scripts/vm --kernel debug --timeout $(DEBUG_TIMEOUT) -- env KTCP_ENGINES=kernel KTCP_VM_HTTPS=$(VM_HTTPS) KTCP_SOAK=1 KTCP_SOAK_SECONDS=$(DEBUG_SOAK_SECONDS) $(CURDIR)/$(PYTHON) -m pytest -q -rs -m "not release_kernel" $(DEBUG_TESTS) $(PYTEST_ARGS)
 
 # make soak: the bounded soak alone (tests/soak; KTCP_SOAK_SECONDS, default
 # 120, at most 600, plus 20 reloads of both modules) on KERNEL; figures in

@@ -1032,6 +1032,9 @@ def kprobes():
             tracefs_write("kprobe_events", "-:kdef/" + p.split()[0].split("/")[1] + "\n")
 
 
+# struct cred's layout comes from the kernel's BTF, which the debug kernel,
+# built without debug info, does not have.
+@pytest.mark.release_kernel
 def test_every_file_access_runs_as_the_serving_user(tmp_path, kprobes):
     """docs/security.md: files are never touched as root. Each zero-copy
     send of a file (splice_direct_to_actor) and each stat of the gzip build

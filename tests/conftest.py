@@ -22,8 +22,8 @@ from engines import Unsupported
 def pytest_configure(config):
     config.addinivalue_line(
         "markers", "release_kernel: a kernel test for the release kernels only (slab "
-        "figures, packaging, struct layouts from BTF): make check runs these on release 6.12 when the rest of "
-        "6.12's kernel suites run on the debug kernel (make check-debug deselects them)")
+        "figures, packaging, struct layouts from BTF): make check CHECK_DEBUG=1 runs these on release 6.12 "
+        "when the rest of 6.12's kernel suites run on the debug kernel (make check-debug deselects them)")
     hang_watchdog.configure(config)
     if testlib.in_vm():
         _no_cmdline_recording()

@@ -84,3 +84,34 @@ def test_aarch64_switch_runs_under_qemu(tmp_path):
             r = subprocess.run(["qemu-aarch64", path], capture_output=True, text=True, timeout=120)
             assert r.returncode == 0, r.stdout + r.stderr
             assert want in r.stdout and ", 0 failed\n" in r.stdout, r.stdout
+
+
+# make check boots the release kernels only, whatever the cache holds: a
+# debug kernel left there (scripts/debug-kernel) must not turn make check
+# into the hour-longer check-debug run. CHECK_DEBUG=1 asks for it, and
+# asking without the debug kernel built is an error, not a fallback.
+def check_plan(cache, *args):
+    env = dict(os.environ, KTCP_CACHE=str(cache))
+    return subprocess.run(["make", "-C", ROOT, "-s", "--no-print-directory", "check-plan", *args],
+                          capture_output=True, text=True, timeout=60, env=env)
+
+
+def test_check_runs_the_release_kernels_even_with_a_debug_kernel_cached(tmp_path):
+    kernels = tmp_path / "kernels"
+    (kernels / "debug-6.12.117-ktcp-debug").mkdir(parents=True)
+    (kernels / "debug-6.12.117-ktcp-debug" / ".complete").touch()
+    (kernels / "debug.current").write_text("6.12.117-ktcp-debug\n")
+    r = check_plan(tmp_path)
+    assert r.returncode == 0 and r.stdout.split() == ["6.1", "6.12"], r.stdout + r.stderr
+    r = check_plan(tmp_path, "CHECK_DEBUG=1")
+    assert r.returncode == 0 and r.stdout.split() == ["6.1", "debug", "release:6.12"], r.stdout + r.stderr
+    r = check_plan(tmp_path, "CHECK_DEBUG=1", "KERNELS=6.1")
+    assert r.returncode == 0 and r.stdout.split() == ["6.1"], r.stdout + r.stderr
+
+
+def test_check_debug_without_the_debug_kernel_is_an_error(tmp_path):
+    r = check_plan(tmp_path, "CHECK_DEBUG=1")
+    assert r.returncode != 0 and "scripts/debug-kernel" in r.stderr, r.stdout + r.stderr
+    assert check_plan(tmp_path).stdout.split() == ["6.1", "6.12"]
+    r = check_plan(tmp_path, "CHECK_DEBUG=yes")
+    assert r.returncode != 0 and "0 or 1" in r.stderr, r.stdout + r.stderr

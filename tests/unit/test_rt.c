@@ -217,6 +217,21 @@ void rt_worker_data_exit(struct rt_worker *w)
 {
     (void) w;
 }
+bool rt_steer_start(void)
+{
+    return false;
+}
+bool rt_steer_due(uint64_t now_ms)
+{
+    (void) now_ms;
+    return false;
+}
+void rt_steer_judge(uint64_t now_ms, const uint64_t *accepted, int n)
+{
+    (void) now_ms;
+    (void) accepted;
+    (void) n;
+}
 
 /* Two mn workers' queues driven by hand, no threads: a wake queues on the
  * waker; a worker runs its own first; an empty one steals the older half;

@@ -66,7 +66,7 @@ class UserEcho(EchoEngine, StatsFile, Engine):
                           ("max_conns_per_ip", "--max-conns-per-ip")):
             if o.get(key) is not None:
                 cmd += [flag, str(o[key])]
-        return cmd + ["--model", self.model, "--stats-file", self.stats_file]
+        return cmd + ["--model", self.model, "--stats-file", self.stats_file] + list(o.get("args") or ())
 
 
 class KernelEcho(EchoEngine, KernelModule):

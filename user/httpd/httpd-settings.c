@@ -235,6 +235,7 @@ void httpd_settings_reload(int argc, char **argv, struct settings *running)
          "--per-ip-v6-prefix"},
         {n.rt.backlog != running->rt.backlog, "--backlog"},
         {n.rt.busy_poll_us != running->rt.busy_poll_us, "--busy-poll-us"},
+        {n.rt.accept_steer != running->rt.accept_steer, "--accept-steer"},
         {n.cache_size != running->cache_size, "--cache-size"},
         {n.open_files != running->open_files, "--open-files"},
         {!same_str(n.status_path, running->status_path), "--status-path"},

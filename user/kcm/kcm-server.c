@@ -530,7 +530,7 @@ int main(int argc, char **argv)
     struct rt_cli cli = {
         .one_model = "kcm",
         /* the runtime's worker only sees connections start and end */
-        .not_taken = RT_CLI_BUSY_POLL,
+        .not_taken = RT_CLI_BUSY_POLL | RT_CLI_ACCEPT_STEER,
         .not_taken_why =
             "its message threads wait on KCM sockets of "
             "their own",

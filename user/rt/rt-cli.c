@@ -97,6 +97,7 @@ enum {
     OPT_V6_PREFIX,
     OPT_BUSY_POLL,
     OPT_SHUTDOWN,
+    OPT_ACCEPT_STEER,
     NO_DEFAULT = -1
 };
 static const struct shared_flag {
@@ -144,6 +145,13 @@ static const struct shared_flag {
      "sleeps; adapted to the gaps it sees, at most\n"
      "10000; 0 = never (default %d)",
      offsetof(struct rt_config, busy_poll_us), RT_CLI_BUSY_POLL},
+    {OPT_ACCEPT_STEER, "accept-steer", "cpu|hash",
+     "epoll and mn with one worker per CPU: a new\n"
+     "connection goes to the worker of the CPU that took\n"
+     "its SYN (cpu), or where the kernel's hash sends it\n"
+     "(hash); cpu turns to hash by itself when one\n"
+     "worker takes nearly every connection (default cpu)",
+     NO_DEFAULT, RT_CLI_ACCEPT_STEER},
     {OPT_SHUTDOWN, "shutdown-timeout", "SECONDS",
      "SIGTERM/SIGINT: how long in-flight responses may\n"
      "finish before they are cut and the server exits;\n"
@@ -284,6 +292,13 @@ static bool shared_flag(struct rt_cli *cli,
     case OPT_SHUTDOWN:
         return int_flag("--shutdown-timeout", arg, 0, 86400,
                         &cfg->shutdown_timeout_s);
+    case OPT_ACCEPT_STEER:
+        if (!strcmp(arg, "cpu") || !strcmp(arg, "hash")) {
+            cfg->accept_steer = arg[0] == 'c';
+            return true;
+        }
+        rt_cli_bad("--accept-steer", arg, "expected cpu or hash");
+        return false;
     case OPT_BUSY_POLL:
         return int_flag("--busy-poll-us", arg, 0, RT_BUSY_POLL_US_MAX,
                         &cfg->busy_poll_us);

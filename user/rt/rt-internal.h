@@ -445,6 +445,14 @@ static inline bool rt_wait_cut(bool idle)
 /* The program's name for messages (cfg->name). */
 const char *rt_name(void);
 
+/* rt-steer.c: a new connection to the worker of its SYN's CPU. Start:
+ * after the listeners, before the workers (true when steering); due/judge:
+ * from a worker's loop, with every worker's RT_C_ACCEPTED. */
+bool rt_steer_start(void);
+bool rt_steer_on(void);
+bool rt_steer_due(uint64_t now_ms);
+void rt_steer_judge(uint64_t now_ms, const uint64_t *accepted, int n);
+
 /* The threads model (rt-threads.c): its acceptor thread, the wakeup of the
  * threads waiting for a connection (at a stop), the acceptor's join. */
 int rt_run_threads(void);

@@ -746,6 +746,17 @@ static INLINE_HOT int wait_events(struct rt_worker *w,
 
 /* The worker's loop, made twice (worker_main): mn is a constant in each
  * copy, so neither model pays for the other's branches. */
+static void steer_judge(uint64_t now)
+{
+    uint64_t accepted[256];
+    int n = nworkers < 256 ? nworkers : 256;
+
+    for (int i = 0; i < n; i++)
+        accepted[i] = atomic_load_explicit(&workers[i].counters[RT_C_ACCEPTED],
+                                           memory_order_relaxed);
+    rt_steer_judge(now, accepted, n);
+}
+
 static INLINE_HOT void worker_loop(struct rt_worker *w, const bool mn)
 {
     struct epoll_event ev[RT_EVENTS];
@@ -873,6 +884,8 @@ static INLINE_HOT void worker_loop(struct rt_worker *w, const bool mn)
         uint64_t round = atomic_load(&flush_round);
         bool asked =
             round != atomic_load_explicit(&w->flush_done, memory_order_relaxed);
+        if (rt_steer_due(now))
+            steer_judge(now);
         if (asked || now - w->last_flush_ms >= 1000) {
             rt_worker_flush(w);
             w->last_flush_ms = now;
@@ -953,6 +966,7 @@ int rt_run_coro(const struct rt_config *cfg)
             epoll_add_tag(w->epfd, rt_g.stop_fd, TAG_STOP, EPOLLIN) < 0)
             return -errno;
     }
+    rt_steer_start();
     for (int i = 0; i < nworkers; i++) {
         int err =
             pthread_create(&workers[i].tid, NULL, worker_main, &workers[i]);

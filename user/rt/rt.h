@@ -143,6 +143,10 @@ struct rt_config {
     /* epoll/mn: the longest a worker polls for events before it sleeps,
      * adapted to the gaps it sees (rt-sched.c, wait_events); 0: never */
     int busy_poll_us;
+    /* epoll/mn with one worker per CPU: a connection goes to the worker of
+     * the CPU that took its SYN, until one worker takes nearly all
+     * (rt-steer.c); false: the kernel's SO_REUSEPORT hash */
+    bool accept_steer;
     rt_handler_fn handler;
     /* answer a connection of the port over max_conns; NULL: close (the
      * second port's are always closed) */
@@ -304,7 +308,8 @@ ssize_t rt_sendfile(struct rt_conn *c,
     .model = RT_MODEL_EPOLL, .backlog = 1024, .idle_timeout_ms = 30000, \
     .max_conns = 10000, .max_conns_per_ip = RT_PER_IP_AUTO,             \
     .per_ip_v6_prefix = RT_PER_IP_V6_PREFIX,                            \
-    .busy_poll_us = RT_BUSY_POLL_US_DEFAULT, .shutdown_timeout_s = 10
+    .busy_poll_us = RT_BUSY_POLL_US_DEFAULT, .shutdown_timeout_s = 10,  \
+    .accept_steer = true
 
 /* One of the program's own flags. */
 struct rt_cli_opt {
@@ -325,6 +330,7 @@ struct rt_cli_counter {
 /* Shared flags a program may not take (rt_cli.not_taken). */
 #define RT_CLI_STATS_FILE 1u
 #define RT_CLI_BUSY_POLL 2u
+#define RT_CLI_ACCEPT_STEER 4u
 
 struct rt_cli {
     const char *description; /* --help's paragraph under Usage */

@@ -657,3 +657,32 @@ def test_free_port_never_hands_out_a_recent_port_again():
     for i in range(len(ports) - RECENT_PORTS + 1):
         window = ports[i:i + RECENT_PORTS]
         assert len(set(window)) == RECENT_PORTS, f"a port repeats within {window}"
+
+
+def test_floor_steers_by_cpu_as_the_runtime(tmp_path):
+    """The floor gives a connection to the thread of its SYN's CPU, as
+    ktcp's runtime does (user/rt/rt-steer.c), so that its CPU a request
+    stays the least a server can do; --steer hash leaves it to the
+    kernel's hash, and one thread is never steered."""
+    import engines
+    allowed = sorted(os.sched_getaffinity(0))
+    if len(allowed) < 2 or allowed != list(range(len(allowed))):
+        pytest.skip(f"steering needs CPUs 0..n-1, n >= 2; allowed here: {allowed}")
+    (tmp_path / "small.txt").write_bytes(b"x\n")
+    for args, said in (([], "steered by CPU"), (["--steer", "hash"], "hashed"),
+                       (["--threads", "1"], "hashed")):
+        port = engines.free_port()
+        p = subprocess.Popen([os.path.join(ROOT, "build", "floor"), "--root", str(tmp_path),
+                              "--port", str(port), "--threads", str(len(allowed)), *args],
+                             stderr=subprocess.PIPE, text=True)
+        try:
+            line = p.stderr.readline()
+            assert line.rstrip().endswith(said), line
+            assert htstress_json("-n", "200", "-c", "10", "-t", "2",
+                                 f"http://127.0.0.1:{port}/small.txt")["good"] == 200
+        finally:
+            p.terminate()
+            p.wait(timeout=10)
+    r = subprocess.run([os.path.join(ROOT, "build", "floor"), "--root", str(tmp_path),
+                        "--steer", "rr"], capture_output=True, text=True, timeout=10)
+    assert r.returncode == 2 and "--steer rr: expected cpu or hash" in r.stderr

@@ -19,7 +19,12 @@
  * or wake-up (one shared listener would wake every thread for a
  * connection, or need EPOLLEXCLUSIVE, and serialise the accept); this is
  * also how the bench runs nginx (listen ... reuseport) and ktcp-httpd's
- * epoll model. Connections are edge-triggered, for input from accept
+ * epoll model. With --steer cpu (the default) and one thread per CPU, a
+ * classic BPF program on the group picks the listener of the thread
+ * numbered as the CPU that took the SYN, as ktcp's runtime does
+ * (user/rt/rt-steer.c; the floor does not fall back to the hash when the
+ * SYNs all come from one CPU); --steer hash leaves the choice to the
+ * kernel's hash. Connections are edge-triggered, for input from accept
  * on and for output too once a write has blocked: a read that returns less than
  * the buffer's room has drained the socket (new data raises a new edge), so the
  * answer follows without a read that fails with EAGAIN and without epoll_ctl
@@ -28,9 +33,11 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <linux/filter.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -99,6 +106,9 @@ static void usage(FILE *out)
         "  -b, --bind ADDR     address to listen on (default 127.0.0.1)\n"
         "  -t, --threads N     epoll loops, each with its own SO_REUSEPORT\n"
         "                      listener (default: one per online core)\n"
+        "      --steer cpu|hash  a connection to the thread of its SYN's CPU\n"
+        "                      (with a thread per CPU), or as the kernel\n"
+        "                      hashes it (default cpu)\n"
         "      --version       print the version and exit\n"
         "  -h, --help          this text\n"
         "Exit: 0 on SIGTERM/SIGINT, 2 bad usage, 3 set-up failed.\n");
@@ -364,6 +374,29 @@ static int listener(void)
     return s;
 }
 
+/* Listener i takes the connections whose SYN ran on CPU i, when the
+ * threads are as many as the CPUs this process may use and those are
+ * 0..n-1; otherwise (false) the kernel's hash decides. */
+static int steer_by_cpu(int ls, unsigned n)
+{
+    struct sock_filter code[] = {
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, SKF_AD_OFF + SKF_AD_CPU),
+        BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, n, 1, 0),
+        BPF_STMT(BPF_RET | BPF_A, 0),
+        BPF_STMT(BPF_RET | BPF_K, n),
+    };
+    struct sock_fprog prog = {.len = 4, .filter = code};
+    cpu_set_t set;
+
+    if (sched_getaffinity(0, sizeof(set), &set) || CPU_COUNT(&set) != (int) n)
+        return 0;
+    for (unsigned i = 0; i < n; i++)
+        if (!CPU_ISSET(i, &set))
+            return 0;
+    return !setsockopt(ls, SOL_SOCKET, SO_ATTACH_REUSEPORT_CBPF, &prog,
+                       sizeof(prog));
+}
+
 /* One connection per report of the level-triggered listener (an accept
  * that would fail with EAGAIN is never made; a queue is taken one per
  * loop), read at once: a client sends its request with the handshake's
@@ -449,6 +482,7 @@ int main(int argc, char **argv)
         {"port", required_argument, NULL, 'p'},
         {"bind", required_argument, NULL, 'b'},
         {"threads", required_argument, NULL, 't'},
+        {"steer", required_argument, NULL, 'S'},
         {"version", no_argument, NULL, 'V'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
@@ -456,7 +490,7 @@ int main(int argc, char **argv)
     const char *root = NULL, *port = "8080", *bind_to = "127.0.0.1";
     uint64_t threads = (uint64_t) sysconf(_SC_NPROCESSORS_ONLN), v;
     struct rlimit rl;
-    int opt;
+    int opt, steer = 1;
 
     while ((opt = getopt_long(argc, argv, "r:p:b:t:h", opts, NULL)) != -1) {
         switch (opt) {
@@ -474,6 +508,14 @@ int main(int argc, char **argv)
         case 't':
             if (!parse_u64_option("--threads", optarg, 1, 256, &threads))
                 return EXIT_USAGE;
+            break;
+        case 'S':
+            if (strcmp(optarg, "cpu") && strcmp(optarg, "hash")) {
+                fprintf(stderr, "floor: --steer %s: expected cpu or hash\n",
+                        optarg);
+                return EXIT_USAGE;
+            }
+            steer = optarg[0] == 'c';
             break;
         case 'V':
             ktcp_print_version("floor");
@@ -511,8 +553,10 @@ int main(int argc, char **argv)
         return EXIT_SETUP;
     for (uint64_t i = 0; i < threads; i++)
         ls[i] = listener();
-    fprintf(stderr, "floor: %d files, %lu threads, listening on port %s\n",
-            nfiles, (unsigned long) threads, port);
+    steer = steer && threads > 1 && steer_by_cpu(ls[0], (unsigned) threads);
+    fprintf(stderr, "floor: %d files, %lu threads, listening on port %s, %s\n",
+            nfiles, (unsigned long) threads, port,
+            steer ? "steered by CPU" : "hashed");
     for (uint64_t i = 1; i < threads; i++) {
         pthread_t t;
         if (pthread_create(&t, NULL, loop, (void *) (long) ls[i])) {

@@ -11,7 +11,7 @@ up), so the kernel's TCP counters (/proc/net/snmp, /proc/net/netstat)
 and the TIME-WAIT sockets it reads are this run's alone, not those of
 whatever else runs on the host. Per point (workload and connections) and
 round, the engines run back to back, the order rotated by one each round
-(tools/bench/plan.rotated). Each run is htstress with a request count
+(tools/bench/plan.rotated). Each run is htstress, a thread per core, with a request count
 (bounded by it and by a timeout); for each the tool records
 
 - server CPU per request: the CPU-time clocks of every process of the
@@ -163,7 +163,11 @@ def strace_run(e, wl, conc, n, out):
 
 def one_run(e, wl, conc, n):
     w = cost.WORKLOADS[wl]
-    argv = [os.path.join(eng.BUILD, "htstress"), "-n", str(n), "-c", str(conc), "-t", "1",
+    # a client thread per core, as make bench runs it: SYNs from every CPU
+    # (the servers give a connection to the worker of its SYN's CPU; one
+    # client thread would send them all to one worker)
+    threads = min(conc, os.cpu_count() or 1)
+    argv = [os.path.join(eng.BUILD, "htstress"), "-n", str(n), "-c", str(conc), "-t", str(threads),
             "--timeout", "20000", "--json"] + (["-k"] if w["keep_alive"] else []) + \
         [f"http://127.0.0.1:{e.port}{w['path']}"]
     s0, c0, k0, t0 = server_cpu(e), os.times(), net_counters(), task_counts(e)

@@ -22,14 +22,15 @@ SERVERS = ["ktcp-echo", "ktcp-msg-server", "ktcp-kcm-server", "ktcp-httpd"]
 # flags whose --help line is the same, word for word, in every server
 # that takes them (ktcp-httpd has no -s: its counters are at --status-path)
 SAME_LINE = ["-b, --bind ADDR", "-i, --idle-timeout-ms MS", "-c, --max-conns N",
-             "--max-conns-per-ip N", "--busy-poll-us US", "--backlog N",
-             "-s, --stats-file PATH", "--version", "-h, --help"]
+             "--max-conns-per-ip N", "--busy-poll-us US", "--accept-steer cpu|hash",
+             "--backlog N", "-s, --stats-file PATH", "--version", "-h, --help"]
 # every shared flag's --help column; each says its default
 WITH_DEFAULT = ["-b, --bind ADDR", "-p, --port PORT", "-T, --threads N",
                 "-m, --model MODEL", "-i, --idle-timeout-ms MS", "-c, --max-conns N",
-                "--max-conns-per-ip N", "--busy-poll-us US", "--backlog N",
-                "-s, --stats-file PATH"]
-NOT_TAKEN = {"ktcp-kcm-server": ["-m, --model MODEL", "--busy-poll-us US"],
+                "--max-conns-per-ip N", "--busy-poll-us US", "--accept-steer cpu|hash",
+                "--backlog N", "-s, --stats-file PATH"]
+NOT_TAKEN = {"ktcp-kcm-server": ["-m, --model MODEL", "--busy-poll-us US",
+                                 "--accept-steer cpu|hash"],
              "ktcp-httpd": ["-s, --stats-file PATH"]}
 # a bad number for each numeric shared flag, and the range it is refused with
 BAD_NUMBERS = [("--port", "99999", "1..65535"), ("--port", "0", "1..65535"),
@@ -101,6 +102,16 @@ def test_bad_number_names_the_flag(exe, flag, value, bounds):
     r = run([exe_path(exe), flag, value], check=False, timeout=10)
     assert r.returncode == 2, (r.returncode, r.stderr)
     assert r.stderr == f"{exe}: {flag} {value}: expected a number in {bounds}\n", r.stderr
+
+
+@pytest.mark.parametrize("exe", SERVERS)
+def test_accept_steer_takes_cpu_or_hash(exe):
+    r = run([exe_path(exe), "--accept-steer", "round-robin"], check=False, timeout=10)
+    assert r.returncode == 2, (r.returncode, r.stderr)
+    if exe == "ktcp-kcm-server":
+        assert "--accept-steer: not taken by ktcp-kcm-server" in r.stderr, r.stderr
+    else:
+        assert r.stderr == f"{exe}: --accept-steer round-robin: expected cpu or hash\n", r.stderr
 
 
 @pytest.mark.parametrize("exe", SERVERS)

@@ -33,11 +33,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
-#include <linux/filter.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <pthread.h>
-#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,6 +48,7 @@
 #include <unistd.h>
 
 #include "common.h"
+#include "ktcp-net.h"
 #include "ktcp-version.h"
 
 #define FLOOR_INLINE                                         \
@@ -374,29 +373,6 @@ static int listener(void)
     return s;
 }
 
-/* Listener i takes the connections whose SYN ran on CPU i, when the
- * threads are as many as the CPUs this process may use and those are
- * 0..n-1; otherwise (false) the kernel's hash decides. */
-static int steer_by_cpu(int ls, unsigned n)
-{
-    struct sock_filter code[] = {
-        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, SKF_AD_OFF + SKF_AD_CPU),
-        BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, n, 1, 0),
-        BPF_STMT(BPF_RET | BPF_A, 0),
-        BPF_STMT(BPF_RET | BPF_K, n),
-    };
-    struct sock_fprog prog = {.len = 4, .filter = code};
-    cpu_set_t set;
-
-    if (sched_getaffinity(0, sizeof(set), &set) || CPU_COUNT(&set) != (int) n)
-        return 0;
-    for (unsigned i = 0; i < n; i++)
-        if (!CPU_ISSET(i, &set))
-            return 0;
-    return !setsockopt(ls, SOL_SOCKET, SO_ATTACH_REUSEPORT_CBPF, &prog,
-                       sizeof(prog));
-}
-
 /* One connection per report of the level-triggered listener (an accept
  * that would fail with EAGAIN is never made; a queue is taken one per
  * loop), read at once: a client sends its request with the handshake's
@@ -553,7 +529,8 @@ int main(int argc, char **argv)
         return EXIT_SETUP;
     for (uint64_t i = 0; i < threads; i++)
         ls[i] = listener();
-    steer = steer && threads > 1 && steer_by_cpu(ls[0], (unsigned) threads);
+    steer = steer && threads > 1 && ktcp_one_per_cpu((int) threads) &&
+            !ktcp_reuseport_steer(ls[0], (unsigned) threads, true);
     fprintf(stderr, "floor: %d files, %lu threads, listening on port %s, %s\n",
             nfiles, (unsigned long) threads, port,
             steer ? "steered by CPU" : "hashed");

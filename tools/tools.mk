@@ -23,7 +23,7 @@ $(BUILD)/msg-bench: $(addprefix $(BUILD)/tools/,msg-bench.o hist.o common.o) $(K
 	$(CC) $(LDFLAGS) -o $@ $^ -lm
 
 # floor: the least an HTTP server can do, the bench's reference (floor.c)
-$(BUILD)/floor: $(addprefix $(BUILD)/tools/,floor.o common.o) $(KTCP_VERSION_OBJ)
+$(BUILD)/floor: $(addprefix $(BUILD)/tools/,floor.o common.o) $(KTCP_USER_COMMON) $(KTCP_VERSION_OBJ)
 	$(CC) $(LDFLAGS) -o $@ $^
 
 # the tools' unit tests (tests/unit, on unit.h)

@@ -2,8 +2,10 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <linux/filter.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -106,4 +108,38 @@ int ktcp_port_free(const char *bind_addr, int port)
         return fd;
     close(fd);
     return 0;
+}
+
+int ktcp_reuseport_steer(int fd, unsigned n, bool by_cpu)
+{
+    struct sock_filter cpu_prog[] = {
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, SKF_AD_OFF + SKF_AD_CPU),
+        BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, n, 1, 0),
+        BPF_STMT(BPF_RET | BPF_A, 0),
+        BPF_STMT(BPF_RET | BPF_K, n),
+    };
+    /* an index no socket has: the kernel falls back to its hash */
+    struct sock_filter hash_prog[] = {
+        BPF_STMT(BPF_RET | BPF_K, n),
+    };
+    struct sock_fprog prog = {
+        .len = by_cpu ? 4 : 1,
+        .filter = by_cpu ? cpu_prog : hash_prog,
+    };
+    return setsockopt(fd, SOL_SOCKET, SO_ATTACH_REUSEPORT_CBPF, &prog,
+                      sizeof(prog))
+               ? -errno
+               : 0;
+}
+
+bool ktcp_one_per_cpu(int n)
+{
+    cpu_set_t set;
+
+    if (sched_getaffinity(0, sizeof(set), &set) || CPU_COUNT(&set) != n)
+        return false;
+    for (int i = 0; i < n; i++)
+        if (!CPU_ISSET(i, &set))
+            return false;
+    return true;
 }

@@ -28,6 +28,19 @@ int ktcp_listen_tcp(const char *bind_addr,
                     int backlog,
                     bool reuseport);
 
+/*
+ * Which listener of @fd's SO_REUSEPORT group of @n takes a new connection:
+ * @by_cpu, the one numbered as the CPU that runs the SYN's softirq (a
+ * classic BPF program on the group, SKF_AD_CPU; a CPU numbered @n or more
+ * is left to the hash), else the kernel's hash of the addresses. Listener
+ * i is the i-th of the group to listen. 0 or -errno.
+ */
+int ktcp_reuseport_steer(int fd, unsigned n, bool by_cpu);
+
+/* Whether this process may run on exactly CPUs 0..@n-1, so that a thread
+ * per listener of ktcp_reuseport_steer is one per CPU. */
+bool ktcp_one_per_cpu(int n);
+
 /* KTCP_NOTSENT_LOWAT on @fd (a listener: what it accepts inherits it). */
 void ktcp_set_notsent_lowat(int fd);
 

@@ -19,14 +19,13 @@
  * accepted STEER_SKEW_PCT % or more of them; the server says so on
  * stderr, and steering stays off until it is restarted. */
 #include <errno.h>
-#include <linux/filter.h>
 #include <pthread.h>
-#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
 
+#include "ktcp-net.h"
 #include "rt-internal.h"
 
 #define STEER_MIN_ACCEPTS 256
@@ -38,53 +37,18 @@ static _Atomic uint64_t window_start_ms;
 static pthread_mutex_t judge_lock = PTHREAD_MUTEX_INITIALIZER;
 static uint64_t seen[256]; /* under judge_lock */
 
-/* A listener index of the group: the CPU's when below n, else n, which
- * no socket has, and the kernel then picks by its hash. */
-static int attach(int fd, unsigned n, bool by_cpu)
-{
-    struct sock_filter cpu_prog[] = {
-        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, SKF_AD_OFF + SKF_AD_CPU),
-        BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, n, 1, 0),
-        BPF_STMT(BPF_RET | BPF_A, 0),
-        BPF_STMT(BPF_RET | BPF_K, n),
-    };
-    struct sock_filter hash_prog[] = {
-        BPF_STMT(BPF_RET | BPF_K, n),
-    };
-    struct sock_fprog prog = {
-        .len = by_cpu ? 4 : 1,
-        .filter = by_cpu ? cpu_prog : hash_prog,
-    };
-    return setsockopt(fd, SOL_SOCKET, SO_ATTACH_REUSEPORT_CBPF, &prog,
-                      sizeof(prog))
-               ? -errno
-               : 0;
-}
-
-/* One worker per CPU, CPUs 0..n-1 all allowed: worker i is CPU i's. */
-static bool one_worker_per_cpu(int n)
-{
-    cpu_set_t set;
-
-    if (sched_getaffinity(0, sizeof(set), &set) || CPU_COUNT(&set) != n)
-        return false;
-    for (int i = 0; i < n; i++)
-        if (!CPU_ISSET(i, &set))
-            return false;
-    return true;
-}
-
 bool rt_steer_start(void)
 {
     int n = rt_g.nlisten;
 
     if (rt_g.inherited || n < 2 || !rt_g.cfg->accept_steer ||
-        !one_worker_per_cpu(n))
+        !ktcp_one_per_cpu(n))
         return false;
     /* listeners join their group in the order they listen: index i is
      * worker i's */
-    if (attach(rt_g.listen_fds[0], (unsigned) n, true) < 0 ||
-        (rt_g.nlisten2 && attach(rt_g.listen_fds2[0], (unsigned) n, true) < 0))
+    if (ktcp_reuseport_steer(rt_g.listen_fds[0], (unsigned) n, true) < 0 ||
+        (rt_g.nlisten2 &&
+         ktcp_reuseport_steer(rt_g.listen_fds2[0], (unsigned) n, true) < 0))
         return false;
     atomic_store(&window_start_ms, rt_now_ms());
     atomic_store(&steering, true);
@@ -125,10 +89,11 @@ void rt_steer_judge(uint64_t now_ms, const uint64_t *accepted, int n)
     atomic_store(&window_start_ms, now_ms);
     if (rt_steer_on() && total >= STEER_MIN_ACCEPTS &&
         most * 100 >= total * STEER_SKEW_PCT) {
-        int err = attach(rt_g.listen_fds[0], (unsigned) n, false);
+        int err = ktcp_reuseport_steer(rt_g.listen_fds[0], (unsigned) n, false);
 
         if (!err && rt_g.nlisten2)
-            err = attach(rt_g.listen_fds2[0], (unsigned) n, false);
+            err =
+                ktcp_reuseport_steer(rt_g.listen_fds2[0], (unsigned) n, false);
         if (!err) {
             atomic_store(&steering, false);
             fprintf(stderr,

@@ -79,15 +79,23 @@ def test_one_cpu_of_syns_turns_steering_to_the_hash(kind, tmp_path):
     e = start(kind, tmp_path)
     try:
         last = cpus() - 1
-        connections_from(last, e.port, 400, kind)
-        time.sleep(1.2)  # a second's window has passed: the next loop judges
-        connections_from(last, e.port, 5, kind)
-        lines = off_lines(e, 5)
+        lines = []
+        # batches until a second's window held enough of them (a slow
+        # machine may split the first batch over two windows); then the
+        # next loop judges
+        for _ in range(4):
+            connections_from(last, e.port, 400, kind)
+            time.sleep(1.2)
+            connections_from(last, e.port, 5, kind)
+            lines = off_lines(e, 2)
+            if lines:
+                break
         assert len(lines) == 1, e.log_text()[-2000:]
-        # every connection of that CPU went to the worker of that number
+        # that CPU's connections went to the worker of that number
         assert f"worker {last} took" in lines[0], lines[0]
         took, total = [int(w) for w in lines[0].split("took ")[1].split(" connections")[0].split(" of ")]
-        assert took == total >= 256, lines[0]
+        # (the engine's own readiness probe may come from another CPU)
+        assert took >= 256 and took * 100 >= total * 90, lines[0]
         # the hash from now on: the same client is still served, and the
         # server does not say it again
         connections_from(last, e.port, 300, kind)

@@ -449,7 +449,6 @@ const char *rt_name(void);
  * after the listeners, before the workers (true when steering); due/judge:
  * from a worker's loop, with every worker's RT_C_ACCEPTED. */
 bool rt_steer_start(void);
-bool rt_steer_on(void);
 bool rt_steer_due(uint64_t now_ms);
 void rt_steer_judge(uint64_t now_ms, const uint64_t *accepted, int n);
 

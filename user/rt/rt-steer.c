@@ -55,7 +55,7 @@ bool rt_steer_start(void)
     return true;
 }
 
-bool rt_steer_on(void)
+static bool rt_steer_on(void)
 {
     return atomic_load_explicit(&steering, memory_order_relaxed);
 }

@@ -137,7 +137,7 @@ check-host: user
 # The suites that have kernel engines; host-only tests (core differential,
 # tools, bench) are not repeated under emulation.
 VM_TESTS = $(wildcard tests/test_echo.py tests/test_kernel_modules.py tests/test_drop_tcp_socket.py tests/http \
-	tests/test_khttpd_kernel.py tests/test_khttpd_tls.py tests/test_kcm.py tests/test_conn_per_ip.py tests/test_access.py tests/test_server_flags.py tests/test_dkms.py tests/test_scaleout.py)
+	tests/test_khttpd_kernel.py tests/test_khttpd_tls.py tests/test_defer_accept.py tests/test_kcm.py tests/test_conn_per_ip.py tests/test_access.py tests/test_server_flags.py tests/test_dkms.py tests/test_scaleout.py)
 # VM_HTTPS=1 (the default): also the HTTP suite's transport files over
 # kTLS (tests/http/conftest.py's KTLS_FILES; 6.12: khttpd unbound behind
 # ktcp-tlsd and ktcp-httpd epoll; 6.1: khttpd kthread and mn; 8 to 9 min

@@ -354,7 +354,9 @@ static void on_conn(int ep, int fd, uint32_t ev)
  * loopback, its pages still in cache when the client copies them) and
  * its delayed-ACK mode (TCP_QUICKACK 0, set after listen(), which resets
  * it: the ACK of a request rides on its answer), set once here rather
- * than per connection. */
+ * than per connection; and TCP_DEFER_ACCEPT, so that the kernel hands
+ * over a connection with its request (the handshake's bare ACK makes no
+ * socket, the thread no accept of its own). */
 static int listener(void)
 {
     int one = 1, zero = 0, lowat = 64 * 1024;
@@ -366,7 +368,8 @@ static int listener(void)
         setsockopt(s, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)) ||
         setsockopt(s, IPPROTO_TCP, TCP_NOTSENT_LOWAT, &lowat, sizeof(lowat)) ||
         bind(s, (struct sockaddr *) &bind_addr, bind_len) || listen(s, 4096) ||
-        setsockopt(s, IPPROTO_TCP, TCP_QUICKACK, &zero, sizeof(zero))) {
+        setsockopt(s, IPPROTO_TCP, TCP_QUICKACK, &zero, sizeof(zero)) ||
+        setsockopt(s, IPPROTO_TCP, TCP_DEFER_ACCEPT, &one, sizeof(one))) {
         perror("floor: listener");
         exit(EXIT_SETUP);
     }

@@ -108,6 +108,10 @@ struct ktcp_server_params {
 	unsigned int per_ip_v6_prefix;
 	unsigned int idle_timeout_ms; /* 0: never */
 	unsigned int wq_flags; /* alloc_workqueue() flags */
+	/* TCP_DEFER_ACCEPT of the listeners, seconds; 0: accept at the
+	 * handshake
+	 */
+	int defer_accept_s;
 	bool kthread; /* a thread per connection instead of the workqueue */
 };
 

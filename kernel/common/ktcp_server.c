@@ -64,15 +64,18 @@ static bool ktcp_parse_v6(const char *bind, struct in6_addr *a)
 	return in6_pton(bind, -1, (u8 *)a, -1, &end) && !*end;
 }
 
-static int ktcp_listen(const char *bind, unsigned short port, int backlog,
-		       int cpu, struct socket **res)
+static int ktcp_listen(const struct ktcp_server_params *p, int cpu,
+		       struct socket **res)
 {
+	const char *bind = p->bind;
+	unsigned short port = p->port;
 	struct sockaddr_storage ss = {};
 	struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)&ss;
 	struct sockaddr_in *sin = (struct sockaddr_in *)&ss;
 	bool any = !bind || !*bind;
 	int family, addrlen, zero = 0;
 	int lowat = KTCP_NOTSENT_LOWAT;
+	int defer = p->defer_accept_s;
 	struct socket *sock;
 	int err;
 
@@ -141,7 +144,7 @@ static int ktcp_listen(const char *bind, unsigned short port, int backlog,
 		       err);
 		goto out_release;
 	}
-	err = kernel_listen(sock, backlog);
+	err = kernel_listen(sock, p->backlog);
 	if (err < 0) {
 		pr_err("cannot listen on port %u: %d\n", port, err);
 		goto out_release;
@@ -154,6 +157,15 @@ static int ktcp_listen(const char *bind, unsigned short port, int backlog,
 	 * resets the mode.
 	 */
 	tcp_sock_set_quickack(sock->sk, 0);
+	if (defer > 0) {
+		err = sock->ops->setsockopt(sock, SOL_TCP, TCP_DEFER_ACCEPT,
+					    KERNEL_SOCKPTR(&defer),
+					    sizeof(defer));
+		if (err < 0) {
+			pr_err("cannot set TCP_DEFER_ACCEPT: %d\n", err);
+			goto out_release;
+		}
+	}
 	*res = sock;
 	return 0;
 
@@ -478,7 +490,7 @@ static int ktcp_listener_open(struct ktcp_server *srv, struct ktcp_listener *l,
 
 	l->srv = srv;
 	l->cpu = cpu;
-	err = ktcp_listen(p->bind, p->port, p->backlog, cpu, &l->sock);
+	err = ktcp_listen(p, cpu, &l->sock);
 	if (err < 0)
 		return err;
 	if (cpu < 0) {

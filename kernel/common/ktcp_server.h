@@ -47,6 +47,16 @@ static inline unsigned int ktcp_per_ip_auto(unsigned int max_conns)
 #define KTCP_NOTSENT_LOWAT (64 * 1024)
 
 /*
+ * For a protocol whose client speaks first (HTTP, TLS): the listener keeps
+ * a handshaken connection to itself until its first bytes arrive, or this
+ * many seconds later after a repeated SYN-ACK (TCP_DEFER_ACCEPT), so the
+ * accept thread never wakes, and no worker runs, for a connection that has
+ * sent nothing, and the handshake's bare ACK makes no socket. The
+ * user-space servers use the same value (ktcp-net.h).
+ */
+#define KTCP_DEFER_ACCEPT_S 1
+
+/*
  * A listening socket and the accept thread that drains it. One per server,
  * or with a per-CPU workqueue one per online CPU at start, all on the same
  * port (SO_REUSEPORT), each thread bound to its CPU.

@@ -566,6 +566,7 @@ int khttpd_params_load(struct ktcp_server_params *p, kuid_t *kuid, kgid_t *kgid)
 	 * bounded.
 	 */
 	p->wq_flags = m == KHTTPD_MODE_BOUND ? 0 : WQ_UNBOUND;
+	p->defer_accept_s = KTCP_DEFER_ACCEPT_S; /* the client speaks first */
 	if (m == KHTTPD_MODE_KTHREAD) {
 		p->kthread = true;
 		if (!p->max_conns || p->max_conns > KHTTPD_KTHREAD_MAX_CONNS)

@@ -19,6 +19,11 @@ void ktcp_set_notsent_lowat(int fd)
     setsockopt(fd, IPPROTO_TCP, TCP_NOTSENT_LOWAT, &lowat, sizeof(lowat));
 }
 
+void ktcp_defer_accept(int fd, int secs)
+{
+    setsockopt(fd, IPPROTO_TCP, TCP_DEFER_ACCEPT, &secs, sizeof(secs));
+}
+
 static int listen_socket(const char *bind_addr,
                          int port,
                          int backlog,

@@ -41,6 +41,20 @@ int ktcp_reuseport_steer(int fd, unsigned n, bool by_cpu);
  * per listener of ktcp_reuseport_steer is one per CPU. */
 bool ktcp_one_per_cpu(int n);
 
+/*
+ * TCP_DEFER_ACCEPT on listener @fd: the kernel keeps a handshaken
+ * connection to itself until its first bytes arrive (or, if none come,
+ * about @secs later, after a repeated SYN-ACK), and the accept then comes
+ * with the request already queued. For protocols whose client speaks
+ * first (HTTP, TLS): the server never wakes, accepts or polls for a
+ * connection that has sent nothing, and the bare ACK of the handshake is
+ * not turned into a socket of its own (docs/httpd.md, "Which worker
+ * accepts"). nginx's "listen ... deferred"; lwan sets it on every
+ * listener.
+ */
+#define KTCP_DEFER_ACCEPT_S 1
+void ktcp_defer_accept(int fd, int secs);
+
 /* KTCP_NOTSENT_LOWAT on @fd (a listener: what it accepts inherits it). */
 void ktcp_set_notsent_lowat(int fd);
 

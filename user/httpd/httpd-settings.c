@@ -16,6 +16,7 @@
 
 #include <urcu/compiler.h> /* caa_container_of */
 #include "httpd-start.h"
+#include "ktcp-net.h"
 #include "ktcp-tls.h"
 
 static bool same_str(const char *a, const char *b)
@@ -470,6 +471,8 @@ int httpd_settings_start(struct settings *s, int argc, char **argv)
     s->rt.handler = httpd_serve;
     s->rt.refuse = httpd_conn_refuse;
     s->rt.admit = httpd_client_allowed;
+    s->rt.defer_accept_s = KTCP_DEFER_ACCEPT_S; /* HTTP and TLS: the client
+                                                   speaks first */
     s->rt.worker_data_size = sizeof(struct httpd_worker);
     s->rt.worker_flush = httpd_worker_flush;
     s->rt.worker_exit = httpd_worker_exit;

@@ -191,6 +191,8 @@ int rt_open_listener(const struct rt_config *cfg, int port, bool reuseport)
                 cfg->bind ? cfg->bind : "(any)", port, strerror(-fd));
         return fd;
     }
+    if (cfg->defer_accept_s > 0)
+        ktcp_defer_accept(fd, cfg->defer_accept_s);
     /* the threads model blocks in accept(2) */
     if (cfg->model == RT_MODEL_THREADS &&
         fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) < 0) {

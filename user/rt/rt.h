@@ -147,6 +147,10 @@ struct rt_config {
      * the CPU that took its SYN, until one worker takes nearly all
      * (rt-steer.c); false: the kernel's SO_REUSEPORT hash */
     bool accept_steer;
+    /* the runtime's own listeners hand a connection to accept only with
+     * its first bytes, or this many seconds later (TCP_DEFER_ACCEPT): a
+     * protocol whose client speaks first; 0: at the handshake */
+    int defer_accept_s;
     rt_handler_fn handler;
     /* answer a connection of the port over max_conns; NULL: close (the
      * second port's are always closed) */

@@ -315,6 +315,7 @@ int main(int argc, char **argv)
                 strerror(-lfd));
         return 1;
     }
+    ktcp_defer_accept(lfd, KTCP_DEFER_ACCEPT_S); /* a ClientHello first */
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);

@@ -359,7 +359,7 @@ static void on_conn(int ep, int fd, uint32_t ev)
  * socket, the thread no accept of its own). */
 static int listener(void)
 {
-    int one = 1, zero = 0, lowat = 64 * 1024;
+    int one = 1, zero = 0, lowat = 64 * 1024, defer = KTCP_DEFER_ACCEPT_S;
     int s = socket(bind_addr.ss_family,
                    SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 
@@ -369,7 +369,7 @@ static int listener(void)
         setsockopt(s, IPPROTO_TCP, TCP_NOTSENT_LOWAT, &lowat, sizeof(lowat)) ||
         bind(s, (struct sockaddr *) &bind_addr, bind_len) || listen(s, 4096) ||
         setsockopt(s, IPPROTO_TCP, TCP_QUICKACK, &zero, sizeof(zero)) ||
-        setsockopt(s, IPPROTO_TCP, TCP_DEFER_ACCEPT, &one, sizeof(one))) {
+        setsockopt(s, IPPROTO_TCP, TCP_DEFER_ACCEPT, &defer, sizeof(defer))) {
         perror("floor: listener");
         exit(EXIT_SETUP);
     }

@@ -3,8 +3,10 @@ or mn worker per CPU, a new connection goes to the worker of the CPU that
 took its SYN. On loopback that is the client's CPU, so a client held on
 one CPU sends every connection to one worker, which no hash would do: the
 server sees the skew and hands the choice back to the kernel's hash,
-saying so once. With --accept-steer hash the same client is spread by the
-hash from the start. ktcp-httpd (epoll, mn) and ktcp-echo alike."""
+saying so once. When connections come in on every CPU again, steering
+comes back, and says so. With --accept-steer hash the same client is
+spread by the hash from the start. ktcp-httpd (epoll, mn) and ktcp-echo
+alike."""
 import os
 import socket
 import subprocess
@@ -17,6 +19,7 @@ from testlib import require_kind
 from engines import UserEcho, UserHttpd
 
 OFF = "accept steering by CPU off"
+BACK = "accept steering by CPU back on"
 
 
 def cpus():
@@ -51,6 +54,15 @@ def connections_from(cpu, port, n, kind):
                    timeout=120, preexec_fn=lambda: os.sched_setaffinity(0, {cpu}))
 
 
+def connections_from_every_cpu(port, n, kind):
+    """n connections from each CPU at once, a process held on each."""
+    procs = [subprocess.Popen([sys.executable, "-c", CLIENT, str(port), str(n), kind],
+                              preexec_fn=lambda cpu=cpu: os.sched_setaffinity(0, {cpu}))
+             for cpu in range(cpus())]
+    for p in procs:
+        assert p.wait(timeout=120) == 0
+
+
 def start(kind, tmp_path, *args):
     require_kind("user")
     n = cpus()
@@ -62,13 +74,34 @@ def start(kind, tmp_path, *args):
     return UserHttpd(kind, str(tmp_path)).start(str(root), threads=n, args=args)
 
 
-def off_lines(engine, wait_s):
+def said(engine, what, wait_s, at_least=1):
+    """The server's lines that say what, waiting up to wait_s for
+    at_least of them."""
     deadline = time.monotonic() + wait_s
     while True:
-        lines = [l for l in engine.log_text().splitlines() if OFF in l]
-        if lines or time.monotonic() > deadline:
+        lines = [l for l in engine.log_text().splitlines() if what in l]
+        if len(lines) >= at_least or time.monotonic() > deadline:
             return lines
         time.sleep(0.1)
+
+
+def off_lines(engine, wait_s, at_least=1):
+    return said(engine, OFF, wait_s, at_least)
+
+
+def turn_off_from(cpu, e, kind, at_least=1):
+    """Connections from one CPU, in batches until a second's window held
+    enough of them (a slow machine may split the first batch over two
+    windows) and the next loop judged: the server's OFF lines."""
+    lines = []
+    for _ in range(4):
+        connections_from(cpu, e.port, 400, kind)
+        time.sleep(1.2)
+        connections_from(cpu, e.port, 5, kind)
+        lines = off_lines(e, 2, at_least)
+        if len(lines) >= at_least:
+            break
+    return lines
 
 
 KINDS = ["epoll", "mn", "echo"]
@@ -79,17 +112,7 @@ def test_one_cpu_of_syns_turns_steering_to_the_hash(kind, tmp_path):
     e = start(kind, tmp_path)
     try:
         last = cpus() - 1
-        lines = []
-        # batches until a second's window held enough of them (a slow
-        # machine may split the first batch over two windows); then the
-        # next loop judges
-        for _ in range(4):
-            connections_from(last, e.port, 400, kind)
-            time.sleep(1.2)
-            connections_from(last, e.port, 5, kind)
-            lines = off_lines(e, 2)
-            if lines:
-                break
+        lines = turn_off_from(last, e, kind)
         assert len(lines) == 1, e.log_text()[-2000:]
         # that CPU's connections went to the worker of that number
         assert f"worker {last} took" in lines[0], lines[0]
@@ -102,6 +125,37 @@ def test_one_cpu_of_syns_turns_steering_to_the_hash(kind, tmp_path):
         time.sleep(1.2)
         connections_from(0, e.port, 5, kind)
         assert len(off_lines(e, 1)) == 1
+        assert said(e, BACK, 0) == []
+    finally:
+        e.stop()
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_steering_comes_back_when_connections_come_from_every_cpu(kind, tmp_path):
+    e = start(kind, tmp_path)
+    try:
+        last = cpus() - 1
+        assert len(turn_off_from(last, e, kind)) == 1, e.log_text()[-2000:]
+        # under the hash, connections from every CPU at once: the sampled
+        # ones came in on each, and steering comes back
+        back = []
+        for _ in range(4):
+            connections_from_every_cpu(e.port, 400, kind)
+            time.sleep(1.2)
+            connections_from(0, e.port, 5, kind)
+            back = said(e, BACK, 2)
+            if back:
+                break
+        assert len(back) == 1, e.log_text()[-2000:]
+        n, most, total = [int(w) for w in back[0].split("came in on ")[1]
+                          .replace(" CPUs, the busiest ", " ").replace(" of ", " ")
+                          .split(" sampled")[0].split()]
+        assert n == cpus() and total >= 64 and most * 100 < total * 75, back[0]
+        # steering again: one CPU's connections all reach that CPU's
+        # worker, and the server turns to the hash a second time
+        lines = turn_off_from(last, e, kind, at_least=2)
+        assert len(lines) == 2, e.log_text()[-2000:]
+        assert f"worker {last} took" in lines[1], lines[1]
     finally:
         e.stop()
 

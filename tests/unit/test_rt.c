@@ -232,6 +232,11 @@ void rt_steer_judge(uint64_t now_ms, const uint64_t *accepted, int n)
     (void) accepted;
     (void) n;
 }
+void rt_steer_sample(int fd, uint64_t accepted)
+{
+    (void) fd;
+    (void) accepted;
+}
 
 /* Two mn workers' queues driven by hand, no threads: a wake queues on the
  * waker; a worker runs its own first; an empty one steals the older half;

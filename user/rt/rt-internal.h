@@ -447,10 +447,13 @@ const char *rt_name(void);
 
 /* rt-steer.c: a new connection to the worker of its SYN's CPU. Start:
  * after the listeners, before the workers (true when steering); due/judge:
- * from a worker's loop, with every worker's RT_C_ACCEPTED. */
+ * from a worker's loop, with every worker's RT_C_ACCEPTED; sample: each
+ * admitted connection fd, with its worker's RT_C_ACCEPTED (while the hash
+ * decides, some tell the CPU they came in on). */
 bool rt_steer_start(void);
 bool rt_steer_due(uint64_t now_ms);
 void rt_steer_judge(uint64_t now_ms, const uint64_t *accepted, int n);
+void rt_steer_sample(int fd, uint64_t accepted);
 
 /* The threads model (rt-threads.c): its acceptor thread, the wakeup of the
  * threads waiting for a connection (at a stop), the acceptor's join. */

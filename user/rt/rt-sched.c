@@ -595,6 +595,8 @@ static int accept_one(struct rt_worker *w, int which)
             close(fd);
             continue;
         }
+        rt_steer_sample(fd, atomic_load_explicit(&w->counters[RT_C_ACCEPTED],
+                                                 memory_order_relaxed));
         struct rt_coro *co = rt_coro_new(fd);
         if (!co) {
             rt_count(RT_C_ERRORS, 1);

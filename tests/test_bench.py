@@ -452,7 +452,8 @@ def cost_smoke(tmp_path_factory):
     r = subprocess.run([sys.executable, os.path.join(TOP, "tools", "bench", "cost.py"),
                         "--scale", "0.25", "--engines", "ktcp-httpd-epoll,ktcp-echo",
                         "--workloads", "small-keepalive,small-close,1mib,echo", "--out", str(out),
-                        "--linearity", "--budget", "120"], capture_output=True, text=True, timeout=240, cwd=TOP)
+                        "--linearity", "--cpu-rounds", "2", "--budget", "120"],
+                       capture_output=True, text=True, timeout=240, cwd=TOP)
     assert r.returncode == 0, r.stdout + r.stderr
     with open(out / "cost.json") as f:
         doc = json.load(f)
@@ -547,6 +548,13 @@ def test_cost_cpu_split(cost_smoke):
         # a request takes microseconds, not nothing and not a millisecond
         assert 0.5 < m["per_request"] + m["client"] < 1000, m
         assert m["requests_per_s"] > 0
+        # two alternating rounds: the figure is the lower one's (the
+        # median of an even number is its lower middle)
+        assert len(m["rounds"]) == 2 and m["rounds"] == sorted(m["rounds"]), m
+        assert m["per_request"] == pytest.approx(m["rounds"][0], abs=0.01)
+        assert m["requests_per_s"] == pytest.approx(m["rounds_rps"][0], abs=0.1)
+        assert m["spread_pct"] == pytest.approx(
+            (m["rounds"][1] - m["rounds"][0]) / m["rounds"][0] * 100, abs=0.2)
     assert rows[("ktcp-echo", "echo")]["cpu"]["status"] == "skipped"
     with open(out / "cost.md") as f:
         assert "CPU time per request" in f.read()
@@ -569,6 +577,28 @@ def test_cost_cpu_figures_whole_batches():
     # no ticks at all (a very short batch): all of it is counted as kernel
     z = cost.cpu_figures(dict(a, kernel_ticks=0), dict(b, user_ticks=0, kernel_ticks=0), 1250)
     assert z["user"] == 0 and z["kernel"] == pytest.approx(z["per_request"])
+
+
+def test_cost_cpu_rounds_merge_to_the_median():
+    """The cpu tool's rounds of a point: the median round by the server's
+    time, every round's time listed, the spread the largest distance
+    from the median; a round that failed is listed, and with none ok
+    the first round's record stands."""
+    sys.path.insert(0, os.path.join(TOP, "tools", "bench"))
+    import cost
+
+    def rec(us, rps):
+        return {"status": "ok", "per_request": us, "user": 1.0, "kernel": us - 1.0,
+                "client": 40.0, "requests_per_s": rps}
+    m = cost.merge_cpu_rounds([rec(18.0, 30000), rec(15.0, 34000),
+                               {"status": "error", "reason": "warm-up: refused"},
+                               rec(16.0, 33000)])
+    assert m["per_request"] == 16.0 and m["requests_per_s"] == 33000
+    assert m["rounds"] == [15.0, 16.0, 18.0] and m["rounds_rps"] == [34000, 33000, 30000]
+    assert m["spread_pct"] == pytest.approx(12.5)
+    assert m["rounds_failed"] == ["warm-up: refused"]
+    bad = {"status": "crashed", "reason": "signal 11"}
+    assert cost.merge_cpu_rounds([bad, {"status": "skipped"}]) is bad
 
 
 def test_cost_publish_fills_the_markers(cost_smoke, tmp_path):

@@ -17,8 +17,11 @@ Two counts per engine and workload, each from its own server run:
   time from its CPU-time clock, split into user and kernel time in the
   ratio /proc/PID/stat gives (clock ticks), and the client's (its
   rusage), over the N and the 2N batch whole (3N requests; see
-  cpu_figures). Not a count, so it moves with the host's load, but far
-  less than a request rate: it says where a request's time goes, and the
+  cpu_figures). Not a count, so it moves with the host's load: it runs
+  in --cpu-rounds rounds (default 3), the engines alternating and their
+  order rotated by one each round, and a figure is the median round (by
+  the server's time) with the range of the rounds. It moves far less than
+  a request rate: it says where a request's time goes, and the
   best throughput ratio that time allows when client and server keep the
   shared cores busy (a server that polls before it sleeps spends idle
   time too, and can do better where wake-ups, not CPU, bound a run).
@@ -459,6 +462,27 @@ def cpu_figures(a, b, n):
             "method": "both batches whole, over 3N"}
 
 
+def merge_cpu_rounds(recs):
+    """The cpu tool's rounds of one engine and workload as one record: the
+    median round by the server's time a request (of an even number, the
+    lower middle), with every round's server time and rate and the
+    largest distance of a round from the median (% of it). A round that
+    failed is listed; with none ok, the first round's record stands."""
+    ok = sorted((r for r in recs if r.get("status") == "ok"),
+                key=lambda r: r["per_request"])
+    if not ok:
+        return recs[0]
+    m = dict(ok[(len(ok) - 1) // 2])
+    med = m["per_request"]
+    m["rounds"] = [round(r["per_request"], 2) for r in ok]
+    m["rounds_rps"] = [round(r["requests_per_s"], 1) for r in ok]
+    m["spread_pct"] = round(max(abs(r["per_request"] - med) for r in ok) / med * 100, 1) \
+        if med > 0 else 0.0
+    m["rounds_failed"] = [r.get("reason", r.get("status")) for r in recs
+                          if r.get("status") != "ok"]
+    return m
+
+
 # ---------------------------------------------------------------- annotate
 
 def function_costs(path, with_files=False):
@@ -761,15 +785,20 @@ def run(args):
                  "command": " ".join(["tools/bench/cost.py"] + sys.argv[1:])})
     results, skipped = {}, []
     engines = engines_for(wanted_e)
+    cond["cpu_rounds"] = args.cpu_rounds
     log(f"bench-cost: {len(engines)} engines x {', '.join(t.name for t in tools)}; "
         f"results in {os.path.relpath(out, os.getcwd())}; budget {args.budget:.0f} s")
+    live = []
     for e in engines:
         why = e.unavailable()
         if why:
             skipped.append({"engine": e.name, "reason": why})
             log(f"bench-cost: {e.name}: skipped: {why}")
             continue
+        live.append(e)
         for tool in tools:
+            if tool.name == "cpu":
+                continue  # in rounds, below
             why = tool.unavailable()
             if why:
                 for wl in workloads_of(e, wanted_w):
@@ -780,6 +809,23 @@ def run(args):
                 measure(e, tool, workloads_of(e, wanted_w), ctx, deadline, results)
             finally:
                 e.stop(check=False)
+    cpu = next((t for t in tools if t.name == "cpu"), None)
+    if cpu and live:
+        # a time, unlike a count, moves with the host: the engines
+        # alternate, the order rotated by one each round, as make bench's
+        per_round = []
+        for r in range(max(1, args.cpu_rounds)):
+            order = live[r % len(live):] + live[:r % len(live)]
+            got = {}
+            for e in order:
+                try:
+                    measure(e, cpu, workloads_of(e, wanted_w), ctx, deadline, got)
+                finally:
+                    e.stop(check=False)
+            per_round.append(got)
+        for key in {k for g in per_round for k in g}:
+            results.setdefault(key, {})["cpu"] = merge_cpu_rounds(
+                [g[key]["cpu"] for g in per_round if key in g])
     cond["loadavg_end"] = bench.loadavg()
     cond["seconds"] = round(time.monotonic() - t_start, 1)
     rows = []
@@ -877,8 +923,11 @@ def cpu_split(doc):
         return []
     # the floor's columns only when the run measured the floor
     has_floor = any(r["engine"] == FLOOR for r in rows)
+    rounds = max((len(r["cpu"].get("rounds", [1])) for r in rows), default=1)
     L = ["#### CPU time per request, microseconds (unpaced; /proc/PID/stat and the "
-         "client's rusage)",
+         "client's rusage" + (f"; the median of {rounds} alternating rounds ± the largest "
+                              "distance of a round's server time from it" if rounds > 1 else "")
+         + ")",
          "| engine | workload | connections | server user | server kernel | client | sum | "
          "× nginx's sum (best throughput ratio if CPU-bound) | "
          + ("server CPU × floor's | " if has_floor else "") + "req/s in the batch |"
@@ -897,8 +946,9 @@ def cpu_split(doc):
         if f and r["engine"] != FLOOR and f["per_request"] > 0 and f["requests_per_s"] > 0:
             fcpu = f"×{c['per_request'] / f['per_request']:.2f}"
             fput = f"×{c['requests_per_s'] / f['requests_per_s']:.2f}"
+        spread = f" ±{c['spread_pct']:.0f}%" if c.get("rounds") and len(c["rounds"]) > 1 else ""
         L.append(f"| {r['engine']} | {r['workload']} | {c.get('concurrency', '')} | "
-                 f"{c['user']:.1f} | {c['kernel']:.1f} | "
+                 f"{c['user']:.1f} | {c['kernel']:.1f}{spread} | "
                  f"{c['client']:.1f} | {total:.1f} | {ratio} | "
                  + (f"{fcpu} | " if has_floor else "") + f"{c['requests_per_s']:,.0f} |"
                  + (f" {fput} |" if has_floor else ""))
@@ -1114,6 +1164,8 @@ def main():
     ap.add_argument("--linearity", action="store_true",
                     help="a third batch of 3N too: per_request_3n = (count(3N) - count(2N)) / N "
                          "checks that counts grow linearly (tests)")
+    ap.add_argument("--cpu-rounds", type=int, default=3,
+                    help="rounds of the cpu tool, the engines alternating (default 3)")
     ap.add_argument("--budget", type=float, default=900,
                     help="seconds; workloads not started by then are skipped (default 900)")
     ap.add_argument("--reannotate", metavar="RESULTS",

@@ -835,7 +835,7 @@ def test_bench_floor_in_its_own_namespace(tmp_path):
     if os.geteuid() != 0 or not shutil.which("unshare"):
         pytest.skip("a network namespace needs root and unshare")
     r = subprocess.run([sys.executable, os.path.join(TOP, "tools", "bench", "floor_ab.py"),
-                        "--engines", "floor,ktcp-httpd-epoll", "--points",
+                        "--engines", "floor,floor-http,ktcp-httpd-epoll", "--points",
                         "small-close-100,1mib-10", "--rounds", "1", "--scale", "0.05",
                         "--strace", "--out", str(tmp_path)],
                        capture_output=True, text=True, timeout=120, cwd=TOP)
@@ -857,5 +857,8 @@ def test_bench_floor_in_its_own_namespace(tmp_path):
     assert big["rps_x_floor"] > 0 and big["server_us"] > 0
     calls = doc["strace"]["small-close-100"]["floor"]
     assert calls["by_name"]["accept4"] == 1.0 and calls["by_name"]["close"] == 1.0
+    assert "shutdown" not in calls["by_name"]
+    # floor-http shuts the write side first, as ktcp-httpd does
+    assert doc["strace"]["small-close-100"]["floor-http"]["by_name"]["shutdown"] == 1.0
     md = (tmp_path / "floor.md").read_text()
     assert "| floor |" in md and "× floor" in md

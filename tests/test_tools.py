@@ -620,6 +620,58 @@ def test_floor_answers(tmp_path):
         e.stop()
 
 
+def test_floor_http_shuts_and_pads_as_ktcp_httpd(tmp_path):
+    """floor --shutdown --pad N (the floor-http engine): an HTTP/1.0 answer
+    is as long as ktcp-httpd's for the same file (an X-Floor-Pad header of
+    N bytes), and the connection's write side is shut before it is closed,
+    as ktcp-httpd shuts it; --pad out of 16..4096 is refused."""
+    import engines  # tools/ is on sys.path (testlib)
+    small = b"Hello, ktcp!\n"
+    (tmp_path / "small.txt").write_bytes(small)
+    for bad in ("15", "4097"):
+        r = subprocess.run([engines.FLOOR_BIN, "--root", str(tmp_path), "--pad", bad],
+                           capture_output=True, text=True, timeout=10)
+        assert r.returncode == 2 and "--pad" in r.stderr, r
+    req = b"GET /small.txt HTTP/1.0\r\nHost: x\r\n\r\n"
+    h = engines.UserHttpd("epoll", str(tmp_path))
+    h.start(str(tmp_path), threads=1, user="root")  # the test's root is 0700
+    try:
+        with socket.create_connection(("127.0.0.1", h.port), timeout=10) as s:
+            s.sendall(req)
+            httpd_answer = recv_until_close(s)
+    finally:
+        h.stop()
+    if not shutil.which("strace"):
+        pytest.skip("strace not installed (scripts/deps installs it)")
+    e = engines.FloorHttp(str(tmp_path))
+    e.start(str(tmp_path), threads=1)
+    tracer = None
+    try:
+        tracer = subprocess.Popen(["strace", "-f", "-qq", "-e", "trace=shutdown,close",
+                                   "-o", str(tmp_path / "trace"), "-p", str(e.proc.pid)],
+                                  stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 10
+        while "TracerPid:\t0" in open(f"/proc/{e.proc.pid}/status").read():
+            assert time.monotonic() < deadline, "strace did not attach"
+            time.sleep(0.05)
+        for _ in range(3):
+            with socket.create_connection(("127.0.0.1", e.port), timeout=10) as s:
+                s.sendall(req)
+                got = recv_until_close(s)
+            head, _, body = got.partition(b"\r\n\r\n")
+            assert body == small
+            pad = [l for l in head.split(b"\r\n") if l.startswith(b"X-Floor-Pad: ")]
+            assert len(pad) == 1 and len(pad[0]) + 2 == engines.httpd.FLOOR_HTTP_PAD, head
+            assert len(got) == len(httpd_answer), (got, httpd_answer)
+    finally:
+        if tracer:
+            tracer.send_signal(signal.SIGINT)  # detaches
+            tracer.wait(timeout=10)
+        e.stop()
+    calls = (tmp_path / "trace").read_text()
+    assert calls.count("shutdown(") >= 3 and "SHUT_WR" in calls, calls[-2000:]
+
+
 def test_engine_ready_line_is_this_launchs(tmp_path):
     """A port comes back in a later launch and its log path with it (the
     log is appended to): the ready line a server logged before must not

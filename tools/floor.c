@@ -28,7 +28,15 @@
  * on and for output too once a write has blocked: a read that returns less than
  * the buffer's room has drained the socket (new data raises a new edge), so the
  * answer follows without a read that fails with EAGAIN and without epoll_ctl
- * per request. */
+ * per request.
+ *
+ * Two options add what ktcp-httpd does beyond that, to weigh each
+ * (BENCHMARKS.md): --shutdown shuts the write side before closing after an
+ * HTTP/1.0 answer (ktcp-httpd does, so that request bytes still unread
+ * at the close cannot turn it into a RST that discards the answer), and
+ * --pad N makes every head N bytes longer (an X-Floor-Pad header), as long
+ * as a real server's Date, Content-Type, Last-Modified, ETag and the rest
+ * make it. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -92,6 +100,8 @@ static struct conn **conns; /* by descriptor (conn_of) */
 static rlim_t max_fd;
 static struct sockaddr_storage bind_addr;
 static socklen_t bind_len;
+static int opt_shutdown; /* --shutdown */
+static size_t opt_pad;   /* --pad */
 
 static void usage(FILE *out)
 {
@@ -108,6 +118,10 @@ static void usage(FILE *out)
         "      --steer cpu|hash  a connection to the thread of its SYN's CPU\n"
         "                      (with a thread per CPU), or as the kernel\n"
         "                      hashes it (default cpu)\n"
+        "      --shutdown      shut the write side before closing after an\n"
+        "                      HTTP/1.0 answer, as ktcp-httpd does\n"
+        "      --pad N         every head N more bytes (16..4096), as a real\n"
+        "                      server's headers make it\n"
         "      --version       print the version and exit\n"
         "  -h, --help          this text\n"
         "Exit: 0 on SIGTERM/SIGINT, 2 bad usage, 3 set-up failed.\n");
@@ -119,11 +133,19 @@ static void make_answer(struct answer *a,
                         int close,
                         const char *body)
 {
-    char head[160];
-    int n = snprintf(head, sizeof(head),
-                     "HTTP/1.1 %s\r\nContent-Length: %zu\r\n%s\r\n", status,
-                     size, close ? "Connection: close\r\n" : "");
+    char head[160 + 4096];
+    int n = snprintf(head, 160, "HTTP/1.1 %s\r\nContent-Length: %zu\r\n%s",
+                     status, size, close ? "Connection: close\r\n" : "");
     size_t blen = body ? size : 0;
+
+    if (opt_pad) { /* "X-Floor-Pad: xxx\r\n", opt_pad bytes in all */
+        memcpy(head + n, "X-Floor-Pad: ", 13);
+        memset(head + n + 13, 'x', opt_pad - 15);
+        memcpy(head + n + opt_pad - 2, "\r\n", 2);
+        n += (int) opt_pad;
+    }
+    memcpy(head + n, "\r\n", 2);
+    n += 2;
 
     a->bytes = malloc((size_t) n + blen);
     if (!a->bytes) {
@@ -211,6 +233,8 @@ static struct conn *conn_of(int ep, int fd)
 static void drop(int fd)
 {
     __atomic_store_n(&conns[fd]->owner, -1, __ATOMIC_RELEASE);
+    if (opt_shutdown && conns[fd]->close_after)
+        shutdown(fd, SHUT_WR);
     close(fd); /* also leaves the epoll set */
 }
 
@@ -462,6 +486,8 @@ int main(int argc, char **argv)
         {"bind", required_argument, NULL, 'b'},
         {"threads", required_argument, NULL, 't'},
         {"steer", required_argument, NULL, 'S'},
+        {"shutdown", no_argument, NULL, 'D'},
+        {"pad", required_argument, NULL, 'P'},
         {"version", no_argument, NULL, 'V'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
@@ -495,6 +521,14 @@ int main(int argc, char **argv)
                 return EXIT_USAGE;
             }
             steer = optarg[0] == 'c';
+            break;
+        case 'D':
+            opt_shutdown = 1;
+            break;
+        case 'P':
+            if (!parse_u64_option("--pad", optarg, 16, 4096, &v))
+                return EXIT_USAGE;
+            opt_pad = (size_t) v;
             break;
         case 'V':
             ktcp_print_version("floor");

@@ -54,7 +54,7 @@ POINTS = {
     "small-keepalive-100": ("small-keepalive", 100, 30000),
     "1mib-10": ("1mib", 10, 1000),
 }
-ENGINES = ["nginx", "floor", "ktcp-httpd-epoll", "ktcp-httpd-mn"]
+ENGINES = ["nginx", "floor", "floor-http", "ktcp-httpd-epoll", "ktcp-httpd-mn"]
 COUNTERS = ("TcpInSegs", "TcpExtTCPPureAcks", "TcpExtDelayedACKs", "TcpExtTW",
             "TcpPassiveOpens", "TcpExtTCPHPAcks")
 
@@ -245,7 +245,8 @@ def run(args):
                  "command": " ".join(["tools/bench/floor_ab.py"] + sys.argv[1:])})
     names = [n for n in ENGINES if not args.engines or n in args.engines.split(",")]
     pool = {e.name: e for e in
-            [eng.Nginx(), eng.Floor()] + [eng.UserHttpd(m) for m in eng.HTTPD_MODELS]}
+            [eng.Nginx(), eng.Floor(), eng.FloorHttp()]
+            + [eng.UserHttpd(m) for m in eng.HTTPD_MODELS]}
     started, skipped = {}, []
     for name in names:
         e = pool[name]

@@ -14,7 +14,7 @@ from .base import (BUILD, TOP, Engine, EngineError, KernelModule, Unsupported, e
                    stats_file_counters, wait_port)
 from .echo import ECHO_BIN, KECHO_MODES, KernelEcho, UserEcho
 from .httpd import (FLOOR_BIN, FLOOR_WORKLOADS, HTTPD_BIN, HTTPD_MODELS, KHTTPD_MODES, TLSD_BIN,
-                    Floor, KernelHttpd, KernelHttpdTls, Lwan, Nginx, UserHttpd, UserHttpdKtls,
+                    Floor, FloorHttp, KernelHttpd, KernelHttpdTls, Lwan, Nginx, UserHttpd, UserHttpdKtls,
                     lwan_path, nginx_path)
 from .msg import KCM_BIN, MSG_BIN, KcmServer, MsgServer
 

@@ -493,6 +493,25 @@ class Floor(Engine):
         return cmd
 
 
+class FloorHttp(Floor):
+    """The floor with what ktcp-httpd does beyond it on the wire: the write
+    side shut before the close after an HTTP/1.0 answer (floor --shutdown)
+    and heads as long as ktcp-httpd's for the bench's 13-byte file
+    (--pad FLOOR_HTTP_PAD: its connection-per-request answer is 290 bytes,
+    the floor's 71). What is left between it and ktcp-httpd is user-space
+    work: parsing, checks, the file's lookup, the head's making."""
+    name = "floor-http"
+
+    def __init__(self, logdir=None):
+        Engine.__init__(self, "floor-http", logdir)
+
+    def argv(self, port, o):
+        return super().argv(port, o) + ["--shutdown", "--pad", str(FLOOR_HTTP_PAD)]
+
+
+FLOOR_HTTP_PAD = 219
+
+
 def lwan_path():
     """LWAN=/path/to/lwan, else lwan on PATH, else None."""
     return os.environ.get("LWAN") or shutil.which("lwan")

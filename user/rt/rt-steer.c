@@ -55,7 +55,6 @@ static pthread_mutex_t judge_lock = PTHREAD_MUTEX_INITIALIZER;
 static uint64_t seen[256]; /* under judge_lock */
 /* STEER_OFF: sampled connections by the CPU that made them, this window */
 static _Atomic uint64_t incoming[256];
-static int ncpus; /* the workers' number, one per CPU; set at start */
 
 /* The program on every group of listeners: by CPU or by the hash. On a
  * failure the groups already switched go back. */
@@ -82,7 +81,6 @@ bool rt_steer_start(void)
      * worker i's */
     if (steer_all((unsigned) n, true) < 0)
         return false;
-    ncpus = n;
     atomic_store(&window_start_ms, rt_now_ms());
     atomic_store(&state, STEER_ON);
     return true;
@@ -105,7 +103,7 @@ void rt_steer_sample(int fd, uint64_t accepted)
         accepted % STEER_SAMPLE_EVERY)
         return;
     if (!getsockopt(fd, SOL_SOCKET, SO_INCOMING_CPU, &cpu, &len) && cpu >= 0 &&
-        cpu < ncpus)
+        cpu < rt_g.nlisten)
         atomic_fetch_add_explicit(&incoming[cpu], 1, memory_order_relaxed);
 }
 

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -83,7 +84,7 @@ void ktcp_tls_conn_trim(struct ktcp_tls_conn *t)
 int ktcp_tls_conn_release(struct ktcp_tls_conn *t)
 {
     if (!ktcp_tls_ktls_tx(t) || !ktcp_tls_ktls_rx(t) ||
-        SSL_has_pending(t->ssl) || t->buf_done < t->buf_len)
+        (t->ssl && SSL_has_pending(t->ssl)) || t->buf_done < t->buf_len)
         return -EBUSY;
     int fd = t->fd;
     ktcp_tls_conn_free(t);
@@ -200,32 +201,35 @@ int ktcp_tls_handshake_wait(struct ktcp_tls_conn *t, int timeout_ms)
     }
 }
 
+/* Without OpenSSL's state (direct(): freed once the kernel carries
+ * both directions) the kernel has both. */
 bool ktcp_tls_ktls_tx(const struct ktcp_tls_conn *t)
 {
-    return BIO_get_ktls_send(SSL_get_wbio(t->ssl)) > 0;
+    return t->ssl ? BIO_get_ktls_send(SSL_get_wbio(t->ssl)) > 0 : t->direct;
 }
 
 bool ktcp_tls_ktls_rx(const struct ktcp_tls_conn *t)
 {
-    return BIO_get_ktls_recv(SSL_get_rbio(t->ssl)) > 0;
+    return t->ssl ? BIO_get_ktls_recv(SSL_get_rbio(t->ssl)) > 0 : t->direct;
 }
 
 const char *ktcp_tls_version(const struct ktcp_tls_conn *t)
 {
-    return SSL_get_version(t->ssl);
+    return t->ssl ? SSL_get_version(t->ssl) : "";
 }
 
 const char *ktcp_tls_cipher(const struct ktcp_tls_conn *t)
 {
-    const char *c = SSL_get_cipher_name(t->ssl);
+    const char *c = t->ssl ? SSL_get_cipher_name(t->ssl) : NULL;
     return c ? c : "";
 }
 
 const char *ktcp_tls_alpn(const struct ktcp_tls_conn *t, char *buf, size_t len)
 {
-    const unsigned char *p;
-    unsigned int n;
-    SSL_get0_alpn_selected(t->ssl, &p, &n);
+    const unsigned char *p = NULL;
+    unsigned int n = 0;
+    if (t->ssl)
+        SSL_get0_alpn_selected(t->ssl, &p, &n);
     if (!len)
         return "";
     if (n >= len)
@@ -237,7 +241,7 @@ const char *ktcp_tls_alpn(const struct ktcp_tls_conn *t, char *buf, size_t len)
 
 bool ktcp_tls_resumed(const struct ktcp_tls_conn *t)
 {
-    return SSL_session_reused(t->ssl) == 1;
+    return t->ssl && SSL_session_reused(t->ssl) == 1;
 }
 
 const char *ktcp_tls_error(const struct ktcp_tls_conn *t)
@@ -248,19 +252,28 @@ const char *ktcp_tls_error(const struct ktcp_tls_conn *t)
 /* Whether application data may bypass OpenSSL from now on: the kernel
  * reads and writes the records (TLS 1.2 here: OpenSSL 3.0 gives kTLS the
  * receive side of no TLS 1.3 session, so no KeyUpdate can arrive), OpenSSL
- * holds no byte it read ahead, and no chunk waits to be presented again.
- * It stays so: OpenSSL is not asked to read again, so it cannot come to
- * hold any, and writes leave no chunk behind. OpenSSL then still sends
- * the close_notify (through the kernel, which numbers the records). What
- * it saves is OpenSSL's record layer around each recvmsg and write and
- * the copy of a head and a small body into one buffer. */
+ * holds no byte it read ahead, no write of its waits to be retried, and
+ * no chunk waits to be presented again. It stays so, and OpenSSL is not
+ * needed again: its state (session, keys, record layer: about 16 KiB a
+ * connection) is freed here, as an agent's hand-off frees it, and what
+ * it would still do is done on the socket: a read is one recvmsg, an
+ * answer one sendmsg of its iovec, a file body sendfile(2), the
+ * close_notify a record of its own (ktcp_tls_shutdown). What it saves is
+ * OpenSSL's record layer around each system call, the copy of a head and
+ * a small body into one buffer, and an idle connection's memory. */
 static bool direct(struct ktcp_tls_conn *t)
 {
     if (t->direct)
         return true;
     if (!ktcp_tls_ktls_rx(t) || !ktcp_tls_ktls_tx(t) ||
-        SSL_has_pending(t->ssl) || t->buf_done < t->buf_len)
+        SSL_has_pending(t->ssl) || SSL_want(t->ssl) == SSL_WRITING ||
+        t->buf_done < t->buf_len)
         return false;
+    SSL_free(t->ssl); /* sends nothing; the socket BIO leaves fd open */
+    t->ssl = NULL;
+    free(t->buf);
+    t->buf = NULL;
+    t->buf_len = t->buf_done = 0;
     t->direct = true;
     return true;
 }
@@ -376,6 +389,8 @@ ssize_t ktcp_tls_read(struct ktcp_tls_conn *t, void *buf, size_t len)
  * (ktcp_tls_shutdown). */
 static bool ktls_keys_stale(struct ktcp_tls_conn *t)
 {
+    if (!t->ssl)
+        return false; /* direct: a KeyUpdate ended the connection */
     if (!t->key_update_asked &&
         SSL_get_key_update_type(t->ssl) == SSL_KEY_UPDATE_NONE)
         return false;
@@ -458,7 +473,7 @@ static ssize_t direct_send(struct ktcp_tls_conn *t,
 
 ssize_t ktcp_tls_write(struct ktcp_tls_conn *t, const void *buf, size_t len)
 {
-    if (len && direct(t)) {
+    if (t->direct || (len && direct(t))) {
         struct iovec iov = {.iov_base = (void *) buf, .iov_len = len};
         return direct_send(t, &iov, 1, false);
     }
@@ -474,7 +489,7 @@ ssize_t ktcp_tls_writev(struct ktcp_tls_conn *t,
                         int iovcnt,
                         bool more)
 {
-    if (iovcnt > 0 && direct(t))
+    if (t->direct || (iovcnt > 0 && direct(t)))
         return direct_send(t, iov, iovcnt < IOV_MAX ? iovcnt : IOV_MAX, more);
     if (t->buf_done < t->buf_len && t->buf_file_off < 0)
         return write_buf(t); /* the chunk a write wants presented again */
@@ -513,7 +528,17 @@ ssize_t ktcp_tls_sendfile(struct ktcp_tls_conn *t,
                                        t->rec_open, (uint64_t) off, len,
                                        (size_t) getpagesize())
                                  : len;
-        ossl_ssize_t n = SSL_sendfile(t->ssl, file_fd, off, chunk, 0);
+        ossl_ssize_t n;
+        if (t->direct) {
+            off_t from = off;
+            n = sendfile(t->fd, file_fd, &from, chunk);
+            if (n < 0)
+                return direct_failed(t, KTCP_TLS_WANT_WRITE);
+            if (n == 0)
+                return -EIO; /* the file shrank under us */
+        } else {
+            n = SSL_sendfile(t->ssl, file_fd, off, chunk, 0);
+        }
         if (n > 0) {
             /* a whole call ends with a push; a part leaves it open */
             t->rec_open = (size_t) n == chunk ? 0
@@ -547,8 +572,41 @@ ssize_t ktcp_tls_sendfile(struct ktcp_tls_conn *t,
     return write_buf(t);
 }
 
+/* direct: the close_notify alert, a record of its own (a data record
+ * kTLS holds open goes out before it); once, as OpenSSL sends it. */
+static int direct_close_notify(struct ktcp_tls_conn *t)
+{
+    static const unsigned char alert[2] = {SSL3_AL_WARNING,
+                                           SSL_AD_CLOSE_NOTIFY};
+    union {
+        char buf[CMSG_SPACE(sizeof(unsigned char))];
+        struct cmsghdr align;
+    } cbuf;
+    memset(&cbuf, 0, sizeof(cbuf));
+    struct iovec iov = {.iov_base = (void *) alert, .iov_len = sizeof(alert)};
+    struct msghdr msg = {.msg_iov = &iov,
+                         .msg_iovlen = 1,
+                         .msg_control = cbuf.buf,
+                         .msg_controllen = sizeof(cbuf.buf)};
+    struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
+    cm->cmsg_level = SOL_TLS;
+    cm->cmsg_type = TLS_SET_RECORD_TYPE;
+    cm->cmsg_len = CMSG_LEN(sizeof(unsigned char));
+    *CMSG_DATA(cm) = SSL3_RT_ALERT;
+    if (t->alert_sent)
+        return 0;
+    if (sendmsg(t->fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT) < 0 &&
+        (errno == EAGAIN || errno == EINTR))
+        return KTCP_TLS_WANT_WRITE;
+    t->alert_sent = true; /* or given up on: the FIN follows anyway */
+    t->rec_open = 0;
+    return 0;
+}
+
 int ktcp_tls_shutdown(struct ktcp_tls_conn *t)
 {
+    if (!t->ssl)
+        return direct_close_notify(t);
     /* after OpenSSL's KeyUpdate the peer reads under keys the kernel
      * does not have: a close_notify would be a record it cannot decrypt */
     if (t->key_update_sent && ktcp_tls_ktls_tx(t))

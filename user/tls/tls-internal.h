@@ -66,8 +66,10 @@ struct ktcp_tls_conn {
     /* kTLS TX: TCP_NOTSENT_LOWAT as tls-rt.c grew it; 0: the listener's */
     int lowat;
     /* The kernel reads and writes every record and OpenSSL holds none:
-     * application data goes straight to the socket (tls-conn.c) */
+     * application data goes straight to the socket and OpenSSL's state
+     * is freed (ssl NULL; tls-conn.c) */
     bool direct;
+    bool alert_sent; /* direct: the close_notify went (or was given up) */
     /* direct: bytes of the record kTLS holds open (sent with MSG_MORE, a
      * head before its body) that no send pushed yet */
     size_t rec_open;

@@ -395,3 +395,38 @@ def test_idle_ktls_connection_keeps_no_openssl_state(http_engine, docroot):
         for c in conns:
             c.close()
     assert grown / n < 4, f"RSS grew {grown} KiB for {n} idle kTLS connections"
+
+
+def test_ktls_close_ends_with_close_notify(http_engine, docroot):
+    """ktcp-httpd over kTLS both ways, once its data bypasses OpenSSL
+    and OpenSSL's state is freed: a `Connection: close` answer still ends
+    with the server's close_notify (a record of its own, written on the
+    socket), then its FIN. A client that takes a bare EOF as a
+    truncation (suppress_ragged_eofs off) reads the whole body and a
+    clean end, three times."""
+    engine = http_engine.engine
+    if not getattr(engine, "ktls", False) or engine.kind == "kernel":
+        pytest.skip("ktcp-httpd over kTLS (in the VM)")
+    body = docroot.read("a.txt")
+    for _ in range(3):
+        raw = socket.create_connection(("127.0.0.1", http_engine.port), timeout=10)
+        with tlscert.context_for(http_engine.port).wrap_socket(
+                raw, server_hostname="localhost", suppress_ragged_eofs=False) as s:
+            # a kept request first: the data then goes past OpenSSL
+            s.sendall(b"GET /a.txt HTTP/1.1\r\nHost: x\r\n\r\n")
+            got = b""
+            while not got.endswith(body):
+                more = s.recv(65536)
+                assert more, got
+                got += more
+            s.sendall(b"GET /a.txt HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            got = b""
+            while True:
+                try:
+                    more = s.recv(65536)
+                except ssl.SSLEOFError:
+                    pytest.fail(f"EOF without a close_notify after {got[:200]!r}")
+                if not more:  # the close_notify
+                    break
+                got += more
+            assert got.startswith(b"HTTP/1.1 200") and got.endswith(body), got[:300]

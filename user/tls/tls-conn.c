@@ -578,6 +578,8 @@ static int direct_close_notify(struct ktcp_tls_conn *t)
 {
     static const unsigned char alert[2] = {SSL3_AL_WARNING,
                                            SSL_AD_CLOSE_NOTIFY};
+    if (t->alert_sent)
+        return 0;
     union {
         char buf[CMSG_SPACE(sizeof(unsigned char))];
         struct cmsghdr align;
@@ -593,8 +595,6 @@ static int direct_close_notify(struct ktcp_tls_conn *t)
     cm->cmsg_type = TLS_SET_RECORD_TYPE;
     cm->cmsg_len = CMSG_LEN(sizeof(unsigned char));
     *CMSG_DATA(cm) = SSL3_RT_ALERT;
-    if (t->alert_sent)
-        return 0;
     if (sendmsg(t->fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT) < 0 &&
         (errno == EAGAIN || errno == EINTR))
         return KTCP_TLS_WANT_WRITE;

@@ -92,6 +92,18 @@ def ktls_engine(http_engine):
     return engine
 
 
+def kept_get(s, body):
+    """A keep-alive GET of a.txt on the TLS socket s, read to the end of
+    its body (an answer of 200)."""
+    s.sendall(b"GET /a.txt HTTP/1.1\r\nHost: x\r\n\r\n")
+    got = b""
+    while not got.endswith(body):
+        more = s.recv(65536)
+        assert more, got
+        got += more
+    assert got.startswith(b"HTTP/1.1 200"), got[:200]
+
+
 def test_client_close_notify_over_ktls_ends_the_connection(http_engine, docroot):
     """A client that ends a kept connection with a close_notify, which
     the kernel reads as a record of its own: the server ends the
@@ -103,13 +115,7 @@ def test_client_close_notify_over_ktls_ends_the_connection(http_engine, docroot)
         # the TLS socket takes the plain one's descriptor
         with tlscert.wrap(socket.create_connection(("127.0.0.1", http_engine.port), timeout=5),
                           http_engine.port) as s:
-            s.sendall(b"GET /a.txt HTTP/1.1\r\nHost: x\r\n\r\n")
-            got = b""
-            while not got.endswith(body):
-                more = s.recv(65536)
-                assert more, got
-                got += more
-            assert got.startswith(b"HTTP/1.1 200"), got[:200]
+            kept_get(s, body)
             plain = None
             try:
                 plain = s.unwrap()  # the close_notify, then the server's
@@ -412,13 +418,7 @@ def test_ktls_close_ends_with_close_notify(http_engine, docroot):
         raw = socket.create_connection(("127.0.0.1", http_engine.port), timeout=10)
         with tlscert.context_for(http_engine.port).wrap_socket(
                 raw, server_hostname="localhost", suppress_ragged_eofs=False) as s:
-            # a kept request first: the data then goes past OpenSSL
-            s.sendall(b"GET /a.txt HTTP/1.1\r\nHost: x\r\n\r\n")
-            got = b""
-            while not got.endswith(body):
-                more = s.recv(65536)
-                assert more, got
-                got += more
+            kept_get(s, body)  # the data then goes past OpenSSL
             s.sendall(b"GET /a.txt HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
             got = b""
             while True:

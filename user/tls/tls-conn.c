@@ -201,16 +201,17 @@ int ktcp_tls_handshake_wait(struct ktcp_tls_conn *t, int timeout_ms)
     }
 }
 
-/* Without OpenSSL's state (direct(): freed once the kernel carries
- * both directions) the kernel has both. */
+/* Without OpenSSL's state (freed by direct() once the kernel carries
+ * both directions; a connection has it from ktcp_tls_conn_new until
+ * then) the kernel has both. */
 bool ktcp_tls_ktls_tx(const struct ktcp_tls_conn *t)
 {
-    return t->ssl ? BIO_get_ktls_send(SSL_get_wbio(t->ssl)) > 0 : t->direct;
+    return !t->ssl || BIO_get_ktls_send(SSL_get_wbio(t->ssl)) > 0;
 }
 
 bool ktcp_tls_ktls_rx(const struct ktcp_tls_conn *t)
 {
-    return t->ssl ? BIO_get_ktls_recv(SSL_get_rbio(t->ssl)) > 0 : t->direct;
+    return !t->ssl || BIO_get_ktls_recv(SSL_get_rbio(t->ssl)) > 0;
 }
 
 const char *ktcp_tls_version(const struct ktcp_tls_conn *t)
@@ -263,7 +264,7 @@ const char *ktcp_tls_error(const struct ktcp_tls_conn *t)
  * a small body into one buffer, and an idle connection's memory. */
 static bool direct(struct ktcp_tls_conn *t)
 {
-    if (t->direct)
+    if (!t->ssl)
         return true;
     if (!ktcp_tls_ktls_rx(t) || !ktcp_tls_ktls_tx(t) ||
         SSL_has_pending(t->ssl) || SSL_want(t->ssl) == SSL_WRITING ||
@@ -274,7 +275,6 @@ static bool direct(struct ktcp_tls_conn *t)
     free(t->buf);
     t->buf = NULL;
     t->buf_len = t->buf_done = 0;
-    t->direct = true;
     return true;
 }
 
@@ -473,7 +473,7 @@ static ssize_t direct_send(struct ktcp_tls_conn *t,
 
 ssize_t ktcp_tls_write(struct ktcp_tls_conn *t, const void *buf, size_t len)
 {
-    if (t->direct || (len && direct(t))) {
+    if (!t->ssl || (len && direct(t))) {
         struct iovec iov = {.iov_base = (void *) buf, .iov_len = len};
         return direct_send(t, &iov, 1, false);
     }
@@ -489,7 +489,7 @@ ssize_t ktcp_tls_writev(struct ktcp_tls_conn *t,
                         int iovcnt,
                         bool more)
 {
-    if (t->direct || (iovcnt > 0 && direct(t)))
+    if (!t->ssl || (iovcnt > 0 && direct(t)))
         return direct_send(t, iov, iovcnt < IOV_MAX ? iovcnt : IOV_MAX, more);
     if (t->buf_done < t->buf_len && t->buf_file_off < 0)
         return write_buf(t); /* the chunk a write wants presented again */
@@ -524,12 +524,12 @@ ssize_t ktcp_tls_sendfile(struct ktcp_tls_conn *t,
             return -EPROTO;
         ERR_clear_error();
         errno = 0;
-        size_t chunk = t->direct ? (size_t) http_tls_first_piece(
-                                       t->rec_open, (uint64_t) off, len,
-                                       (size_t) getpagesize())
-                                 : len;
+        size_t chunk =
+            !t->ssl ? (size_t) http_tls_first_piece(t->rec_open, (uint64_t) off,
+                                                    len, (size_t) getpagesize())
+                    : len;
         ossl_ssize_t n;
-        if (t->direct) {
+        if (!t->ssl) {
             off_t from = off;
             n = sendfile(t->fd, file_fd, &from, chunk);
             if (n < 0)

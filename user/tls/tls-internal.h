@@ -65,11 +65,11 @@ struct ktcp_tls_conn {
     bool tx_unflushed, tcp_gone;
     /* kTLS TX: TCP_NOTSENT_LOWAT as tls-rt.c grew it; 0: the listener's */
     int lowat;
-    /* The kernel reads and writes every record and OpenSSL holds none:
-     * application data goes straight to the socket and OpenSSL's state
-     * is freed (ssl NULL; tls-conn.c) */
-    bool direct;
-    bool alert_sent; /* direct: the close_notify went (or was given up) */
+    /* ssl NULL (after the handshake): the kernel reads and writes every
+     * record and OpenSSL's state is freed; application data goes
+     * straight to the socket (tls-conn.c's direct()). Then alert_sent:
+     * the close_notify went (or was given up). */
+    bool alert_sent;
     /* direct: bytes of the record kTLS holds open (sent with MSG_MORE, a
      * head before its body) that no send pushed yet */
     size_t rec_open;

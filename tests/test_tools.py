@@ -258,7 +258,7 @@ def echo_server():
 @pytest.mark.parametrize("binary,flags", [
     (HTSTRESS, ["--requests", "--duration", "--concurrency", "--threads", "--keep-alive", "--pipeline",
                 "--rate", "--header", "--timeout", "--tls-version", "--tls-groups", "--json",
-                "--progress", "--help"]),
+                "--progress", "--sched-batch", "--help"]),
     (LAT, ["--size", "--count", "--duration", "--warmup", "--same-core", "--cross-core", "--timeout",
            "--json", "--help"]),
     (ECHO_BENCH, ["--host", "--port", "--clients", "--rounds", "--min-len", "--max-len", "--seed",
@@ -346,6 +346,42 @@ def test_htstress_by_duration(nginx):
     assert j["good"] > 0 and j["errors"]["total"] == 0
     assert 0.9 < j["seconds"] < 5
     assert_consistent(j)
+
+
+def thread_policies(pid):
+    """Scheduling policy of every thread of pid (field 41 of its stat)."""
+    out = []
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{tid}/stat") as f:
+                out.append(int(f.read().rsplit(")", 1)[1].split()[38]))
+        except (OSError, IndexError):
+            pass
+    return out
+
+
+@pytest.mark.parametrize("batch", [True, False])
+def test_htstress_sched_batch_covers_every_thread(nginx, batch):
+    """--sched-batch puts the main thread and every worker under SCHED_BATCH
+    (3), so that the benches' client never preempts a server on a shared
+    CPU; without it they stay SCHED_OTHER (0)."""
+    args = [HTSTRESS, "--json", "-k", "-d", "1.5", "-c", "4", "-t", "3",
+            *(["--sched-batch"] if batch else []), f"http://127.0.0.1:{nginx}/index.html"]
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        seen = []
+        deadline = time.monotonic() + 1.0
+        while time.monotonic() < deadline and len(seen) < 4:  # main + 3 workers
+            time.sleep(0.05)
+            seen = thread_policies(proc.pid)
+        out, err = proc.communicate(timeout=30)
+    finally:
+        proc.kill()
+    assert proc.returncode == 0, err
+    assert len(seen) == 4 and set(seen) == {3 if batch else 0}, seen
+    j = json.loads(out)
+    assert j["sched"] == ("batch" if batch else "other")
+    assert j["good"] > 0 and j["errors"]["total"] == 0
 
 
 def test_htstress_rate_limit(nginx):

@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -77,6 +78,11 @@ static void usage(FILE *out)
         "                        handshake) before the clock starts, so that "
         "-d and\n"
         "                        req/s count requests only (default: off)\n"
+        "      --sched-batch     run every thread under SCHED_BATCH, so that a "
+        "waking\n"
+        "                        client thread does not preempt a server's "
+        "running\n"
+        "                        worker on a shared CPU (default: off)\n"
         "  -r, --rate R          at most R requests/s over all threads "
         "(default 0 = no limit)\n"
         "  -H, --header 'N: V'   extra request header, repeatable (default "
@@ -331,11 +337,13 @@ static void print_json(const struct stats *s,
     printf("{\"tool\":\"htstress\",\"url\":");
     json_write_string(stdout, opt.url);
     printf(
-        ",\"mode\":\"%s\",\"connect_first\":%s,\"pipeline\":%llu,"
+        ",\"mode\":\"%s\",\"connect_first\":%s,\"sched\":\"%s\","
+        "\"pipeline\":%llu,"
         "\"threads\":%llu,\"connections\":%llu,\"rate_limit\":%g,"
         "\"timeout_ms\":%llu,",
         opt.keep_alive ? "keep-alive" : "close",
-        opt.connect_first ? "true" : "false", (unsigned long long) opt.pipeline,
+        opt.connect_first ? "true" : "false",
+        opt.sched_batch ? "batch" : "other", (unsigned long long) opt.pipeline,
         (unsigned long long) opt.threads, (unsigned long long) opt.concurrency,
         opt.rate, (unsigned long long) opt.timeout_ms);
     printf(
@@ -391,6 +399,7 @@ static bool parse_options(int argc, char **argv)
         {"keep-alive", no_argument, NULL, 'k'},
         {"pipeline", required_argument, NULL, 'p'},
         {"connect-first", no_argument, NULL, 'F'},
+        {"sched-batch", no_argument, NULL, 'B'},
         {"rate", required_argument, NULL, 'r'},
         {"header", required_argument, NULL, 'H'},
         {"timeout", required_argument, NULL, 'T'},
@@ -431,6 +440,9 @@ static bool parse_options(int argc, char **argv)
             break;
         case 'F':
             opt.connect_first = true;
+            break;
+        case 'B':
+            opt.sched_batch = true;
             break;
         case 'p':
             if (!parse_u64_option("--pipeline", optarg, 1, 1024, &opt.pipeline))
@@ -528,6 +540,13 @@ int main(int argc, char **argv)
         return EXIT_SETUP;
     if (opt.tls && !tls_setup())
         return EXIT_SETUP;
+    /* Threads made after this inherit the policy (PTHREAD_INHERIT_SCHED). */
+    if (opt.sched_batch &&
+        sched_setscheduler(0, SCHED_BATCH, &(struct sched_param){0})) {
+        fprintf(stderr, "htstress: --sched-batch: sched_setscheduler: %s\n",
+                strerror(errno));
+        return EXIT_SETUP;
+    }
     if (!build_request()) {
         fprintf(stderr, "htstress: cannot build the request: out of memory\n");
         return EXIT_SETUP;

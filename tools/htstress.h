@@ -55,6 +55,7 @@ struct htstress_options {
     bool tls_sni;           /* the host is a name: sent as SNI */
     bool connect_first;     /* --connect-first: every connection open (and its
                                handshake done) before the clock starts */
+    bool sched_batch;       /* --sched-batch: every thread SCHED_BATCH */
     char *extra_headers;    /* "Name: value\r\n" lines */
     size_t extra_headers_len;
 };

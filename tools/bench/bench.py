@@ -23,6 +23,9 @@ Each HTTP and echo point runs the profile's rounds (full, quick: 3), the
 engines alternating within each round and the order rotated by one from
 round to round (plan.rotated); a record keeps every round and its figure is
 their median, its ratio the median over the peer's median at the point.
+htstress runs under SCHED_BATCH (--sched-batch): on cores the client
+shares with the server, a client thread that wakes waits for the running
+worker's slice to end instead of preempting it mid-response.
 
 --publish writes a results folder's figures, without the tools' raw output,
 to docs/bench/bench-<env>.json, copies its plots to docs/bench/, and
@@ -350,7 +353,7 @@ WARMUP_S = 0.5
 def run_http(run, port):
     c = run["concurrency"]
     argv = [os.path.join(eng.BUILD, "htstress"), "-d", str(run["duration"]), "-c", str(c),
-            "-t", str(min(c, os.cpu_count())), "--timeout", str(run["timeout_ms"]), "--json"]
+            "-t", str(min(c, os.cpu_count())), "--timeout", str(run["timeout_ms"]), "--json", "--sched-batch"]
     if run["keep_alive"]:
         argv.append("-k")
     for h in run["headers"]:

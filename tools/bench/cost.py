@@ -26,8 +26,9 @@ Two counts per engine and workload, each from its own server run:
   shared cores busy (a server that polls before it sleeps spends idle
   time too, and can do better where wake-ups, not CPU, bound a run).
 
-The client (build/htstress; for ktcp-echo a paced echo client in this file)
-runs outside both tools: only the server is counted. Each count is taken
+The client (build/htstress under SCHED_BATCH, so that it does not
+preempt the server on a shared core; for ktcp-echo a paced echo client
+in this file) runs outside both tools: only the server is counted. Each count is taken
 over two batches on the same warm server, N requests then 2N (callgrind:
 counters zeroed before and dumped after each batch with callgrind_control;
 strace: attached before and detached after each batch), and
@@ -120,7 +121,7 @@ def http_batch(port, wl, n, headers, conc=1, paced=True):
     clean)."""
     w = WORKLOADS[wl]
     argv = [os.path.join(eng.BUILD, "htstress"), "-n", str(n), "-c", str(conc), "-t", "1",
-            "--timeout", "20000", "--json"] + (["-r", str(w["rate"])] if paced else [])
+            "--timeout", "20000", "--json", "--sched-batch"] + (["-r", str(w["rate"])] if paced else [])
     if w["keep_alive"]:
         argv.append("-k")
     for h in w.get("headers", []) + headers:

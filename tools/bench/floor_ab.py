@@ -12,7 +12,9 @@ and the TIME-WAIT sockets it reads are this run's alone, not those of
 whatever else runs on the host. Per point (workload and connections) and
 round, the engines run back to back, the order rotated by one each round
 (tools/bench/plan.rotated). Each run is htstress, a thread per core, with a request count
-(bounded by it and by a timeout); for each the tool records
+(bounded by it and by a timeout), under SCHED_BATCH (--sched-batch: a
+client thread that wakes does not preempt a server's worker on the CPU
+they share); for each the tool records
 
 - server CPU per request: the CPU-time clocks of every process of the
   server over the run, split into user and kernel time in the ratio of
@@ -168,7 +170,7 @@ def one_run(e, wl, conc, n):
     # client thread would send them all to one worker)
     threads = min(conc, os.cpu_count() or 1)
     argv = [os.path.join(eng.BUILD, "htstress"), "-n", str(n), "-c", str(conc), "-t", str(threads),
-            "--timeout", "20000", "--json"] + (["-k"] if w["keep_alive"] else []) + \
+            "--timeout", "20000", "--json", "--sched-batch"] + (["-k"] if w["keep_alive"] else []) + \
         [f"http://127.0.0.1:{e.port}{w['path']}"]
     s0, c0, k0, t0 = server_cpu(e), os.times(), net_counters(), task_counts(e)
     w0 = time.monotonic()

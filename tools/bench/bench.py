@@ -166,6 +166,8 @@ def conditions(env, vm_mode=None):
         "loadavg_start": loadavg(),
         "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
         "loopback": "127.0.0.1",
+        # htstress --sched-batch (run_http, cost.py, floor_ab.py)
+        "client_sched": "SCHED_BATCH",
     }
     lwan = eng.lwan_path()
     if lwan:

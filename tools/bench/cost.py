@@ -1105,6 +1105,7 @@ def benchmarks_section(doc):
          f"{c['date']}, git `{c.get('git')}`, **kernel {c['kernel']}, {c['cores']} cores, "
          f"load average {c['loadavg_start']} → {c.get('loadavg_end', '?')}**; one "
          "connection, one server worker, the client paced (instructions, system calls); "
+         f"{plan.client_note(c)}; "
          f"{c['versions'].get('nginx')}"
          + (f", {c['versions']['lwan']}" if c["versions"].get("lwan") else "") + ".", ""]
     for tool, title in (("instr", "User-space instructions per request (callgrind Ir; "

@@ -344,7 +344,7 @@ def markdown(doc):
     L = [f"[`docs/bench/floor.json`](docs/bench/floor.json) (`{c['command']}`): {c['date']}, "
          f"git `{c.get('git')}`, **kernel {c['kernel']}, {c['cores']} cores, host load average "
          f"{c['loadavg_start']} → {c.get('loadavg_end', '?')}**; in a network namespace of "
-         f"its own; {c['workers']} server workers; medians of {c['rounds']} alternating "
+         f"its own; {c['workers']} server workers; {plan.client_note(c)}; medians of {c['rounds']} alternating "
          f"rounds ± the largest distance of a round from the median.", ""]
     for pt, rows in doc["summary"].items():
         wl, conc, _ = doc["points"][pt]

@@ -334,3 +334,9 @@ def build(profile, env, http_names, echo_names, https_names=()):
                              "label": f"{p['memory_conns']} idle keep-alive connections",
                              "planned_s": 3.0 + p["memory_conns"] / 5000})
     return runs
+
+
+def client_note(c):
+    """How the published conditions name the client's scheduling: runs from
+    before htstress --sched-batch have no client_sched."""
+    return "htstress under SCHED_BATCH" if c.get("client_sched") == "SCHED_BATCH" else "htstress"

@@ -945,6 +945,7 @@ def https_section(docs):
     for name, d in docs.items():
         c, m = d["conditions"], d["meta"]
         where = c["where"] + (f", {c['vm_mode']}" if c.get("vm_mode") else "")
+        where += f"; {plan.client_note(c)}"
         load = f"load average {c['loadavg_start']} → {c.get('loadavg_end', '?')}"
         if c.get("host_loadavg_start"):
             load += (f" (host {c['host_loadavg_start']} → "
@@ -986,6 +987,7 @@ def bench_section(docs, https_docs=None):
     for env, d in docs.items():
         m, c = d["meta"], d["conditions"]
         where = c["where"] + (f", {c['vm_mode']}" if c.get("vm_mode") else "")
+        where += f"; {plan.client_note(c)}"
         load = f"{c['loadavg_start']} → {c.get('loadavg_end', '?')}"
         if c.get("host_loadavg_start"):
             load += (f" (host {c['host_loadavg_start']} → "

@@ -190,7 +190,8 @@ def one_run(e, wl, conc, n):
          "server_us": cpu / n, "server_user_us": user / n, "server_kernel_us": (cpu - user) / n,
          "client_us": (c1.children_user + c1.children_system - c0.children_user
                        - c0.children_system) * 1e6 / n,
-         "time_wait_server": tw[0], "time_wait_client": tw[1]}
+         "time_wait_server": tw[0], "time_wait_client": tw[1],
+         "client_sched": raw.get("sched")}
     for k in COUNTERS:
         r[k] = (k1.get(k, 0) - k0.get(k, 0)) / n
     for k in t0:

@@ -7,7 +7,8 @@
  * takes the older half, a locked queue is not waited on), two mn worker
  * threads on socketpairs (an idle worker steals what a worker stuck in a
  * long coroutine had queued; many wakes racing parks across workers lose
- * none). */
+ * none), and an mn worker's dead coroutines coming back for its next
+ * connections after their grace period instead of being allocated anew. */
 #include "rt-sched.c"
 
 #include "unit.h"
@@ -498,11 +499,45 @@ static void test_mn_workers(void)
     rt_join_coro();
 }
 
+/* An mn worker's dead wait for a grace period (call_rcu), then come back
+ * through the shared recycled list: the next connections allocate none. */
+static void test_coro_recycled(void)
+{
+    enum { K = 40 };
+    struct rt_coro *dead[K], *again[K];
+    urcu_memb_register_thread();
+    rt_coro_thread_dead_mode(RT_DEAD_SHARED);
+    for (int i = 0; i < K; i++) {
+        dead[i] = rt_coro_new(-1);
+        CHECK(dead[i] != NULL);
+    }
+    for (int i = 0; i < K; i++)
+        rt_coro_put(dead[i]);
+    rt_coro_thread_dead_mode(RT_DEAD_SHARED); /* hands the chain over */
+    urcu_memb_barrier();                      /* its callback has run */
+    unsigned long before = rt_coro_allocs();
+    for (int i = 0; i < K; i++) {
+        struct rt_coro *co = rt_coro_new(i);
+        bool known = false;
+        for (int j = 0; j < K; j++)
+            known |= co == dead[j];
+        CHECK(known && co->conn.fd == i && co->conn.coro == co);
+        again[i] = co;
+    }
+    CHECK(rt_coro_allocs() == before);
+    for (int i = 0; i < K; i++)
+        rt_coro_put(again[i]);
+    rt_coro_thread_dead_mode(RT_DEAD_ALONE); /* pool and chain let go */
+    urcu_memb_barrier();
+    urcu_memb_unregister_thread();
+}
+
 int main(void)
 {
     test_heap();
     test_stack_layout();
     test_coro();
+    test_coro_recycled();
     test_mn_queues();
     test_mn_workers();
     UNIT_DONE();

@@ -126,16 +126,63 @@ void rt_coro_cache_stack(void *base)
     stack_put_shared(base);
 }
 
-/* An epoll worker keeps the coroutines it freed for its next connections
- * (up to RT_CORO_POOL_MAX): a connection per request then costs no malloc
- * and free of its coroutine, nor the allocator's periodic consolidation of
- * what they leave behind. */
+/* A worker keeps the coroutines it freed for its next connections (up to
+ * RT_CORO_POOL_MAX): a connection per request then costs no malloc and
+ * free of its coroutine, nor the allocator's periodic consolidation of what
+ * they leave behind. An epoll worker pools its dead at once; an mn worker's
+ * dead wait for an RCU grace period, after which the call_rcu thread puts
+ * them on a shared list (up to RT_CORO_RECYCLED_MAX), and a worker whose
+ * pool is empty takes a batch from it under one lock. */
 #define RT_CORO_POOL_MAX 256
+#define RT_CORO_RECYCLED_MAX 1024
 static __thread struct rt_coro *coro_pool;
 static __thread unsigned coro_pool_count;
+static __thread enum rt_dead_mode dead_mode;
+
+static struct {
+    pthread_mutex_t lock;
+    struct rt_coro *head;
+    unsigned count;
+} coro_recycled = {PTHREAD_MUTEX_INITIALIZER, NULL, 0};
+
+static unsigned long coro_allocs;
+
+static void free_chain(struct rt_coro *co);
+
+/* The call_rcu thread: the chain's grace period is over. */
+static void recycle_chain(struct rt_coro *co)
+{
+    pthread_mutex_lock(&coro_recycled.lock);
+    while (co && coro_recycled.count < RT_CORO_RECYCLED_MAX) {
+        struct rt_coro *next = co->dead_next;
+        co->dead_next = coro_recycled.head;
+        coro_recycled.head = co;
+        coro_recycled.count++;
+        co = next;
+    }
+    pthread_mutex_unlock(&coro_recycled.lock);
+    free_chain(co);
+}
+
+/* An empty pool takes up to RT_CORO_POOL_MAX of the recycled. */
+static void pool_refill(void)
+{
+    pthread_mutex_lock(&coro_recycled.lock);
+    while (coro_recycled.head && coro_pool_count < RT_CORO_POOL_MAX) {
+        struct rt_coro *co = coro_recycled.head;
+        coro_recycled.head = co->dead_next;
+        coro_recycled.count--;
+        co->dead_next = coro_pool;
+        coro_pool = co;
+        coro_pool_count++;
+    }
+    pthread_mutex_unlock(&coro_recycled.lock);
+}
 
 struct rt_coro *rt_coro_new(int fd)
 {
+    if (!coro_pool && dead_mode == RT_DEAD_SHARED)
+        pool_refill();
     struct rt_coro *co = coro_pool;
     if (co) {
         coro_pool = co->dead_next;
@@ -144,6 +191,7 @@ struct rt_coro *rt_coro_new(int fd)
         co = aligned_alloc(64, sizeof(*co));
         if (!co)
             return NULL;
+        __atomic_fetch_add(&coro_allocs, 1, __ATOMIC_RELAXED);
     }
     memset(co, 0, sizeof(*co));
     co->conn.fd = fd;
@@ -152,6 +200,11 @@ struct rt_coro *rt_coro_new(int fd)
     atomic_init(&co->refs, 1);
     atomic_init(&co->wstate, RT_ST_RUNNING);
     return co;
+}
+
+unsigned long rt_coro_allocs(void)
+{
+    return __atomic_load_n(&coro_allocs, __ATOMIC_RELAXED);
 }
 
 void rt_coro_set_handler(rt_handler_fn fn)
@@ -185,7 +238,6 @@ int rt_coro_start_fresh(struct rt_coro *co)
 #define RT_DEAD_BATCH 64
 #define RT_DEAD_HOLD_MS 1000
 
-static __thread enum rt_dead_mode dead_mode;
 static __thread struct rt_coro *dead_head;
 static __thread unsigned dead_count;
 static __thread uint64_t dead_since_ms;
@@ -214,7 +266,7 @@ static void pool_chain(struct rt_coro *co)
 
 static void coro_free_rcu(struct rcu_head *head)
 {
-    free_chain(caa_container_of(head, struct rt_coro, rcu));
+    recycle_chain(caa_container_of(head, struct rt_coro, rcu));
 }
 
 static void dead_hand_over(void)
@@ -239,7 +291,7 @@ void rt_coro_thread_dead_mode(enum rt_dead_mode mode)
     }
     while (mode == RT_DEAD_ALONE && stack_local_count > 0)
         stack_put_shared(stack_local[--stack_local_count]);
-    if (mode != RT_DEAD_PRIVATE) {
+    if (mode == RT_DEAD_ALONE) {
         free_chain(coro_pool);
         coro_pool = NULL;
         coro_pool_count = 0;

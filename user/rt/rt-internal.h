@@ -111,6 +111,8 @@ static inline void rt_conn_io_release(struct rt_conn *c)
 }
 
 struct rt_coro *rt_coro_new(int fd);
+/* How many coroutines rt_coro_new has allocated (not taken from a pool). */
+unsigned long rt_coro_allocs(void);
 /* The stack of the last handler this thread saw return, kept with its
  * frame (rt-coro.c's coro_main, switched out after the handler returned)
  * as the start of the thread's next connection: serving an idle

@@ -149,17 +149,29 @@ static unsigned long coro_allocs;
 
 static void free_chain(struct rt_coro *co);
 
+/* Moves coroutines of the chain co onto the list *head until *count is max;
+ * returns what is left of the chain. */
+static struct rt_coro *push_chain(struct rt_coro **head,
+                                  unsigned *count,
+                                  unsigned max,
+                                  struct rt_coro *co)
+{
+    while (co && *count < max) {
+        struct rt_coro *next = co->dead_next;
+        co->dead_next = *head;
+        *head = co;
+        (*count)++;
+        co = next;
+    }
+    return co;
+}
+
 /* The call_rcu thread: the chain's grace period is over. */
 static void recycle_chain(struct rt_coro *co)
 {
     pthread_mutex_lock(&coro_recycled.lock);
-    while (co && coro_recycled.count < RT_CORO_RECYCLED_MAX) {
-        struct rt_coro *next = co->dead_next;
-        co->dead_next = coro_recycled.head;
-        coro_recycled.head = co;
-        coro_recycled.count++;
-        co = next;
-    }
+    co = push_chain(&coro_recycled.head, &coro_recycled.count,
+                    RT_CORO_RECYCLED_MAX, co);
     pthread_mutex_unlock(&coro_recycled.lock);
     free_chain(co);
 }
@@ -168,14 +180,10 @@ static void recycle_chain(struct rt_coro *co)
 static void pool_refill(void)
 {
     pthread_mutex_lock(&coro_recycled.lock);
-    while (coro_recycled.head && coro_pool_count < RT_CORO_POOL_MAX) {
-        struct rt_coro *co = coro_recycled.head;
-        coro_recycled.head = co->dead_next;
-        coro_recycled.count--;
-        co->dead_next = coro_pool;
-        coro_pool = co;
-        coro_pool_count++;
-    }
+    unsigned had = coro_pool_count;
+    coro_recycled.head = push_chain(&coro_pool, &coro_pool_count,
+                                    RT_CORO_POOL_MAX, coro_recycled.head);
+    coro_recycled.count -= coro_pool_count - had;
     pthread_mutex_unlock(&coro_recycled.lock);
 }
 
@@ -254,14 +262,7 @@ static void free_chain(struct rt_coro *co)
 /* The PRIVATE mode's free: into this thread's pool while it has room. */
 static void pool_chain(struct rt_coro *co)
 {
-    while (co && coro_pool_count < RT_CORO_POOL_MAX) {
-        struct rt_coro *next = co->dead_next;
-        co->dead_next = coro_pool;
-        coro_pool = co;
-        coro_pool_count++;
-        co = next;
-    }
-    free_chain(co);
+    free_chain(push_chain(&coro_pool, &coro_pool_count, RT_CORO_POOL_MAX, co));
 }
 
 static void coro_free_rcu(struct rcu_head *head)

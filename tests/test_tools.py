@@ -698,7 +698,12 @@ def test_floor_http_shuts_and_pads_as_ktcp_httpd(tmp_path):
             assert body == small
             pad = [l for l in head.split(b"\r\n") if l.startswith(b"X-Floor-Pad: ")]
             assert len(pad) == 1 and len(pad[0]) + 2 == engines.httpd.FLOOR_HTTP_PAD, head
-            assert len(got) == len(httpd_answer), (got, httpd_answer)
+            # ktcp-httpd's ETag writes the file's mtime (seconds and
+            # nanoseconds), size and inode in hex without leading zeros, so
+            # its answer moves by a byte or two with the file; the pad is
+            # set for the usual length (a nanosecond part under 0x10000000,
+            # a quarter of files, makes it a byte shorter)
+            assert abs(len(got) - len(httpd_answer)) <= 2, (got, httpd_answer)
     finally:
         if tracer:
             tracer.send_signal(signal.SIGINT)  # detaches

@@ -548,11 +548,12 @@ def test_cost_cpu_split(cost_smoke):
         # a request takes microseconds, not nothing and not a millisecond
         assert 0.5 < m["per_request"] + m["client"] < 1000, m
         assert m["requests_per_s"] > 0
-        # two alternating rounds: the figure is the lower one's (the
-        # median of an even number is its lower middle)
+        # two alternating rounds: the time is the lower one's (the
+        # median of an even number is its lower middle), the rate the
+        # lower of the two rates
         assert len(m["rounds"]) == 2 and m["rounds"] == sorted(m["rounds"]), m
         assert m["per_request"] == pytest.approx(m["rounds"][0], abs=0.01)
-        assert m["requests_per_s"] == pytest.approx(m["rounds_rps"][0], abs=0.1)
+        assert m["requests_per_s"] == pytest.approx(min(m["rounds_rps"]), abs=0.1)
         assert m["spread_pct"] == pytest.approx(
             (m["rounds"][1] - m["rounds"][0]) / m["rounds"][0] * 100, abs=0.2)
     assert rows[("ktcp-echo", "echo")]["cpu"]["status"] == "skipped"
@@ -582,7 +583,8 @@ def test_cost_cpu_figures_whole_batches():
 def test_cost_cpu_rounds_merge_to_the_median():
     """The cpu tool's rounds of a point: the median round by the server's
     time, every round's time listed, the spread the largest distance
-    from the median; a round that failed is listed, and with none ok
+    from the median; the rate the median of the rates on its own; a
+    round that failed is listed, and with none ok
     the first round's record stands."""
     sys.path.insert(0, os.path.join(TOP, "tools", "bench"))
     import cost
@@ -594,6 +596,11 @@ def test_cost_cpu_rounds_merge_to_the_median():
                                {"status": "error", "reason": "warm-up: refused"},
                                rec(16.0, 33000)])
     assert m["per_request"] == 16.0 and m["requests_per_s"] == 33000
+    assert m["rps_spread_pct"] == pytest.approx(3000 / 33000 * 100, abs=0.1)
+    # the rate is the median of the rates, not the median-time round's
+    r = cost.merge_cpu_rounds([rec(15.0, 5000), rec(16.0, 9000), rec(17.0, 8000)])
+    assert r["per_request"] == 16.0 and r["requests_per_s"] == 8000
+    assert r["rounds_rps"] == [5000, 9000, 8000]
     assert m["rounds"] == [15.0, 16.0, 18.0] and m["rounds_rps"] == [34000, 33000, 30000]
     assert m["spread_pct"] == pytest.approx(12.5)
     assert m["rounds_failed"] == ["warm-up: refused"]

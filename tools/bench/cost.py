@@ -18,9 +18,12 @@ Two counts per engine and workload, each from its own server run:
   ratio /proc/PID/stat gives (clock ticks), and the client's (its
   rusage), over the N and the 2N batch whole (3N requests; see
   cpu_figures). Not a count, so it moves with the host's load: it runs
-  in --cpu-rounds rounds (default 3), the engines alternating and their
+  in --cpu-rounds rounds (default 5), the engines alternating and their
   order rotated by one each round, and a figure is the median round (by
-  the server's time) with the range of the rounds. It moves far less than
+  the server's time) with the range of the rounds; the rate beside it is
+  the median of the rounds' rates, taken apart from the time's (1 MiB
+  rates spread two to one between rounds on one host, so the rate of
+  the median-time round says little). It moves far less than
   a request rate: it says where a request's time goes, and the
   best throughput ratio that time allows when client and server keep the
   shared cores busy (a server that polls before it sleeps spends idle
@@ -467,8 +470,10 @@ def merge_cpu_rounds(recs):
     """The cpu tool's rounds of one engine and workload as one record: the
     median round by the server's time a request (of an even number, the
     lower middle), with every round's server time and rate and the
-    largest distance of a round from the median (% of it). A round that
-    failed is listed; with none ok, the first round's record stands."""
+    largest distance of a round from the median (% of it). The rate is
+    the median of the rounds' rates on its own (and its spread), not the
+    rate of the median-time round. A round that failed is listed; with
+    none ok, the first round's record stands."""
     ok = sorted((r for r in recs if r.get("status") == "ok"),
                 key=lambda r: r["per_request"])
     if not ok:
@@ -479,6 +484,10 @@ def merge_cpu_rounds(recs):
     m["rounds_rps"] = [round(r["requests_per_s"], 1) for r in ok]
     m["spread_pct"] = round(max(abs(r["per_request"] - med) for r in ok) / med * 100, 1) \
         if med > 0 else 0.0
+    rates = sorted(r["requests_per_s"] for r in ok)
+    m["requests_per_s"] = rates[(len(rates) - 1) // 2]
+    m["rps_spread_pct"] = round(max(abs(r - m["requests_per_s"]) for r in rates)
+                                / m["requests_per_s"] * 100, 1) if m["requests_per_s"] > 0 else 0.0
     m["rounds_failed"] = [r.get("reason", r.get("status")) for r in recs
                           if r.get("status") != "ok"]
     return m
@@ -927,11 +936,12 @@ def cpu_split(doc):
     rounds = max((len(r["cpu"].get("rounds", [1])) for r in rows), default=1)
     L = ["#### CPU time per request, microseconds (unpaced; /proc/PID/stat and the "
          "client's rusage" + (f"; the median of {rounds} alternating rounds ± the largest "
-                              "distance of a round's server time from it" if rounds > 1 else "")
+                              "distance of a round's server time from it; the rate the median of the rounds' "
+                              "rates on its own" if rounds > 1 else "")
          + ")",
          "| engine | workload | connections | server user | server kernel | client | sum | "
          "× nginx's sum (best throughput ratio if CPU-bound) | "
-         + ("server CPU × floor's | " if has_floor else "") + "req/s in the batch |"
+         + ("server CPU × floor's | " if has_floor else "") + "req/s |"
          + (" req/s × floor's |" if has_floor else ""),
          "|---|---|---:|---:|---:|---:|---:|---:|" + ("---:|" * (3 if has_floor else 1))]
     for r in rows:
@@ -947,11 +957,13 @@ def cpu_split(doc):
         if f and r["engine"] != FLOOR and f["per_request"] > 0 and f["requests_per_s"] > 0:
             fcpu = f"×{c['per_request'] / f['per_request']:.2f}"
             fput = f"×{c['requests_per_s'] / f['requests_per_s']:.2f}"
-        spread = f" ±{c['spread_pct']:.0f}%" if c.get("rounds") and len(c["rounds"]) > 1 else ""
+        many = c.get("rounds") and len(c["rounds"]) > 1
+        spread = f" ±{c['spread_pct']:.0f}%" if many else ""
+        rspread = f" ±{c['rps_spread_pct']:.0f}%" if many and "rps_spread_pct" in c else ""
         L.append(f"| {r['engine']} | {r['workload']} | {c.get('concurrency', '')} | "
                  f"{c['user']:.1f} | {c['kernel']:.1f}{spread} | "
                  f"{c['client']:.1f} | {total:.1f} | {ratio} | "
-                 + (f"{fcpu} | " if has_floor else "") + f"{c['requests_per_s']:,.0f} |"
+                 + (f"{fcpu} | " if has_floor else "") + f"{c['requests_per_s']:,.0f}{rspread} |"
                  + (f" {fput} |" if has_floor else ""))
     return L + [""]
 
@@ -1166,8 +1178,8 @@ def main():
     ap.add_argument("--linearity", action="store_true",
                     help="a third batch of 3N too: per_request_3n = (count(3N) - count(2N)) / N "
                          "checks that counts grow linearly (tests)")
-    ap.add_argument("--cpu-rounds", type=int, default=3,
-                    help="rounds of the cpu tool, the engines alternating (default 3)")
+    ap.add_argument("--cpu-rounds", type=int, default=5,
+                    help="rounds of the cpu tool, the engines alternating (default 5)")
     ap.add_argument("--budget", type=float, default=900,
                     help="seconds; workloads not started by then are skipped (default 900)")
     ap.add_argument("--reannotate", metavar="RESULTS",

@@ -42,7 +42,7 @@ struct ktcp_tls_conn *ktcp_tls_conn_new(struct ktcp_tls_ctx *ctx, int fd)
     struct ktcp_tls_conn *t = calloc(1, sizeof(*t));
     if (!t)
         return NULL;
-    ERR_clear_error();
+    ktcp_tls_err_reset();
     t->fd = fd;
     t->ssl = ktcp_tls_ctx_ssl_new(ctx);
     if (!t->ssl ||
@@ -155,7 +155,7 @@ static void on_message(int write_p,
 
 int ktcp_tls_handshake(struct ktcp_tls_conn *t)
 {
-    ERR_clear_error();
+    ktcp_tls_err_reset();
     int n = SSL_do_handshake(t->ssl);
     if (n == 1) {
         if (ktcp_tls_ktls_tx(t)) {
@@ -203,15 +203,19 @@ int ktcp_tls_handshake_wait(struct ktcp_tls_conn *t, int timeout_ms)
 
 /* Without OpenSSL's state (freed by direct() once the kernel carries
  * both directions; a connection has it from ktcp_tls_conn_new until
- * then) the kernel has both. */
+ * then) the kernel has both. With OpenSSL's records (no kTLS asked, or
+ * no ULP) neither: not asked of the BIOs, which costs a BIO_ctrl a
+ * direction on every read and write. */
 bool ktcp_tls_ktls_tx(const struct ktcp_tls_conn *t)
 {
-    return !t->ssl || BIO_get_ktls_send(SSL_get_wbio(t->ssl)) > 0;
+    return !t->ssl ||
+           (!t->user_records && BIO_get_ktls_send(SSL_get_wbio(t->ssl)) > 0);
 }
 
 bool ktcp_tls_ktls_rx(const struct ktcp_tls_conn *t)
 {
-    return !t->ssl || BIO_get_ktls_recv(SSL_get_rbio(t->ssl)) > 0;
+    return !t->ssl ||
+           (!t->user_records && BIO_get_ktls_recv(SSL_get_rbio(t->ssl)) > 0);
 }
 
 const char *ktcp_tls_version(const struct ktcp_tls_conn *t)
@@ -352,7 +356,7 @@ ssize_t ktcp_tls_read(struct ktcp_tls_conn *t, void *buf, size_t len)
     size_t got = 0;
     while (got < len) {
         size_t want = len - got < INT_MAX ? len - got : INT_MAX;
-        ERR_clear_error();
+        ktcp_tls_err_reset();
         int n = SSL_read(t->ssl, (char *) buf + got, (int) want);
         if (n > 0) {
             got += (size_t) n;
@@ -408,7 +412,7 @@ static ssize_t write_some(struct ktcp_tls_conn *t, const void *buf, size_t len)
         return -EPROTO;
     if (len > INT_MAX)
         len = INT_MAX;
-    ERR_clear_error();
+    ktcp_tls_err_reset();
     /* Records made by OpenSSL (tls-out.c): an SSL_write ends after each
      * record (SSL_MODE_ENABLE_PARTIAL_WRITE), so those of len are written
      * here one call each, kept, and go out together. A call that fails
@@ -424,7 +428,8 @@ static ssize_t write_some(struct ktcp_tls_conn *t, const void *buf, size_t len)
     } while (n > 0 && t->out_gather && done < len);
     t->out_gather = false;
     if (done > 0) {
-        ERR_clear_error();
+        if (n <= 0) /* what ended the loop is not this call's result */
+            ERR_clear_error();
         /* what the socket has no room for waits for the next write or
          * the sender's flush (ktcp_tls_out_flush) */
         ssize_t f = t->out_len ? ktcp_tls_out_flush(t) : 0;
@@ -495,6 +500,22 @@ ssize_t ktcp_tls_writev(struct ktcp_tls_conn *t,
         return write_buf(t); /* the chunk a write wants presented again */
     if (iovcnt == 1 || (iovcnt > 0 && iov[0].iov_len >= KTCP_TLS_BUF))
         return write_some(t, iov[0].iov_base, iov[0].iov_len);
+    /* A head and a small body are one record, gathered on the stack: the
+     * chunk buffer would be allocated and, the connection idle again,
+     * freed for each answer. A write that must be presented again gets
+     * the same bytes: the caller's next call gathers them again. */
+    size_t all = 0;
+    for (int i = 0; i < iovcnt && all <= KTCP_TLS_SMALL; i++)
+        all += iov[i].iov_len;
+    if (all <= KTCP_TLS_SMALL) {
+        char small[KTCP_TLS_SMALL];
+        size_t at = 0;
+        for (int i = 0; i < iovcnt; i++) {
+            memcpy(small + at, iov[i].iov_base, iov[i].iov_len);
+            at += iov[i].iov_len;
+        }
+        return write_some(t, small, at);
+    }
     if (!buf_alloc(t))
         return -ENOMEM;
     size_t n = 0;
@@ -522,7 +543,7 @@ ssize_t ktcp_tls_sendfile(struct ktcp_tls_conn *t,
     if (ktcp_tls_ktls_tx(t)) {
         if (ktls_keys_stale(t))
             return -EPROTO;
-        ERR_clear_error();
+        ktcp_tls_err_reset();
         errno = 0;
         size_t chunk =
             !t->ssl ? (size_t) http_tls_first_piece(t->rec_open, (uint64_t) off,
@@ -611,7 +632,7 @@ int ktcp_tls_shutdown(struct ktcp_tls_conn *t)
      * does not have: a close_notify would be a record it cannot decrypt */
     if (t->key_update_sent && ktcp_tls_ktls_tx(t))
         return 0;
-    ERR_clear_error();
+    ktcp_tls_err_reset();
     int n = SSL_shutdown(t->ssl);
     if (n >= 0)
         return 0;

@@ -33,8 +33,9 @@ struct ktcp_tls_ctx {
 
 /* An empty error queue before an OpenSSL call, for SSL_get_error to read
  * its result right. A queue that is empty already is left alone: looking
- * costs a tenth of what ERR_clear_error costs (it clears all sixteen
- * slots), and a request makes two or three such calls. */
+ * costs a quarter of what ERR_clear_error does, which clears all sixteen
+ * slots (206 against 837 instructions a call, callgrind, OpenSSL 3.0),
+ * and a request makes two or three such calls. */
 static inline void ktcp_tls_err_reset(void)
 {
     if (ERR_peek_error() != 0)

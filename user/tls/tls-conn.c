@@ -485,6 +485,20 @@ ssize_t ktcp_tls_write(struct ktcp_tls_conn *t, const void *buf, size_t len)
     return write_some(t, buf, len);
 }
 
+/* The iovec's first bytes, up to cap, copied to dst; how many. */
+static size_t gather(char *dst, size_t cap, const struct iovec *iov, int iovcnt)
+{
+    size_t n = 0;
+    for (int i = 0; i < iovcnt && n < cap; i++) {
+        size_t take = iov[i].iov_len;
+        if (take > cap - n)
+            take = cap - n;
+        memcpy(dst + n, iov[i].iov_base, take);
+        n += take;
+    }
+    return n;
+}
+
 /* Used by tls-rt.c: an iovec gathered into records of up to KTCP_TLS_BUF
  * (a head and a small body in one record, not two). Bytes of the iovec
  * taken (> 0), KTCP_TLS_WANT_*, or -errno; the caller calls again with
@@ -509,24 +523,11 @@ ssize_t ktcp_tls_writev(struct ktcp_tls_conn *t,
         all += iov[i].iov_len;
     if (all <= KTCP_TLS_SMALL) {
         char small[KTCP_TLS_SMALL];
-        size_t at = 0;
-        for (int i = 0; i < iovcnt; i++) {
-            memcpy(small + at, iov[i].iov_base, iov[i].iov_len);
-            at += iov[i].iov_len;
-        }
-        return write_some(t, small, at);
+        return write_some(t, small, gather(small, sizeof(small), iov, iovcnt));
     }
     if (!buf_alloc(t))
         return -ENOMEM;
-    size_t n = 0;
-    for (int i = 0; i < iovcnt && n < KTCP_TLS_BUF; i++) {
-        size_t take = iov[i].iov_len;
-        if (take > KTCP_TLS_BUF - n)
-            take = KTCP_TLS_BUF - n;
-        memcpy(t->buf + n, iov[i].iov_base, take);
-        n += take;
-    }
-    t->buf_len = n;
+    t->buf_len = gather(t->buf, KTCP_TLS_BUF, iov, iovcnt);
     t->buf_done = 0;
     t->buf_file_off = -1;
     return write_buf(t);

@@ -179,13 +179,19 @@ soak: user modules
 	scripts/vm --kernel $(KERNEL) --timeout 1500 -- env KTCP_ENGINES=kernel KTCP_SOAK=1 KTCP_SOAK_SECONDS=$(or $(KTCP_SOAK_SECONDS),120) $(CURDIR)/$(PYTHON) -m pytest -q -s -rs tests/soak $(PYTEST_ARGS)
 
 # make run: serve over the VM with a port forwarded to the host's loopback.
-run: deps all
+# What needs the kernels is built by a make started after scripts/deps:
+# this one read KVER before deps ran, when a fresh machine has no kernel
+# cached yet and a machine whose cache deps has just moved to Debian's
+# newer ABI has the old one.
+run: deps
+	$(MAKE) all
 	scripts/run
 
 # make bench-echo, make bench-kcm: the echo bench (kecho.ko in each mode and
 # ktcp-echo) and the KCM experiment, profiles of tools/bench that boot the VM
 # once each; results/<timestamp>-echo/, results/<timestamp>-kcm/.
-bench-echo: deps all
+bench-echo: deps
+	$(MAKE) all
 	$(PYTHON) tools/bench/bench.py --profile echo
 bench-kcm: deps user
 	$(PYTHON) tools/bench/bench.py --profile kcm
@@ -199,11 +205,15 @@ bench-kcm: deps user
 # make bench-https: the HTTPS points alone (host, then one VM boot: KERNEL
 # picks the guest), published as docs/bench/https-<env>.json.
 .PHONY: bench-quick bench-publish bench-https
-bench: deps all
+# (all in a make of its own after deps, as for make run)
+bench: deps
+	$(MAKE) all
 	$(PYTHON) tools/bench/bench.py --profile full $(BENCH_FLAGS)
-bench-quick: deps all
+bench-quick: deps
+	$(MAKE) all
 	$(PYTHON) tools/bench/bench.py --profile quick $(BENCH_FLAGS)
-bench-https: deps all
+bench-https: deps
+	$(MAKE) all
 	$(PYTHON) tools/bench/bench.py --profile https $(BENCH_FLAGS)
 bench-publish:
 	@test -n "$(RESULTS)" || { echo "make bench-publish RESULTS=results/<timestamp>"; exit 2; }

@@ -91,4 +91,17 @@ static inline uint64_t http_tls_first_piece(size_t open,
     return end - off;
 }
 
+/* kTLS: whether the head before a file body (len bytes at off) goes in
+ * a record of its own, pushed, rather than leaving its record open for
+ * the body's first bytes. From a page boundary the body's records then
+ * all start on pages in a single send, where a shared record takes a
+ * second send to end on a page (http_tls_first_piece): a system call
+ * less a response, for at most one record more (none when len is a whole
+ * number of records). For an engine whose every send is a system call
+ * (user space); khttpd's split costs none. page: a power of two. */
+static inline bool http_tls_head_alone(uint64_t off, uint64_t len, size_t page)
+{
+    return !(off & (page - 1)) && len >= 2 * HTTP_TLS_RECORD_MAX;
+}
+
 #endif /* KTCP_CORE_HTTP_RESPONSE_H */

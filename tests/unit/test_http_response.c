@@ -220,6 +220,20 @@ static void test_tls_first_piece(void)
     CHECK_INT(http_tls_first_piece(315, 0, mib, 65536), mib);
 }
 
+/* kTLS in user space: which heads before a file body go alone */
+static void test_tls_head_alone(void)
+{
+    /* from a page boundary, two records or more: alone */
+    CHECK_INT(http_tls_head_alone(0, 1 << 20, 4096), 1);
+    CHECK_INT(http_tls_head_alone(8192, 32768, 4096), 1);
+    /* less than two records: the head and the body share the first */
+    CHECK_INT(http_tls_head_alone(0, 32767, 4096), 0);
+    CHECK_INT(http_tls_head_alone(0, 20 << 10, 4096), 0);
+    /* a range from inside a page: alone would not put records on pages */
+    CHECK_INT(http_tls_head_alone(100, 1 << 20, 4096), 0);
+    CHECK_INT(http_tls_head_alone(4096, 1 << 20, 65536), 0);
+}
+
 int main(void)
 {
     test_reasons();
@@ -230,5 +244,6 @@ int main(void)
     test_status_lines();
     test_chunks();
     test_tls_first_piece();
+    test_tls_head_alone();
     UNIT_DONE();
 }

@@ -42,7 +42,12 @@ static bool send_file(struct httpd_req *r,
         http_plan_fail(p, fd);
         return httpd_send_head(r, p, p->text, p->body_len, p->more);
     }
-    bool ok = httpd_send_head(r, p, NULL, 0, !p->head_only || p->more);
+    /* the body's first bytes join the head's segment (TCP) or record
+     * (kTLS), unless the transport sends the head alone */
+    bool alone =
+        !p->head_only && rt_head_alone(r->c, (off_t) p->body_off, p->body_len);
+    bool ok =
+        httpd_send_head(r, p, NULL, 0, !alone && (!p->head_only || p->more));
     if (ok && !p->head_only) {
         ssize_t n = rt_sendfile(r->c, fd, (off_t) p->body_off, p->body_len,
                                 httpd_cfg.idle_timeout_ms);

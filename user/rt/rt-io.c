@@ -238,6 +238,11 @@ void rt_yield(struct rt_conn *c)
         rt_yield_coro(c->coro);
 }
 
+bool rt_head_alone(struct rt_conn *c, off_t offset, size_t count)
+{
+    return c->io && c->io->head_alone && c->io->head_alone(c, offset, count);
+}
+
 ssize_t rt_sendfile(struct rt_conn *c,
                     int file_fd,
                     off_t offset,

@@ -67,6 +67,8 @@ struct rt_io {
                         int timeout_ms);
     /* 0, or < 0 when the connection is gone (no shutdown follows) */
     int (*shutdown_write)(struct rt_conn *c);
+    /* optional: rt_head_alone's answer (NULL: false) */
+    bool (*head_alone)(struct rt_conn *c, off_t offset, size_t count);
     void (*release)(struct rt_conn *c);
 };
 
@@ -280,6 +282,12 @@ ssize_t rt_sendfile(struct rt_conn *c,
                     off_t offset,
                     size_t count,
                     int timeout_ms);
+/* Whether the head sent before a file body (rt_sendfile of count bytes
+ * at offset) goes without MSG_MORE: never over TCP, whose segments the
+ * head then shares with the body; a record-framing transport may say yes
+ * when the body goes out in fewer calls with the head in a record of its
+ * own (kTLS: http_tls_head_alone). */
+bool rt_head_alone(struct rt_conn *c, off_t offset, size_t count);
 
 /* ---- a server's command line, signals and counters file (rt-cli.c) ----
  *

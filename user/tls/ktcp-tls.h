@@ -115,6 +115,9 @@ ssize_t ktcp_tls_sendfile(struct ktcp_tls_conn *t,
                           int file_fd,
                           off_t off,
                           size_t len);
+/* Whether a head before such a body goes in a record of its own (kTLS
+ * TX: http_tls_head_alone); with OpenSSL's records it is one anyway. */
+bool ktcp_tls_head_alone(const struct ktcp_tls_conn *t, off_t off, size_t len);
 /* Send close_notify, without waiting for the peer's: 0 (sent, or given
  * up on), or KTCP_TLS_WANT_WRITE (no room now: call again once
  * writable). None after a KeyUpdate kTLS could not follow. */

@@ -533,6 +533,12 @@ ssize_t ktcp_tls_writev(struct ktcp_tls_conn *t,
     return write_buf(t);
 }
 
+bool ktcp_tls_head_alone(const struct ktcp_tls_conn *t, off_t off, size_t len)
+{
+    return ktcp_tls_ktls_tx(t) &&
+           http_tls_head_alone((uint64_t) off, len, (size_t) getpagesize());
+}
+
 /* kTLS: a file body's first send after a head that left a record open
  * ends where the body's next records start on a page
  * (http_tls_first_piece) */

@@ -239,6 +239,11 @@ static ssize_t io_sendfile(struct rt_conn *c,
     return f < 0 ? f : (ssize_t) count;
 }
 
+static bool io_head_alone(struct rt_conn *c, off_t offset, size_t count)
+{
+    return ktcp_tls_head_alone(c->io_data, offset, count);
+}
+
 /* How long apart a flush looks at TCP's queue. */
 #define KTLS_FLUSH_LOOK_MS 5
 
@@ -340,6 +345,7 @@ static const struct rt_io tls_io = {
     .read = io_read,
     .sendv = io_sendv,
     .sendfile = io_sendfile,
+    .head_alone = io_head_alone,
     .shutdown_write = io_shutdown_write,
     .release = io_release,
 };
